@@ -1,0 +1,236 @@
+/*
+ * The terminal request envelope (spec section 5.1): derivations from the credentials and the
+ * timestamp, the signature over Base64 of the plaintext with the key spliced in, and the
+ * AES-256-CBC encryption of the same plaintext bytes.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define TIMESTAMP_DIGITS 10
+#define MIN_TIMESTAMP UINT64_C(1000000000)
+#define MAX_TIMESTAMP UINT64_C(9999999999)
+
+typedef struct derived {
+    char password[PASARELA_PASSWORD_HEX_LEN];
+    char encoded_key[PASARELA_ENCODED_KEY_LEN];
+    uint8_t aes_key[PASARELA_AES_KEY_LEN];
+} derived;
+
+static void put_decimal(uint64_t v, char *out, size_t digits) {
+    for (size_t i = digits; i-- > 0;) {
+        out[i] = (char)('0' + (v % 10));
+        v /= 10;
+    }
+}
+
+int pasarela_formatted_date(uint64_t timestamp, char out[PASARELA_FORMATTED_DATE_LEN]) {
+    if (out == NULL) return PASARELA_E_INVALID_ARGUMENT;
+    if (timestamp < MIN_TIMESTAMP || timestamp > MAX_TIMESTAMP) return PASARELA_E_TIMESTAMP;
+    /* Civil date from days since 1970-01-01 (H. Hinnant's algorithm): no time-zone or libc calls. */
+    uint64_t days = timestamp / 86400, secs = timestamp % 86400;
+    uint64_t z = days + 719468;
+    uint64_t era = z / 146097;
+    uint64_t doe = z - era * 146097;
+    uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    uint64_t mp = (5 * doy + 2) / 153;
+    uint64_t day = doy - (153 * mp + 2) / 5 + 1;
+    uint64_t month = mp < 10 ? mp + 3 : mp - 9;
+    uint64_t year = yoe + era * 400 + (month <= 2);
+    put_decimal(year, out, 4);
+    out[4] = ':';
+    put_decimal(month, out + 5, 2);
+    out[7] = ':';
+    put_decimal(day, out + 8, 2);
+    out[10] = ':';
+    put_decimal(secs / 3600, out + 11, 2);
+    out[13] = ':';
+    put_decimal((secs / 60) % 60, out + 14, 2);
+    return PASARELA_OK;
+}
+
+static int derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
+                  size_t terminal_serial_len, uint64_t timestamp, derived *d) {
+    static const uint8_t zeros[32] = {
+        '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0',
+        '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'};
+    char date[PASARELA_FORMATTED_DATE_LEN];
+    char ts[TIMESTAMP_DIGITS];
+    uint8_t digest[16];
+    uint8_t password_and_ts[PASARELA_PASSWORD_HEX_LEN + TIMESTAMP_DIGITS];
+    pasarela_md5_ctx md5;
+    int rc;
+    if ((business_code == NULL && business_code_len > 0) || (terminal_serial == NULL && terminal_serial_len > 0))
+        return PASARELA_E_INVALID_ARGUMENT;
+    if ((rc = pasarela_formatted_date(timestamp, date)) != PASARELA_OK) return rc;
+    put_decimal(timestamp, ts, TIMESTAMP_DIGITS);
+
+    /* password = MD5 hex of (businessCode + terminalSerial + formattedDate), right-padded with '0' to >= 32 chars */
+    size_t key_len = business_code_len + terminal_serial_len + sizeof date;
+    pasarela_md5_init(&md5);
+    pasarela_md5_update(&md5, business_code, business_code_len);
+    pasarela_md5_update(&md5, terminal_serial, terminal_serial_len);
+    pasarela_md5_update(&md5, (const uint8_t *)date, sizeof date);
+    if (key_len < sizeof zeros) pasarela_md5_update(&md5, zeros, sizeof zeros - key_len);
+    pasarela_md5_final(&md5, digest);
+    pasarela_hex_encode(digest, sizeof digest, d->password);
+
+    /* encodedKeyTimestamp = Base64(password + timestamp) */
+    memcpy(password_and_ts, d->password, PASARELA_PASSWORD_HEX_LEN);
+    memcpy(password_and_ts + PASARELA_PASSWORD_HEX_LEN, ts, TIMESTAMP_DIGITS);
+    pasarela_base64_encode(password_and_ts, sizeof password_and_ts, d->encoded_key);
+
+    /* aesKey = first 32 characters of (timestamp + "___" + password) */
+    memcpy(d->aes_key, ts, TIMESTAMP_DIGITS);
+    memcpy(d->aes_key + TIMESTAMP_DIGITS, "___", 3);
+    memcpy(d->aes_key + TIMESTAMP_DIGITS + 3, d->password, PASARELA_AES_KEY_LEN - TIMESTAMP_DIGITS - 3);
+
+    pasarela_wipe(digest, sizeof digest);
+    pasarela_wipe(password_and_ts, sizeof password_and_ts);
+    return PASARELA_OK;
+}
+
+int pasarela_derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
+                    size_t terminal_serial_len, uint64_t timestamp, char password_hex[PASARELA_PASSWORD_HEX_LEN],
+                    char encoded_key[PASARELA_ENCODED_KEY_LEN], uint8_t aes_key[PASARELA_AES_KEY_LEN]) {
+    derived d;
+    int rc = derive(business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp, &d);
+    if (rc == PASARELA_OK) {
+        if (password_hex) memcpy(password_hex, d.password, sizeof d.password);
+        if (encoded_key) memcpy(encoded_key, d.encoded_key, sizeof d.encoded_key);
+        if (aes_key) memcpy(aes_key, d.aes_key, sizeof d.aes_key);
+    }
+    pasarela_wipe(&d, sizeof d);
+    return rc;
+}
+
+/* SHA-512 over the Base64 text of a byte stream fed in pieces, without materializing the text. */
+typedef struct base64_sha512 {
+    pasarela_sha512_ctx sha;
+    uint8_t carry[3];
+    size_t carry_len;
+    char text[1024];
+} base64_sha512;
+
+static void b64sha_update(base64_sha512 *h, const uint8_t *in, size_t n) {
+    while (h->carry_len > 0 && h->carry_len < 3 && n > 0) {
+        h->carry[h->carry_len++] = *in++;
+        n--;
+    }
+    if (h->carry_len == 3) {
+        pasarela_base64_encode(h->carry, 3, h->text);
+        pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, 4);
+        h->carry_len = 0;
+    }
+    while (n >= 3) {
+        size_t chunk = n - n % 3;
+        if (chunk > sizeof h->text / 4 * 3) chunk = sizeof h->text / 4 * 3;
+        size_t written = pasarela_base64_encode(in, chunk, h->text);
+        pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, written);
+        in += chunk;
+        n -= chunk;
+    }
+    memcpy(h->carry + h->carry_len, in, n);
+    h->carry_len += n;
+}
+
+static void b64sha_final(base64_sha512 *h, uint8_t digest[64]) {
+    if (h->carry_len > 0) {
+        size_t written = pasarela_base64_encode(h->carry, h->carry_len, h->text);
+        pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, written);
+    }
+    pasarela_sha512_final(&h->sha, digest);
+    pasarela_wipe(h, sizeof *h);
+}
+
+/* signature = hex(SHA-512(Base64(plaintext with ,"key":"<encodedKey>" spliced before its final brace))) */
+static void sign(const uint8_t *plaintext, size_t n, const derived *d, char signature_hex[128]) {
+    static const uint8_t key_open[] = ",\"key\":\"";
+    static const uint8_t key_close[] = "\"}";
+    base64_sha512 h;
+    uint8_t digest[64];
+    int empty = n == 2; /* "{}": no comma before the key */
+    pasarela_sha512_init(&h.sha);
+    h.carry_len = 0;
+    b64sha_update(&h, plaintext, n - 1);
+    b64sha_update(&h, key_open + empty, sizeof key_open - 1 - (size_t)empty);
+    b64sha_update(&h, (const uint8_t *)d->encoded_key, sizeof d->encoded_key);
+    b64sha_update(&h, key_close, sizeof key_close - 1);
+    b64sha_final(&h, digest);
+    pasarela_hex_encode(digest, sizeof digest, signature_hex);
+}
+
+/* data = hex(iv) ":" hex(AES-256-CBC-PKCS7(aesKey, iv, plaintext)) */
+static int encrypt_to_hex(unsigned cpu, const derived *d, const uint8_t *plaintext, size_t n,
+                          const uint8_t iv[PASARELA_IV_LEN], char *data) {
+    pasarela_aes256_schedule ks;
+    uint8_t chain[PASARELA_IV_LEN];
+    uint8_t block[256];
+    int rc = pasarela_aes256_expand(cpu, d->aes_key, &ks);
+    if (rc != PASARELA_OK) return rc;
+    pasarela_hex_encode(iv, PASARELA_IV_LEN, data);
+    data[2 * PASARELA_IV_LEN] = ':';
+    data += 2 * PASARELA_IV_LEN + 1;
+    memcpy(chain, iv, sizeof chain);
+    size_t whole = n - n % 16;
+    for (size_t done = 0; done < whole;) {
+        size_t chunk = whole - done < sizeof block ? whole - done : sizeof block;
+        pasarela_aes256_cbc_encrypt_blocks(cpu, &ks, chain, plaintext + done, chunk / 16, block);
+        pasarela_hex_encode(block, chunk, data);
+        data += 2 * chunk;
+        done += chunk;
+    }
+    /* the last block carries the PKCS#7 padding: 1..16 bytes of value pad */
+    uint8_t pad = (uint8_t)(16 - n % 16);
+    memcpy(block, plaintext + whole, n % 16);
+    memset(block + n % 16, pad, pad);
+    pasarela_aes256_cbc_encrypt_blocks(cpu, &ks, chain, block, 1, block);
+    pasarela_hex_encode(block, 16, data);
+    pasarela_wipe(&ks, sizeof ks);
+    pasarela_wipe(block, sizeof block);
+    return PASARELA_OK;
+}
+
+static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
+
+int pasarela_seal(unsigned cpu, const uint8_t *business_code, size_t business_code_len,
+                  const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
+                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[PASARELA_IV_LEN],
+                  char signature_hex[PASARELA_SIGNATURE_HEX_LEN], char *data, size_t data_cap, size_t *data_len) {
+    derived d;
+    int rc;
+    if (plaintext == NULL || iv == NULL || signature_hex == NULL || data == NULL || data_len == NULL)
+        return PASARELA_E_INVALID_ARGUMENT;
+    if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
+    if (data_cap < PASARELA_DATA_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
+    rc = derive(business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp, &d);
+    if (rc == PASARELA_OK) rc = encrypt_to_hex(cpu, &d, plaintext, plaintext_len, iv, data);
+    if (rc == PASARELA_OK) {
+        sign(plaintext, plaintext_len, &d, signature_hex);
+        *data_len = PASARELA_DATA_LEN(plaintext_len);
+    }
+    pasarela_wipe(&d, sizeof d);
+    return rc;
+}
+
+int pasarela_seal_json(unsigned cpu, const uint8_t *business_code, size_t business_code_len,
+                       const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
+                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN],
+                       uint8_t *plaintext,
+                       size_t plaintext_cap, size_t *plaintext_len, void *scratch, size_t scratch_cap,
+                       size_t *error_offset, char signature_hex[PASARELA_SIGNATURE_HEX_LEN], char *data,
+                       size_t data_cap, size_t *data_len) {
+    int top_level_key = 0;
+    int rc = pasarela_json_canonicalize_object(json, json_len, json_flags, plaintext, plaintext_cap, plaintext_len, scratch,
+                                               scratch_cap, error_offset, &top_level_key);
+    if (rc != PASARELA_OK) return rc;
+    if (!is_object_text(plaintext, *plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
+    if (top_level_key) return PASARELA_E_KEY_MEMBER;
+    return pasarela_seal(cpu, business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp,
+                         plaintext, *plaintext_len, iv, signature_hex, data, data_cap, data_len);
+}
+
+size_t pasarela_data_len(size_t plaintext_len) { return PASARELA_DATA_LEN(plaintext_len); }
+size_t pasarela_json_out_max(size_t json_len) { return PASARELA_JSON_OUT_MAX(json_len); }
+size_t pasarela_json_scratch_size(size_t json_len) { return PASARELA_JSON_SCRATCH_SIZE(json_len); }

@@ -1,0 +1,512 @@
+/*
+ * JSON text -> exactly what JavaScript's JSON.stringify(JSON.parse(text)) writes.
+ *
+ * The input's numbers must already carry their shortest round-trip digits (orjson, Python's
+ * repr and JavaScript all write them so): a number is then only re-formatted, never converted,
+ * which keeps this pass exact without a float printing algorithm. Objects are re-ordered the way
+ * JavaScript orders properties: integer-like keys first, ascending, then the others in insertion
+ * order. Duplicate keys (JSON.parse keeps the last value at the first position) and nesting deeper
+ * than PASARELA_JSON_MAX_DEPTH are left to the caller's slower path.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define PASARELA_JSON_MAX_DEPTH 1000
+#define NOT_INT_KEY UINT64_C(0x100000000)
+
+typedef struct member {
+    size_t start;       /* output offset of the key's opening quote */
+    size_t end;         /* output offset just past the value */
+    uint64_t order;     /* integer-like key value, or 2^32 + position: sorting on it gives JS order */
+    uint32_t hash;      /* of the canonical key bytes, to find duplicates */
+    uint32_t key_len;   /* canonical key bytes, without quotes */
+} member;
+
+typedef struct frame {
+    size_t body_start;  /* output offset just past '{' or '[' */
+    uint32_t first;     /* first member record of this object */
+    uint32_t is_object;
+} frame;
+
+typedef struct state {
+    const uint8_t *in;
+    size_t n, pos;
+    uint8_t *out;
+    size_t cap, len;
+    member *members;
+    size_t members_cap, members_top;
+    uint8_t *temp;
+    size_t temp_cap;
+    int top_level_key;  /* the depth-1 object has a "key" member */
+    unsigned flags;
+} state;
+
+static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+
+static void skip_ws(state *s) {
+    while (s->pos < s->n && is_ws(s->in[s->pos])) s->pos++;
+}
+
+static int put(state *s, const void *p, size_t k) {
+    if (s->cap - s->len < k) return PASARELA_E_BUFFER_TOO_SMALL;
+    memcpy(s->out + s->len, p, k);
+    s->len += k;
+    return PASARELA_OK;
+}
+
+static int put_byte(state *s, uint8_t c) {
+    if (s->len >= s->cap) return PASARELA_E_BUFFER_TOO_SMALL;
+    s->out[s->len++] = c;
+    return PASARELA_OK;
+}
+
+static int hex_value(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int read_u4(state *s, size_t at, uint32_t *u) {
+    uint32_t v = 0;
+    if (s->n - at < 4) return PASARELA_E_JSON_SYNTAX;
+    for (size_t i = 0; i < 4; i++) {
+        int h = hex_value(s->in[at + i]);
+        if (h < 0) return PASARELA_E_JSON_SYNTAX;
+        v = (v << 4) | (uint32_t)h;
+    }
+    *u = v;
+    return PASARELA_OK;
+}
+
+/* Writes one UTF-16 code unit or code point the way JSON.stringify writes it. */
+static int put_code_point(state *s, uint32_t cp) {
+    static const char hexdigits[] = "0123456789abcdef";
+    uint8_t b[6];
+    if (cp == '"' || cp == '\\') {
+        b[0] = '\\'; b[1] = (uint8_t)cp;
+        return put(s, b, 2);
+    }
+    if (cp < 0x20) {
+        b[0] = '\\';
+        switch (cp) {
+        case '\b': b[1] = 'b'; return put(s, b, 2);
+        case '\f': b[1] = 'f'; return put(s, b, 2);
+        case '\n': b[1] = 'n'; return put(s, b, 2);
+        case '\r': b[1] = 'r'; return put(s, b, 2);
+        case '\t': b[1] = 't'; return put(s, b, 2);
+        default: break;
+        }
+    }
+    if (cp < 0x20 || (cp >= 0xD800 && cp <= 0xDFFF)) { /* control character or lone surrogate */
+        b[0] = '\\'; b[1] = 'u';
+        b[2] = (uint8_t)hexdigits[(cp >> 12) & 15]; b[3] = (uint8_t)hexdigits[(cp >> 8) & 15];
+        b[4] = (uint8_t)hexdigits[(cp >> 4) & 15]; b[5] = (uint8_t)hexdigits[cp & 15];
+        return put(s, b, 6);
+    }
+    if (cp < 0x80) return put_byte(s, (uint8_t)cp);
+    if (cp < 0x800) {
+        b[0] = (uint8_t)(0xC0 | (cp >> 6)); b[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        return put(s, b, 2);
+    }
+    if (cp < 0x10000) {
+        b[0] = (uint8_t)(0xE0 | (cp >> 12)); b[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return put(s, b, 3);
+    }
+    b[0] = (uint8_t)(0xF0 | (cp >> 18)); b[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+    b[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F)); b[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return put(s, b, 4);
+}
+
+/* Length of the well-formed UTF-8 sequence at in[0..avail), or 0 when it is not one
+ * (overlong forms and UTF-8-encoded surrogates are not well-formed). */
+static size_t utf8_sequence(const uint8_t *in, size_t avail) {
+    uint8_t c = in[0];
+    if (c >= 0xC2 && c <= 0xDF) return (avail >= 2 && (in[1] & 0xC0) == 0x80) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (avail < 3 || (in[1] & 0xC0) != 0x80 || (in[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && in[1] < 0xA0) return 0;
+        if (c == 0xED && in[1] >= 0xA0) return 0;
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (avail < 4 || (in[1] & 0xC0) != 0x80 || (in[2] & 0xC0) != 0x80 || (in[3] & 0xC0) != 0x80) return 0;
+        if (c == 0xF0 && in[1] < 0x90) return 0;
+        if (c == 0xF4 && in[1] >= 0x90) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* s->pos is at the opening quote. */
+static int string_token(state *s) {
+    int rc;
+    s->pos++;
+    if ((rc = put_byte(s, '"')) != PASARELA_OK) return rc;
+    for (;;) {
+        size_t run = s->pos;
+        while (run < s->n) {
+            uint8_t c = s->in[run];
+            if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
+            run++;
+        }
+        if (run > s->pos) {
+            if ((rc = put(s, s->in + s->pos, run - s->pos)) != PASARELA_OK) return rc;
+            s->pos = run;
+        }
+        if (s->pos >= s->n) return PASARELA_E_JSON_SYNTAX;
+        uint8_t c = s->in[s->pos];
+        if (c == '"') {
+            s->pos++;
+            return put_byte(s, '"');
+        }
+        if (c < 0x20) return PASARELA_E_JSON_SYNTAX;
+        if (c >= 0x80) {
+            size_t k = utf8_sequence(s->in + s->pos, s->n - s->pos);
+            if (k == 0) return PASARELA_E_JSON_UNSUPPORTED; /* not UTF-8: let the caller decide */
+            if ((rc = put(s, s->in + s->pos, k)) != PASARELA_OK) return rc;
+            s->pos += k;
+            continue;
+        }
+        /* backslash escape */
+        if (s->n - s->pos < 2) return PASARELA_E_JSON_SYNTAX;
+        uint8_t e = s->in[s->pos + 1];
+        uint32_t cp;
+        switch (e) {
+        case '"': cp = '"'; break;
+        case '\\': cp = '\\'; break;
+        case '/': cp = '/'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u': {
+            if ((rc = read_u4(s, s->pos + 2, &cp)) != PASARELA_OK) return rc;
+            if (cp >= 0xD800 && cp <= 0xDBFF && s->n - s->pos >= 12 && s->in[s->pos + 6] == '\\' &&
+                s->in[s->pos + 7] == 'u') {
+                uint32_t low;
+                if (read_u4(s, s->pos + 8, &low) == PASARELA_OK && low >= 0xDC00 && low <= 0xDFFF) {
+                    s->pos += 12;
+                    if ((rc = put_code_point(s, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))) != PASARELA_OK)
+                        return rc;
+                    continue;
+                }
+            }
+            s->pos += 6;
+            if ((rc = put_code_point(s, cp)) != PASARELA_OK) return rc;
+            continue;
+        }
+        default: return PASARELA_E_JSON_SYNTAX;
+        }
+        s->pos += 2;
+        if ((rc = put_code_point(s, cp)) != PASARELA_OK) return rc;
+    }
+}
+
+/* Writes digits[0..k) with decimal point position n (value = 0.digits * 10^n) as
+ * Number.prototype.toString does (ECMA-262 Number::toString, radix 10). */
+static int put_js_number(state *s, int negative, const uint8_t *digits, int k, int n) {
+    uint8_t buf[64];
+    size_t w = 0;
+    int i;
+    if (negative) buf[w++] = '-';
+    if (k <= n && n <= 21) {
+        for (i = 0; i < k; i++) buf[w++] = digits[i];
+        for (i = 0; i < n - k; i++) buf[w++] = '0';
+    } else if (0 < n && n <= 21) {
+        for (i = 0; i < n; i++) buf[w++] = digits[i];
+        buf[w++] = '.';
+        for (i = n; i < k; i++) buf[w++] = digits[i];
+    } else if (-6 < n && n <= 0) {
+        buf[w++] = '0';
+        buf[w++] = '.';
+        for (i = 0; i < -n; i++) buf[w++] = '0';
+        for (i = 0; i < k; i++) buf[w++] = digits[i];
+    } else {
+        int e = n - 1;
+        buf[w++] = digits[0];
+        if (k > 1) {
+            buf[w++] = '.';
+            for (i = 1; i < k; i++) buf[w++] = digits[i];
+        }
+        buf[w++] = 'e';
+        buf[w++] = e < 0 ? '-' : '+';
+        if (e < 0) e = -e;
+        if (e >= 100) buf[w++] = (uint8_t)('0' + e / 100);
+        if (e >= 10) buf[w++] = (uint8_t)('0' + (e / 10) % 10);
+        buf[w++] = (uint8_t)('0' + e % 10);
+    }
+    return put(s, buf, w);
+}
+
+/* s->pos is at '-' or a digit. */
+static int number_token(state *s) {
+    const uint8_t *in = s->in;
+    size_t p = s->pos, start = s->pos;
+    int negative = 0, is_integer = 1;
+    uint8_t digits[24];
+    int k = 0;          /* significant digits kept */
+    long point = 0;     /* decimal point position relative to the first significant digit */
+    int seen_nonzero = 0;
+    if (in[p] == '-') { negative = 1; p++; }
+    if (p >= s->n || !is_digit(in[p])) return PASARELA_E_JSON_SYNTAX;
+    int too_many_digits = 0; /* more significant digits than a shortest double has */
+    if (in[p] == '0') {
+        p++;
+    } else {
+        while (p < s->n && is_digit(in[p])) {
+            uint8_t c = in[p++];
+            point++;
+            if (k < 17) digits[k++] = c;
+            else if (c != '0') too_many_digits = 1;
+        }
+        seen_nonzero = 1;
+    }
+    if (p < s->n && in[p] == '.') {
+        is_integer = 0;
+        p++;
+        if (p >= s->n || !is_digit(in[p])) return PASARELA_E_JSON_SYNTAX;
+        while (p < s->n && is_digit(in[p])) {
+            uint8_t c = in[p++];
+            if (!seen_nonzero) {
+                if (c == '0') { point--; continue; }
+                seen_nonzero = 1;
+            }
+            if (k < 17) digits[k++] = c;
+            else if (c != '0') too_many_digits = 1;
+        }
+    }
+    long exponent = 0;
+    if (p < s->n && (in[p] == 'e' || in[p] == 'E')) {
+        int exp_negative = 0;
+        is_integer = 0;
+        p++;
+        if (p < s->n && (in[p] == '+' || in[p] == '-')) { exp_negative = in[p] == '-'; p++; }
+        if (p >= s->n || !is_digit(in[p])) return PASARELA_E_JSON_SYNTAX;
+        while (p < s->n && is_digit(in[p])) {
+            if (exponent < 100000) exponent = exponent * 10 + (in[p] - '0');
+            p++;
+        }
+        if (exp_negative) exponent = -exponent;
+    }
+    s->pos = p;
+    while (k > 0 && digits[k - 1] == '0') k--; /* 100.0 and 1.50 carry trailing zeros */
+    if (k == 0) return put_byte(s, '0');       /* 0, -0, 0.0, 0e5 */
+    if (is_integer && (point > 16 || (point == 16 && memcmp(in + start + negative, "9007199254740991", 16) > 0)))
+        return PASARELA_E_JSON_UNSAFE_INTEGER;
+    if (too_many_digits) return PASARELA_E_JSON_UNSUPPORTED;
+    long n = point + exponent;
+    if (n > 309 || n < -323) return PASARELA_E_JSON_UNSUPPORTED; /* not the shortest form of a finite double */
+    /* Digits of unknown origin: a decimal of at most 15 significant digits within the normal range
+     * maps to a double whose shortest form is that decimal itself (DBL_DIG is 15), so it is kept;
+     * anything else needs a real conversion, which the caller's slower path does. */
+    if (!(s->flags & PASARELA_JSON_SHORTEST_DIGITS) && !is_integer && (k > 15 || n > 308 || n < -306))
+        return PASARELA_E_JSON_UNSUPPORTED;
+    return put_js_number(s, negative, digits, k, (int)n);
+}
+
+static int literal_token(state *s) {
+    static const char *const words[3] = {"true", "false", "null"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t len = strlen(words[i]);
+        if (s->n - s->pos >= len && memcmp(s->in + s->pos, words[i], len) == 0) {
+            s->pos += len;
+            return put(s, words[i], len);
+        }
+    }
+    return PASARELA_E_JSON_SYNTAX;
+}
+
+/* An integer-like key is "0" or [1-9][0-9]* below 2^32 - 1: JavaScript's array index. */
+static uint64_t key_order(const uint8_t *key, size_t len, size_t position) {
+    uint64_t v = 0;
+    if (len == 0 || len > 10 || (key[0] == '0' && len > 1)) return NOT_INT_KEY + position;
+    for (size_t i = 0; i < len; i++) {
+        if (!is_digit(key[i])) return NOT_INT_KEY + position;
+        v = v * 10 + (uint64_t)(key[i] - '0');
+    }
+    return v < UINT64_C(4294967295) ? v : NOT_INT_KEY + position;
+}
+
+static uint32_t fnv1a(const uint8_t *p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+typedef int (*member_less)(const member *a, const member *b);
+static int by_order(const member *a, const member *b) { return a->order < b->order; }
+static int by_hash(const member *a, const member *b) { return a->hash < b->hash; }
+
+static void sift_down(member *m, size_t root, size_t count, member_less less) {
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= count) return;
+        if (child + 1 < count && less(&m[child], &m[child + 1])) child++;
+        if (!less(&m[root], &m[child])) return;
+        member t = m[root]; m[root] = m[child]; m[child] = t;
+        root = child;
+    }
+}
+
+/* In-place heap sort: no allocation and O(k log k) whatever the input. */
+static void sort_members(member *m, size_t count, member_less less) {
+    if (count < 2) return;
+    for (size_t i = count / 2; i-- > 0;) sift_down(m, i, count, less);
+    for (size_t end = count - 1; end > 0; end--) {
+        member t = m[0]; m[0] = m[end]; m[end] = t;
+        sift_down(m, 0, end, less);
+    }
+}
+
+static int same_key(const state *s, const member *a, const member *b) {
+    return a->hash == b->hash && a->key_len == b->key_len &&
+           memcmp(s->out + a->start + 1, s->out + b->start + 1, a->key_len) == 0;
+}
+
+/* Called at the closing brace: refuses duplicates and puts the members in JavaScript order. */
+static int close_object(state *s, const frame *f) {
+    member *m = s->members + f->first;
+    size_t count = s->members_top - f->first;
+    int in_order = 1;
+    if (count < 2) return PASARELA_OK;
+    for (size_t i = 1; i < count; i++)
+        if (m[i].order < m[i - 1].order) in_order = 0;
+    if (count <= 16) {
+        for (size_t i = 1; i < count; i++)
+            for (size_t j = 0; j < i; j++)
+                if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
+    } else {
+        sort_members(m, count, by_hash);
+        for (size_t i = 1; i < count; i++)
+            for (size_t j = i; j-- > 0 && m[j].hash == m[i].hash;)
+                if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
+    }
+    if (in_order) return PASARELA_OK;
+    sort_members(m, count, by_order);
+    size_t body_len = s->len - f->body_start - 1; /* without the closing brace */
+    if (body_len > s->temp_cap) return PASARELA_E_BUFFER_TOO_SMALL;
+    size_t w = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (i) s->temp[w++] = ',';
+        memcpy(s->temp + w, s->out + m[i].start, m[i].end - m[i].start);
+        w += m[i].end - m[i].start;
+    }
+    memcpy(s->out + f->body_start, s->temp, w);
+    return PASARELA_OK;
+}
+
+static int canonicalize(state *s) {
+    frame stack[PASARELA_JSON_MAX_DEPTH];
+    size_t depth = 0;
+    int rc;
+    skip_ws(s);
+    for (;;) {
+        /* a value */
+        if (s->pos >= s->n) return PASARELA_E_JSON_SYNTAX;
+        uint8_t c = s->in[s->pos];
+        if (c == '{' || c == '[') {
+            if (depth == PASARELA_JSON_MAX_DEPTH) return PASARELA_E_JSON_UNSUPPORTED;
+            frame *f = &stack[depth++];
+            f->is_object = c == '{';
+            f->first = (uint32_t)s->members_top;
+            s->pos++;
+            if ((rc = put_byte(s, c)) != PASARELA_OK) return rc;
+            f->body_start = s->len;
+            skip_ws(s);
+            if (s->pos < s->n && s->in[s->pos] == (f->is_object ? '}' : ']')) {
+                s->pos++;
+                if ((rc = put_byte(s, f->is_object ? '}' : ']')) != PASARELA_OK) return rc;
+                depth--;
+                goto after_value;
+            }
+            if (!f->is_object) continue;
+            goto member_key;
+        } else if (c == '"') {
+            if ((rc = string_token(s)) != PASARELA_OK) return rc;
+        } else if (c == '-' || is_digit(c)) {
+            if ((rc = number_token(s)) != PASARELA_OK) return rc;
+        } else {
+            if ((rc = literal_token(s)) != PASARELA_OK) return rc;
+        }
+    after_value:
+        for (;;) {
+            skip_ws(s);
+            if (depth == 0) return s->pos == s->n ? PASARELA_OK : PASARELA_E_JSON_SYNTAX;
+            frame *f = &stack[depth - 1];
+            if (s->pos >= s->n) return PASARELA_E_JSON_SYNTAX;
+            uint8_t d = s->in[s->pos++];
+            if (f->is_object) s->members[s->members_top - 1].end = s->len;
+            if (d == ',') {
+                if ((rc = put_byte(s, ',')) != PASARELA_OK) return rc;
+                skip_ws(s);
+                if (f->is_object) goto member_key;
+                break; /* next array element */
+            }
+            if (d != (f->is_object ? '}' : ']')) return PASARELA_E_JSON_SYNTAX;
+            if ((rc = put_byte(s, d)) != PASARELA_OK) return rc;
+            if (f->is_object) {
+                if ((rc = close_object(s, f)) != PASARELA_OK) return rc;
+                s->members_top = f->first;
+            }
+            depth--;
+        }
+        continue;
+    member_key: {
+            if (s->pos >= s->n || s->in[s->pos] != '"') return PASARELA_E_JSON_SYNTAX;
+            if (s->members_top >= s->members_cap) return PASARELA_E_BUFFER_TOO_SMALL;
+            member *m = &s->members[s->members_top++];
+            const frame *f = &stack[depth - 1];
+            m->start = s->len;
+            if ((rc = string_token(s)) != PASARELA_OK) return rc;
+            size_t key_len = s->len - m->start - 2;
+            const uint8_t *key = s->out + m->start + 1;
+            m->key_len = (uint32_t)key_len;
+            m->hash = fnv1a(key, key_len);
+            m->order = key_order(key, key_len, s->members_top - 1 - f->first);
+            if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) s->top_level_key = 1;
+            skip_ws(s);
+            if (s->pos >= s->n || s->in[s->pos] != ':') return PASARELA_E_JSON_SYNTAX;
+            s->pos++;
+            if ((rc = put_byte(s, ':')) != PASARELA_OK) return rc;
+            skip_ws(s);
+        }
+    }
+}
+
+int pasarela_json_canonicalize_object(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
+                                      size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
+                                      int *top_level_key) {
+    state s;
+    int rc;
+    if ((in == NULL && n > 0) || out == NULL || out_len == NULL || scratch == NULL)
+        return PASARELA_E_INVALID_ARGUMENT;
+    if (((uintptr_t)scratch & (sizeof(size_t) - 1)) != 0) return PASARELA_E_INVALID_ARGUMENT;
+    if (out_cap < PASARELA_JSON_OUT_MAX(n) || scratch_cap < PASARELA_JSON_SCRATCH_SIZE(n))
+        return PASARELA_E_BUFFER_TOO_SMALL;
+    memset(&s, 0, sizeof s);
+    s.in = in;
+    s.n = n;
+    s.flags = flags;
+    s.out = out;
+    s.cap = out_cap;
+    s.members = (member *)scratch;
+    s.members_cap = n / 4 + 4; /* a member takes at least 4 input bytes ("":0) */
+    s.temp = (uint8_t *)scratch + s.members_cap * sizeof(member);
+    s.temp_cap = scratch_cap - s.members_cap * sizeof(member);
+    rc = canonicalize(&s);
+    *out_len = rc == PASARELA_OK ? s.len : 0;
+    if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
+    if (top_level_key) *top_level_key = s.top_level_key;
+    return rc;
+}
+
+int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
+                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset) {
+    return pasarela_json_canonicalize_object(in, n, flags, out, out_cap, out_len, scratch, scratch_cap, error_offset,
+                                             NULL);
+}

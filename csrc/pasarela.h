@@ -1,0 +1,138 @@
+/*
+ * pasarela — signing and encryption core of the terminal request envelope.
+ *
+ * Contract (argon2 / libsodium style):
+ *  - every exported symbol carries the pasarela_ prefix;
+ *  - fallible functions return an int status from enum pasarela_status and write
+ *    results through out-pointers into caller-owned buffers (no heap allocation);
+ *  - no mutable global state: every function may run concurrently on any thread
+ *    (cffi releases the GIL). CPU features are detected by pasarela_cpu_features()
+ *    and passed back in by the caller;
+ *  - secrets (password, AES key, key schedule, hash states) are wiped before return.
+ */
+#ifndef PASARELA_H
+#define PASARELA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pasarela_status {
+    PASARELA_OK = 0,
+    PASARELA_E_INVALID_ARGUMENT = 1,  /* NULL pointer or inconsistent lengths */
+    PASARELA_E_BUFFER_TOO_SMALL = 2,  /* an output buffer is smaller than the documented size */
+    PASARELA_E_TIMESTAMP = 3,         /* timestamp is not 10 decimal digits of seconds */
+    PASARELA_E_NO_HW_AES = 4,         /* CPU has neither AES-NI nor ARMv8 AES: use the reference path */
+    PASARELA_E_JSON_SYNTAX = 5,       /* input is not JSON text */
+    PASARELA_E_JSON_UNSUPPORTED = 6,  /* valid JSON the C path does not canonicalize (caller falls back) */
+    PASARELA_E_JSON_NOT_OBJECT = 7,   /* payload is not a JSON object */
+    PASARELA_E_JSON_UNSAFE_INTEGER = 8, /* integer literal outside +-(2^53-1) */
+    PASARELA_E_KEY_MEMBER = 9,        /* payload already has a top-level "key" member */
+    PASARELA_E_BAD_HEX = 10,          /* data is not <32 hex>:<hex>, or odd/invalid hex */
+    PASARELA_E_BAD_LENGTH = 11,       /* ciphertext is empty or not a multiple of 16 bytes */
+    PASARELA_E_BAD_PADDING = 12,      /* PKCS#7 padding check failed */
+    PASARELA_E_SIGNATURE = 13,        /* signature does not match */
+    PASARELA_E_NONCANONICAL = 14      /* JSON is valid but not byte-identical to JSON.stringify(JSON.parse(it)) */
+} pasarela_status;
+
+/* Sizes. */
+#define PASARELA_IV_LEN 16
+#define PASARELA_AES_KEY_LEN 32
+#define PASARELA_PASSWORD_HEX_LEN 32
+#define PASARELA_SIGNATURE_HEX_LEN 128
+#define PASARELA_FORMATTED_DATE_LEN 16          /* "YYYY:MM:DD:HH:mm" */
+#define PASARELA_ENCODED_KEY_LEN 56             /* Base64(32-hex password + 10-digit timestamp) */
+#define PASARELA_CIPHERTEXT_LEN(n) ((((size_t)(n)) / 16u + 1u) * 16u)   /* PKCS#7 always pads */
+#define PASARELA_DATA_LEN(n) (2u * PASARELA_IV_LEN + 1u + 2u * PASARELA_CIPHERTEXT_LEN(n))
+/* Signed string: the plaintext with ,"key":"<56>" spliced before its final brace. */
+#define PASARELA_SIGNED_LEN(n) ((size_t)(n) + 9u + PASARELA_ENCODED_KEY_LEN)
+/* JSON canonicalization: worst-case output (a 4-byte number token such as 1e20 can become
+ * 21 bytes) and the scratch space used to reorder integer-like keys. */
+#define PASARELA_JSON_OUT_MAX(n) (6u * (size_t)(n) + 32u)
+#define PASARELA_JSON_SCRATCH_SIZE(n) (16u * (size_t)(n) + 256u)
+
+/* The size macros above as functions, for bindings that cannot expand macros. */
+size_t pasarela_data_len(size_t plaintext_len);
+size_t pasarela_json_out_max(size_t json_len);
+size_t pasarela_json_scratch_size(size_t json_len);
+
+/* Flags of pasarela_json_canonicalize. */
+#define PASARELA_JSON_SHORTEST_DIGITS 1u
+
+/* CPU feature bits returned by pasarela_cpu_features(). */
+#define PASARELA_CPU_AES_X86 1u    /* AES-NI + SSE2 */
+#define PASARELA_CPU_AES_ARM 2u    /* ARMv8 Crypto Extensions (AES) */
+#define PASARELA_CPU_AES_ANY (PASARELA_CPU_AES_X86 | PASARELA_CPU_AES_ARM)
+
+const char *pasarela_strerror(int status);
+unsigned pasarela_cpu_features(void);
+/* The package version this library was compiled for (checked at import). */
+const char *pasarela_version(void);
+
+/* ---- primitives (exposed for known-answer tests and the fallback path) ---- */
+void pasarela_md5(const uint8_t *in, size_t n, uint8_t out[16]);
+void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64]);
+/* Standard alphabet, padded. Writes 4*ceil(n/3) chars; returns that count. No secret-indexed lookups. */
+size_t pasarela_base64_encode(const uint8_t *in, size_t n, char *out);
+/* Lowercase; writes 2n chars. No secret-indexed lookups. */
+void pasarela_hex_encode(const uint8_t *in, size_t n, char *out);
+/* Accepts upper- and lowercase; n must be even. */
+int pasarela_hex_decode(const char *in, size_t n, uint8_t *out);
+/* PKCS#7: out must hold PASARELA_CIPHERTEXT_LEN(n) bytes. */
+int pasarela_aes256_cbc_encrypt(unsigned cpu, const uint8_t key[32], const uint8_t iv[16],
+                                const uint8_t *in, size_t n, uint8_t *out, size_t out_cap, size_t *out_len);
+/* n a non-zero multiple of 16; out must hold n bytes; *out_len excludes the padding. */
+int pasarela_aes256_cbc_decrypt(unsigned cpu, const uint8_t key[32], const uint8_t iv[16],
+                                const uint8_t *in, size_t n, uint8_t *out, size_t out_cap, size_t *out_len);
+/* Constant-time equality: 1 when equal. */
+int pasarela_ct_equal(const void *a, const void *b, size_t n);
+
+/* ---- envelope derivations (section 5.1 of the spec) ---- */
+int pasarela_formatted_date(uint64_t timestamp, char out[PASARELA_FORMATTED_DATE_LEN]);
+/* password (32 hex), encodedKeyTimestamp (56 Base64 chars), aesKey (32 bytes). Any out may be NULL. */
+int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
+                    const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
+                    char password_hex[PASARELA_PASSWORD_HEX_LEN],
+                    char encoded_key[PASARELA_ENCODED_KEY_LEN],
+                    uint8_t aes_key[PASARELA_AES_KEY_LEN]);
+
+/* ---- JSON (JSON.stringify form) ---- */
+/* Rewrites JSON text into exactly what JSON.stringify(JSON.parse(text)) gives. With
+ * PASARELA_JSON_SHORTEST_DIGITS the caller vouches that every number already carries its shortest
+ * round-trip digits (as orjson, Python's repr and JavaScript write them); without it, numbers with
+ * more than 15 significant digits or outside the normal double range give PASARELA_E_JSON_UNSUPPORTED.
+ * The result is:
+ * numbers in Number.prototype.toString form, integer-like keys first in ascending order, strings
+ * re-escaped. scratch must be aligned to 8 bytes. Integer literals beyond +-(2^53-1) give PASARELA_E_JSON_UNSAFE_INTEGER; duplicate keys
+ * and nesting deeper than 1000 give PASARELA_E_JSON_UNSUPPORTED. *error_offset (may be NULL) is
+ * the input offset of the offending token. */
+int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
+                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset);
+
+/* ---- seal (client side) ---- */
+/* plaintext: canonical JSON object text. Writes the 128-hex signature and "<iv_hex>:<ct_hex>"
+ * (PASARELA_DATA_LEN(plaintext_len) chars, not NUL-terminated). */
+int pasarela_seal(unsigned cpu,
+                  const uint8_t *business_code, size_t business_code_len,
+                  const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
+                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[PASARELA_IV_LEN],
+                  char signature_hex[PASARELA_SIGNATURE_HEX_LEN],
+                  char *data, size_t data_cap, size_t *data_len);
+
+/* pasarela_json_canonicalize into `plaintext` (cap PASARELA_JSON_OUT_MAX(json_len)), then pasarela_seal. */
+int pasarela_seal_json(unsigned cpu,
+                       const uint8_t *business_code, size_t business_code_len,
+                       const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
+                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN],
+                       uint8_t *plaintext, size_t plaintext_cap, size_t *plaintext_len,
+                       void *scratch, size_t scratch_cap, size_t *error_offset,
+                       char signature_hex[PASARELA_SIGNATURE_HEX_LEN],
+                       char *data, size_t data_cap, size_t *data_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PASARELA_H */

@@ -1,0 +1,444 @@
+/* test_primitives.c — known-answer and consistency tests for md5.c, sha512.c, base64.c, hex.c, util.c.
+ *
+ * Build and run from the repository root (no Makefile needed):
+ *
+ *   gcc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -Wconversion -Wshadow \
+ *       -DPASARELA_VERSION='"0.0.0"' -Icsrc \
+ *       csrc/md5.c csrc/sha512.c csrc/base64.c csrc/hex.c csrc/util.c csrc/tests/test_primitives.c \
+ *       -o /tmp/test_primitives && /tmp/test_primitives
+ *
+ * With sanitizers: add -g -fsanitize=address,undefined -fno-sanitize-recover=all.
+ * Under valgrind: build without sanitizers, then valgrind --error-exitcode=1 /tmp/test_primitives
+ * Same with clang instead of gcc.
+ *
+ * Prints "N passed, N failed" as the last line; exits non-zero on any failure.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int g_pass, g_fail;
+
+static void check(int ok, const char *what)
+{
+    if (ok) {
+        g_pass++;
+    } else {
+        g_fail++;
+        printf("FAIL: %s\n", what);
+    }
+}
+
+static void to_hex(const uint8_t *in, size_t n, char *out) /* test-side reference, NUL-terminated */
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t i;
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static void check_digest(const uint8_t *d, size_t n, const char *expect_hex, const char *what)
+{
+    char buf[129];
+    to_hex(d, n, buf);
+    if (strcmp(buf, expect_hex) != 0) {
+        printf("  got    %s\n  expect %s\n", buf, expect_hex);
+    }
+    check(strcmp(buf, expect_hex) == 0, what);
+}
+
+/* xorshift64* — deterministic inputs */
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * UINT64_C(0x2545F4914F6CDD1D);
+}
+
+static void rng_fill(uint64_t *s, uint8_t *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        p[i] = (uint8_t)(rng_next(s) >> 56);
+    }
+}
+
+/* ---------------------------------------------------------------- MD5 */
+static void test_md5(void)
+{
+    static const struct {
+        const char *msg, *hex;
+    } v[] = {
+        {"", "d41d8cd98f00b204e9800998ecf8427e"},
+        {"a", "0cc175b9c0f1b6a831c399e269772661"},
+        {"abc", "900150983cd24fb0d6963f7d28e17f72"},
+        {"message digest", "f96b697d7cb7938d525a2f31aaf161d0"},
+        {"abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"},
+        {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", "d174ab98d277d9f5a5611c2c9f419d9f"},
+        {"12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+         "57edf4a22be3c955ac49da2e2107b67a"},
+    };
+    size_t i;
+    uint8_t d[16];
+
+    for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+        pasarela_md5((const uint8_t *)v[i].msg, strlen(v[i].msg), d);
+        check_digest(d, 16, v[i].hex, "md5 RFC 1321 A.5");
+    }
+    pasarela_md5(NULL, 0, d);
+    check_digest(d, 16, v[0].hex, "md5 NULL,0");
+}
+
+/* ---------------------------------------------------------------- SHA-512 */
+static void test_sha512(void)
+{
+    static const char *abc_hex =
+        "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+        "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f";
+    static const char *two_block =
+        "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+        "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+    static const char *two_block_hex =
+        "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018"
+        "501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909";
+    static const char *empty_hex =
+        "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+        "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e";
+    static const char *million_a_hex =
+        "e718483d0ce769644e2e42c7bc15b4638e1f98b13b2044285632a803afa973eb"
+        "de0ff244877ea60a4cb0432ce577c31beb009c5c2c49aa2e4eadb217ad8cc09b";
+    static uint8_t chunk[1000];
+    uint8_t d[64];
+    pasarela_sha512_ctx ctx;
+    size_t done, step;
+    static const size_t steps[] = {1, 3, 7, 127, 129, 255, 997, 13, 128, 256, 1};
+    size_t si = 0;
+
+    pasarela_sha512((const uint8_t *)"abc", 3, d);
+    check_digest(d, 64, abc_hex, "sha512 abc");
+    pasarela_sha512((const uint8_t *)two_block, strlen(two_block), d);
+    check_digest(d, 64, two_block_hex, "sha512 896-bit message");
+    pasarela_sha512((const uint8_t *)"", 0, d);
+    check_digest(d, 64, empty_hex, "sha512 empty");
+    pasarela_sha512(NULL, 0, d);
+    check_digest(d, 64, empty_hex, "sha512 NULL,0");
+
+    /* one million 'a', in updates of odd sizes */
+    memset(chunk, 'a', sizeof chunk);
+    pasarela_sha512_init(&ctx);
+    for (done = 0; done < 1000000u; done += step) {
+        step = steps[si++ % (sizeof steps / sizeof steps[0])];
+        if (step > 1000000u - done) {
+            step = 1000000u - done;
+        }
+        pasarela_sha512_update(&ctx, chunk, step);
+    }
+    pasarela_sha512_final(&ctx, d);
+    check_digest(d, 64, million_a_hex, "sha512 one million a (streaming)");
+    {
+        static const uint8_t zero[sizeof ctx] = {0};
+        check(memcmp(&ctx, zero, sizeof ctx) == 0, "sha512 final wipes ctx");
+    }
+
+    /* padding boundaries: lengths 111, 112, 127, 128 and 239 hashed both ways */
+    {
+        static const size_t lens[] = {111, 112, 113, 127, 128, 129, 239, 240, 255, 256};
+        uint8_t buf[256], d2[64];
+        size_t i, j;
+        memset(buf, 'a', sizeof buf);
+        for (i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            pasarela_sha512(buf, lens[i], d);
+            pasarela_sha512_init(&ctx);
+            for (j = 0; j < lens[i]; j++) {
+                pasarela_sha512_update(&ctx, buf + j, 1);
+            }
+            pasarela_sha512_final(&ctx, d2);
+            check(memcmp(d, d2, 64) == 0, "sha512 byte-at-a-time vs one-shot at padding boundary");
+        }
+        /* SHA-512 of 112 'a' and 128 'a' against known values (from hashlib) */
+        pasarela_sha512(buf, 112, d);
+        check_digest(d, 64,
+                     "c01d080efd492776a1c43bd23dd99d0a2e626d481e16782e75d54c2503b5dc32"
+                     "bd05f0f1ba33e568b88fd2d970929b719ecbb152f58f130a407c8830604b70ca",
+                     "sha512 112 a");
+        pasarela_sha512(buf, 128, d);
+        check_digest(d, 64,
+                     "b73d1929aa615934e61a871596b3f3b33359f42b8175602e89f7e06e5f658a24"
+                     "3667807ed300314b95cacdd579f3e33abdfbe351909519a846d465c59582f321",
+                     "sha512 128 a");
+    }
+}
+
+static void test_md5_wipe(void)
+{
+    pasarela_md5_ctx ctx;
+    uint8_t d[16];
+    static const uint8_t zero[sizeof(pasarela_md5_ctx)] = {0};
+    pasarela_md5_init(&ctx);
+    pasarela_md5_update(&ctx, (const uint8_t *)"abc", 3);
+    pasarela_md5_final(&ctx, d);
+    check_digest(d, 16, "900150983cd24fb0d6963f7d28e17f72", "md5 streaming abc");
+    check(memcmp(&ctx, zero, sizeof ctx) == 0, "md5 final wipes ctx");
+}
+
+/* streaming with random splits == one-shot */
+static void test_streaming_random(void)
+{
+    static uint8_t buf[5000];
+    uint64_t s = UINT64_C(0x9E3779B97F4A7C15);
+    int iter;
+    int md5_ok = 1, sha_ok = 1;
+
+    rng_fill(&s, buf, sizeof buf);
+    for (iter = 0; iter < 300; iter++) {
+        size_t n = (size_t)(rng_next(&s) % (sizeof buf + 1));
+        uint8_t d1[64], d2[64], m1[16], m2[16];
+        pasarela_sha512_ctx sc;
+        pasarela_md5_ctx mc;
+        size_t off = 0;
+
+        pasarela_sha512(buf, n, d1);
+        pasarela_md5(buf, n, m1);
+        pasarela_sha512_init(&sc);
+        pasarela_md5_init(&mc);
+        while (off < n) {
+            uint64_t r = rng_next(&s);
+            /* mostly small pieces, sometimes big ones, sometimes empty updates */
+            size_t piece = (r & 3) == 0 ? (size_t)((r >> 8) % 600) : (size_t)((r >> 8) % 40);
+            if (piece > n - off) {
+                piece = n - off;
+            }
+            pasarela_sha512_update(&sc, buf + off, piece);
+            pasarela_md5_update(&mc, buf + off, piece);
+            off += piece;
+        }
+        pasarela_sha512_final(&sc, d2);
+        pasarela_md5_final(&mc, m2);
+        if (memcmp(d1, d2, 64) != 0) {
+            sha_ok = 0;
+        }
+        if (memcmp(m1, m2, 16) != 0) {
+            md5_ok = 0;
+        }
+    }
+    check(sha_ok, "sha512 streaming random splits == one-shot");
+    check(md5_ok, "md5 streaming random splits == one-shot");
+}
+
+/* ---------------------------------------------------------------- Base64 */
+/* test-side reference encoder with a plain table */
+static size_t ref_b64(const uint8_t *in, size_t n, char *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i, o = 0;
+    for (i = 0; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)in[i] << 16) | ((uint32_t)in[i + 1] << 8) | in[i + 2];
+        out[o++] = a[v >> 18];
+        out[o++] = a[(v >> 12) & 63];
+        out[o++] = a[(v >> 6) & 63];
+        out[o++] = a[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = a[v >> 18];
+        out[o++] = a[(v >> 12) & 63];
+        out[o++] = '=';
+        out[o++] = '=';
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)in[i] << 16) | ((uint32_t)in[i + 1] << 8);
+        out[o++] = a[v >> 18];
+        out[o++] = a[(v >> 12) & 63];
+        out[o++] = a[(v >> 6) & 63];
+        out[o++] = '=';
+    }
+    return o;
+}
+
+static void test_base64(void)
+{
+    static const char *vin[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    static const char *vout[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+    char out[64];
+    size_t i, n;
+
+    for (i = 0; i < 7; i++) {
+        memset(out, '#', sizeof out);
+        n = pasarela_base64_encode((const uint8_t *)vin[i], strlen(vin[i]), out);
+        check(n == strlen(vout[i]) && memcmp(out, vout[i], n) == 0 && out[n] == '#', "base64 RFC 4648 section 10");
+    }
+    {
+        /* every 6-bit value, and random inputs of every length 0..300 against the reference */
+        uint8_t all[48];
+        static uint8_t buf[300];
+        static char o1[404], o2[404];
+        uint64_t s = 12345;
+        int ok = 1;
+        for (i = 0; i < 48; i += 3) { /* 16 groups of 3 bytes encode values 4g..4g+3 */
+            uint32_t v = (uint32_t)(4 * (i / 3));
+            uint32_t x = (v << 18) | ((v + 1) << 12) | ((v + 2) << 6) | (v + 3);
+            all[i] = (uint8_t)(x >> 16);
+            all[i + 1] = (uint8_t)(x >> 8);
+            all[i + 2] = (uint8_t)x;
+        }
+        n = pasarela_base64_encode(all, 48, o1);
+        check(n == 64 && memcmp(o1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 64) == 0,
+              "base64 full alphabet");
+        rng_fill(&s, buf, sizeof buf);
+        for (i = 0; i <= sizeof buf; i++) {
+            size_t n1, n2;
+            memset(o1, '#', sizeof o1);
+            n1 = pasarela_base64_encode(buf, i, o1);
+            n2 = ref_b64(buf, i, o2);
+            if (n1 != n2 || n1 != 4 * ((i + 2) / 3) || memcmp(o1, o2, n1) != 0 || o1[n1] != '#') {
+                ok = 0;
+            }
+        }
+        check(ok, "base64 random inputs vs reference (lengths 0..300)");
+    }
+}
+
+/* ---------------------------------------------------------------- hex */
+static void test_hex(void)
+{
+    static uint8_t buf[257], back[257];
+    static char enc[515];
+    uint64_t s = 777;
+    size_t i;
+    int ok = 1;
+    uint8_t out[8];
+
+    rng_fill(&s, buf, sizeof buf);
+    for (i = 0; i <= sizeof buf; i++) {
+        char ref[515];
+        memset(enc, '#', sizeof enc);
+        pasarela_hex_encode(buf, i, enc);
+        to_hex(buf, i, ref);
+        if (memcmp(enc, ref, 2 * i) != 0 || enc[2 * i] != '#') {
+            ok = 0;
+        }
+        memset(back, 0xAA, sizeof back);
+        if (pasarela_hex_decode(enc, 2 * i, back) != PASARELA_OK || memcmp(back, buf, i) != 0) {
+            ok = 0;
+        }
+    }
+    check(ok, "hex encode vs reference and round trip (0..257 bytes)");
+    {
+        uint8_t all[256];
+        char e[512];
+        for (i = 0; i < 256; i++) {
+            all[i] = (uint8_t)i;
+        }
+        pasarela_hex_encode(all, 256, e);
+        check(memcmp(e, "00010203", 8) == 0 && memcmp(e + 2 * 0x9a, "9a9b", 4) == 0 && memcmp(e + 508, "feff", 4) == 0,
+              "hex encode all byte values");
+        ok = pasarela_hex_decode(e, 512, back) == PASARELA_OK && memcmp(back, all, 256) == 0;
+        check(ok, "hex decode all byte values");
+    }
+    check(pasarela_hex_decode("DEADbeef09AF", 12, out) == PASARELA_OK && out[0] == 0xde && out[1] == 0xad &&
+              out[2] == 0xbe && out[3] == 0xef && out[4] == 0x09 && out[5] == 0xaf,
+          "hex decode mixed case");
+    check(pasarela_hex_decode("abc", 3, out) == PASARELA_E_BAD_HEX, "hex decode odd length");
+    check(pasarela_hex_decode("a", 1, out) == PASARELA_E_BAD_HEX, "hex decode length 1");
+    check(pasarela_hex_decode("", 0, out) == PASARELA_OK, "hex decode empty");
+    check(pasarela_hex_decode(NULL, 0, NULL) == PASARELA_OK, "hex decode NULL,0");
+    check(pasarela_hex_decode(NULL, 2, out) == PASARELA_E_INVALID_ARGUMENT, "hex decode NULL in");
+    check(pasarela_hex_decode("00", 2, NULL) == PASARELA_E_INVALID_ARGUMENT, "hex decode NULL out");
+    {
+        /* every byte value in either position: valid iff in [0-9a-fA-F] */
+        int c, pos, good = 1;
+        for (c = 0; c < 256; c++) {
+            int valid = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+            for (pos = 0; pos < 4; pos++) {
+                char in[4] = {'1', '2', '3', '4'};
+                int rc;
+                in[pos] = (char)c;
+                memset(out, 0x55, sizeof out);
+                rc = pasarela_hex_decode(in, 4, out);
+                if (valid ? rc != PASARELA_OK : (rc != PASARELA_E_BAD_HEX || out[0] != 0 || out[1] != 0)) {
+                    good = 0;
+                    printf("  hex char %d at %d: rc %d\n", c, pos, rc);
+                }
+            }
+        }
+        check(good, "hex decode rejects every invalid char (and zeroes output)");
+    }
+    check(pasarela_hex_decode("0g", 2, out) == PASARELA_E_BAD_HEX, "hex decode 'g'");
+    check(pasarela_hex_decode("G0", 2, out) == PASARELA_E_BAD_HEX, "hex decode 'G'");
+    check(pasarela_hex_decode("0 ", 2, out) == PASARELA_E_BAD_HEX, "hex decode space");
+    check(pasarela_hex_decode("/0", 2, out) == PASARELA_E_BAD_HEX, "hex decode '/'");
+    check(pasarela_hex_decode(":0", 2, out) == PASARELA_E_BAD_HEX, "hex decode ':'");
+    check(pasarela_hex_decode("@0", 2, out) == PASARELA_E_BAD_HEX, "hex decode '@'");
+    check(pasarela_hex_decode("`0", 2, out) == PASARELA_E_BAD_HEX, "hex decode backtick");
+    check(pasarela_hex_decode("0\0", 2, out) == PASARELA_E_BAD_HEX, "hex decode NUL");
+    check(pasarela_hex_decode("00\xc1\xa1", 4, out) == PASARELA_E_BAD_HEX, "hex decode high bytes");
+}
+
+/* ---------------------------------------------------------------- util */
+static void test_util(void)
+{
+    uint8_t a[64], b[64];
+    size_t i;
+    int ok = 1;
+    int st;
+
+    for (i = 0; i < 64; i++) {
+        a[i] = b[i] = (uint8_t)(i * 7);
+    }
+    check(pasarela_ct_equal(a, b, 64) == 1, "ct_equal equal");
+    check(pasarela_ct_equal(a, b, 0) == 1, "ct_equal empty");
+    for (i = 0; i < 64; i++) {
+        int bit;
+        for (bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            if (pasarela_ct_equal(a, b, 64) != 0) {
+                ok = 0;
+            }
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    check(ok, "ct_equal detects every single-bit difference");
+    b[63] ^= 0xFF;
+    check(pasarela_ct_equal(a, b, 63) == 1 && pasarela_ct_equal(a, b, 64) == 0, "ct_equal respects n");
+
+    pasarela_wipe(a, sizeof a);
+    ok = 1;
+    for (i = 0; i < 64; i++) {
+        if (a[i] != 0) {
+            ok = 0;
+        }
+    }
+    check(ok, "wipe zeroes");
+    pasarela_wipe(NULL, 0);
+
+    ok = 1;
+    for (st = PASARELA_OK; st <= PASARELA_E_NONCANONICAL; st++) {
+        const char *m = pasarela_strerror(st);
+        if (m == NULL || strcmp(m, "unknown status") == 0 || m[0] == '\0') {
+            ok = 0;
+        }
+    }
+    check(ok, "strerror covers every status");
+    check(strcmp(pasarela_strerror(-1), "unknown status") == 0 && strcmp(pasarela_strerror(15), "unknown status") == 0,
+          "strerror unknown");
+    check(strcmp(pasarela_version(), "0.0.0") == 0, "version");
+}
+
+int main(void)
+{
+    test_md5();
+    test_md5_wipe();
+    test_sha512();
+    test_streaming_random();
+    test_base64();
+    test_hex();
+    test_util();
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail == 0 ? 0 : 1;
+}

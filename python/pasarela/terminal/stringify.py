@@ -1,0 +1,518 @@
+"""Pure-Python reference for the exact bytes JavaScript's ``JSON.stringify`` writes.
+
+The payment service computes ``JSON.stringify(JSON.parse(text))`` on the JSON it receives and signs
+those bytes, so both sides must produce them byte for byte:
+
+* :func:`stringify` writes a Python payload exactly as ``JSON.stringify`` writes the JavaScript value
+  the payload stands for, and refuses (with :class:`~pasarela.errors.PayloadError`) every value that
+  has no exact JavaScript counterpart instead of silently changing it.
+* :func:`canonicalize_text` is ``JSON.stringify(JSON.parse(text))`` for a JSON text received as is.
+* :func:`format_number` is ``Number.prototype.toString`` for a finite double.
+
+This module is the reference the C core is tested and benchmarked against; it never imports it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import math
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from json.encoder import encode_basestring
+from typing import Any, cast
+
+from pasarela.errors import PayloadError
+
+__all__ = ["MAX_DEPTH", "canonicalize_text", "format_number", "stringify"]
+
+MAX_DEPTH = 1000
+"""Deepest accepted nesting of arrays and objects (the outermost container is depth 1)."""
+
+_MAX_SAFE_INTEGER = 2**53 - 1
+_INF = math.inf
+_NINF = -math.inf
+
+# Object keys JavaScript treats as array indices: written first, in ascending numeric order.
+# (At most ten digits here; ten-digit candidates are compared with 2**32 - 1 separately.)
+_INDEX_KEY = re.compile(r"0|[1-9][0-9]{0,9}").fullmatch
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*").fullmatch
+_LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+# encode_basestring (C-accelerated in CPython) quotes a str and escapes exactly what JSON.stringify
+# escapes except lone surrogates: " \\ \b \f \n \r \t as short escapes, other U+0000-U+001F as \u00xx
+# with lowercase hex, everything else (including U+007F, U+2028, U+2029 and "/") raw.
+_quote: Callable[[str], str] = encode_basestring
+
+
+class _Refused(Exception):
+    """Internal: the value at the current path has no exact JavaScript counterpart."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------------------------------
+# Numbers
+
+
+def format_number(x: float) -> str:
+    """Return ``Number.prototype.toString()`` of the finite double *x* (ECMA-262 Number::toString).
+
+    The shortest digits that round-trip come from Python's ``repr`` (both pick the shortest string
+    and, among those, the one closest to *x*); they are then laid out as ECMA-262 prescribes: plain
+    decimal notation when 1e-6 <= |x| < 1e21, exponent notation (``1e+21``, ``1.5e-7``) otherwise.
+    ``-0.0`` is written ``"0"``.
+    """
+    x = float(x)
+    if x != x or x in (_INF, _NINF):
+        raise ValueError(f"format_number needs a finite number, got {x!r}")
+    if x == 0.0:
+        return "0"
+    r = repr(x)
+    if "e" not in r:
+        # repr uses plain notation only for 1e-4 <= |x| < 1e16, where JavaScript does too.
+        return r[:-2] if r.endswith(".0") else r
+    return _format_exponent_repr(r)
+
+
+def _format_exponent_repr(r: str) -> str:
+    """Lay out the digits of a finite, nonzero float repr per ECMA-262 Number::toString."""
+    sign = ""
+    if r[0] == "-":
+        sign, r = "-", r[1:]
+    mantissa, _, exp_text = r.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = int_part + frac_part
+    stripped = digits.lstrip("0")
+    # The value is 0.<digits> * 10**n.
+    n = len(int_part) + exponent - (len(digits) - len(stripped))
+    digits = stripped.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    exp_str = f"e+{e}" if e >= 0 else f"e-{-e}"
+    if k == 1:
+        return sign + digits + exp_str
+    return sign + digits[0] + "." + digits[1:] + exp_str
+
+
+def _float_token(x: float) -> str:
+    """JSON.stringify of a Python float (refusing NaN and the infinities)."""
+    if x != x:
+        raise _Refused("NaN is not a JSON number (JSON.stringify would write null)")
+    if x in (_INF, _NINF):
+        raise _Refused(
+            f"{'-' if x < 0 else ''}Infinity is not a JSON number (JSON.stringify would write null)"
+        )
+    if x == 0.0:
+        return "0"
+    r = float.__repr__(x)
+    if "e" not in r:
+        return r[:-2] if r.endswith(".0") else r
+    return _format_exponent_repr(r)
+
+
+def _int_token(x: int) -> str:
+    if -_MAX_SAFE_INTEGER <= x <= _MAX_SAFE_INTEGER:
+        return int.__repr__(x)
+    shown = f"with {x.bit_length()} bits" if x.bit_length() > 256 else int.__repr__(x)
+    raise _Refused(f"integer {shown} is outside ±(2^53-1); JavaScript would change it")
+
+
+def _decimal_token(d: Decimal) -> str:
+    if not d.is_finite():
+        raise _Refused(f"Decimal {str(d)!r} is not a finite number")
+    f = float(d)
+    if f in (_INF, _NINF):
+        raise _Refused(
+            f"Decimal {str(d)!r} overflows to {'-' if f < 0 else ''}Infinity as a JavaScript number"
+        )
+    return _float_token(f)
+
+
+# --------------------------------------------------------------------------------------------------
+# Values that are not plain dict/list/tuple/str/int/float/bool/None
+
+
+def _describe(v: object) -> str:
+    t = type(v)
+    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    text = repr(v)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{name} {text}"
+
+
+def _scalar_token(v: object) -> str:
+    """Token for a scalar of a non-exact type, or raise _Refused. Containers never reach here."""
+    if isinstance(v, enum.Enum) and not isinstance(v, (int, str)):
+        raise _Refused(
+            f"enum member {_describe(v)} is not JSON: only int and str enums are accepted; pass its .value"
+        )
+    if isinstance(v, bool):  # pragma: no cover - bool cannot be subclassed
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return _int_token(int(v))
+    if isinstance(v, str):
+        return _quote(str.__str__(v))
+    if isinstance(v, float):
+        return _float_token(float.__float__(v))
+    if isinstance(v, Decimal):
+        return _decimal_token(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        raise _Refused(f"{type(v).__name__} is not JSON: decode or base64-encode it into a str first")
+    if isinstance(v, (set, frozenset)):
+        raise _Refused(f"{type(v).__name__} is not JSON: it has no order; convert it to a sorted list")
+    if isinstance(v, (datetime.date, datetime.time, datetime.timedelta)):
+        raise _Refused(f"{_describe(v)} is not JSON: format it as a str (or a number) first")
+    if isinstance(v, uuid.UUID):
+        raise _Refused(f"{_describe(v)} is not JSON: pass str(value) instead")
+    if isinstance(v, complex):
+        raise _Refused(f"{_describe(v)} is not JSON: complex numbers have no JSON form")
+    raise _Refused(
+        f"{_describe(v)} is not JSON: only dict, list, tuple, str, int, float, Decimal, bool "
+        "and None are accepted"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Serialization
+
+
+def _key_path(key: str) -> str:
+    if _IDENTIFIER(key):
+        return "." + key
+    return "[" + _quote(str.__str__(key)) + "]"
+
+
+class _Frame:
+    __slots__ = ("is_dict", "items", "n", "next", "oid")
+
+    def __init__(self, items: Sequence[Any], is_dict: bool, oid: int) -> None:
+        self.items = items
+        self.n = len(items)
+        self.next = 0
+        self.is_dict = is_dict
+        self.oid = oid
+
+
+def _path(stack: list[_Frame]) -> str:
+    """JSON path of the value currently being written (the element each frame last handed out)."""
+    parts = ["$"]
+    for frame in stack:
+        i = frame.next - 1
+        if frame.is_dict:
+            parts.append(_key_path(frame.items[i][0]))
+        else:
+            parts.append(f"[{i}]")
+    return "".join(parts)
+
+
+def _ordered_items(d: dict[Any, Any]) -> list[tuple[str, object]]:
+    """The members of *d* in JavaScript property order; raises _Refused for a non-str key."""
+    key_types = set(map(type, d))
+    if key_types and key_types != {str}:
+        for k in d:
+            if not isinstance(k, str):
+                raise _Refused(f"object keys must be str, found key {k!r} of type {type(k).__qualname__}")
+    items: list[tuple[str, object]] = list(d.items())
+    index_keys = [k for k in filter(_INDEX_KEY, d) if len(k) < 10 or int(k) < 4294967295]
+    if not index_keys:
+        return items
+    index_set = set(index_keys)
+    first = sorted((kv for kv in items if kv[0] in index_set), key=lambda kv: int(kv[0]))
+    first.extend(kv for kv in items if kv[0] not in index_set)
+    return first
+
+
+def _fix_surrogates(text: str) -> bytes:
+    """Escape lone surrogates like JSON.stringify, join surrogate pairs, and encode as UTF-8."""
+    text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    # Only properly paired surrogates remain; a UTF-16 round trip joins each pair into one code point.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le").encode("utf-8")
+
+
+def stringify(value: object) -> bytes:
+    """UTF-8 bytes of exactly what ``JSON.stringify`` writes for the JavaScript value *value* stands for.
+
+    Accepted: dict (str keys), list and tuple, str, bool, None, int within ±(2**53 - 1), finite float
+    and finite :class:`~decimal.Decimal` (written as the double it parses to). Anything else raises
+    :class:`~pasarela.errors.PayloadError` naming the JSON path of the offending value.
+    """
+    parts: list[str] = []
+    ap = parts.append
+    stack: list[_Frame] = []
+    active: set[int] = set()
+    v: Any = value  # dispatched on its exact type below
+    try:
+        while True:
+            # ---- write v (or open it, if it is a non-empty container) ----
+            t = type(v)
+            if t is str:
+                ap(_quote(v))
+            elif t is int:
+                if -_MAX_SAFE_INTEGER <= v <= _MAX_SAFE_INTEGER:
+                    ap(int.__repr__(v))
+                else:
+                    ap(_int_token(v))
+            elif t is float:
+                ap(_float_token(v))
+            elif v is None:
+                ap("null")
+            elif v is True:
+                ap("true")
+            elif v is False:
+                ap("false")
+            elif isinstance(v, (dict, list, tuple)):
+                if len(stack) >= MAX_DEPTH:
+                    raise _Refused(f"nesting deeper than {MAX_DEPTH} arrays/objects")
+                oid = id(v)
+                if oid in active:
+                    raise _Refused("cycle: this container contains itself")
+                if isinstance(v, dict):
+                    items: Sequence[Any] = _ordered_items(v)
+                    if items:
+                        ap("{")
+                        stack.append(_Frame(items, True, oid))
+                        active.add(oid)
+                    else:
+                        ap("{}")
+                elif v:
+                    ap("[")
+                    stack.append(_Frame(v, False, oid))
+                    active.add(oid)
+                else:
+                    ap("[]")
+            elif t is Decimal:
+                ap(_decimal_token(v))
+            else:
+                ap(_scalar_token(v))
+
+            # ---- move on to the next value, closing finished containers ----
+            while stack:
+                frame = stack[-1]
+                i = frame.next
+                if i < frame.n:
+                    frame.next = i + 1
+                    if frame.is_dict:
+                        k, v = frame.items[i]
+                        if i:
+                            ap(",")
+                        ap(_quote(k))
+                        ap(":")
+                    else:
+                        v = frame.items[i]
+                        if i:
+                            ap(",")
+                    break
+                stack.pop()
+                active.discard(frame.oid)
+                ap("}" if frame.is_dict else "]")
+            else:
+                break
+    except _Refused as exc:
+        raise PayloadError(_path(stack), exc.reason) from None
+
+    text = "".join(parts)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _fix_surrogates(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON.parse
+
+
+# Always matches (possibly empty), hence the cast.
+_WS = cast("Callable[[str, int], re.Match[str]]", re.compile(r"[ \t\n\r]*").match)
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
+_SIMPLE_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"').match
+# The longest valid string prefix (unrolled loop: linear time, no catastrophic backtracking).
+_STRING_PREFIX = re.compile(
+    r'"([^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*)'
+).match
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))")
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    hex_digits = m.group(1)
+    if hex_digits is not None:
+        return chr(int(hex_digits, 16))
+    return _SHORT_ESCAPES[m.group(2)]
+
+
+class _SyntaxError(Exception):
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.index = index
+
+
+def _describe_char(s: str, i: int) -> str:
+    if i >= len(s):
+        return "unexpected end of JSON text"
+    c = s[i]
+    if " " < c < "\x7f":
+        return f"unexpected character {c!r}"
+    return f"unexpected character U+{ord(c):04X}"
+
+
+def _parse_string(s: str, i: int) -> tuple[str, int]:
+    """Parse the JSON string starting at s[i] == '"'; return (value, index after the closing quote)."""
+    m = _SIMPLE_STRING(s, i)
+    if m is not None:
+        return m.group(1), m.end()
+    m = _STRING_PREFIX(s, i)
+    assert m is not None  # s[i] == '"'
+    end = m.end()
+    if end >= len(s):
+        raise _SyntaxError("unterminated string", i)
+    c = s[end]
+    if c == '"':
+        body = m.group(1)
+        return _ESCAPE.sub(_unescape, body), end + 1
+    if c == "\\":
+        raise _SyntaxError("invalid escape sequence in string", end)
+    raise _SyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
+
+
+def _parse(s: str) -> object:
+    """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
+
+    Numbers that overflow to ±Infinity become None, since that is what JSON.stringify writes for them.
+    """
+    n = len(s)
+    i = _WS(s, 0).end()
+    stack: list[Any] = []  # open containers (list or dict)
+    keys: list[Any] = []  # for each open dict, the key whose value is being parsed
+    val: object
+    while True:
+        # ---- parse one value starting at s[i] ----
+        c = s[i] if i < n else ""
+        if c == '"':
+            val, i = _parse_string(s, i)
+        elif c == "{" or c == "[":
+            if len(stack) >= MAX_DEPTH:
+                raise _SyntaxError(f"nesting deeper than {MAX_DEPTH} arrays/objects", i)
+            i = _WS(s, i + 1).end()
+            if c == "[":
+                if s.startswith("]", i):
+                    val = []
+                    i += 1
+                else:
+                    stack.append([])
+                    keys.append(None)
+                    continue
+            elif s.startswith("}", i):
+                val = {}
+                i += 1
+            else:
+                if not s.startswith('"', i):
+                    raise _SyntaxError(_describe_char(s, i) + " (expected a string key or '}')", i)
+                key, i = _parse_string(s, i)
+                i = _WS(s, i).end()
+                if not s.startswith(":", i):
+                    raise _SyntaxError(_describe_char(s, i) + " (expected ':')", i)
+                i = _WS(s, i + 1).end()
+                stack.append({})
+                keys.append(key)
+                continue
+        elif c == "-" or "0" <= c <= "9":
+            m = _NUMBER(s, i)
+            if m is None:
+                raise _SyntaxError("invalid number", i)
+            text = m.group()
+            i = m.end()
+            if m.lastindex is None and len(text) <= 15:
+                val = int(text)
+            else:
+                f = float(text)
+                val = None if f in (_INF, _NINF) else f
+        elif c == "t" and s.startswith("true", i):
+            val = True
+            i += 4
+        elif c == "f" and s.startswith("false", i):
+            val = False
+            i += 5
+        elif c == "n" and s.startswith("null", i):
+            val = None
+            i += 4
+        else:
+            raise _SyntaxError(_describe_char(s, i) + " (expected a JSON value)", i)
+
+        # ---- store the value in its container; close finished containers ----
+        while True:
+            i = _WS(s, i).end()
+            if not stack:
+                if i != n:
+                    raise _SyntaxError(_describe_char(s, i) + " after the JSON value", i)
+                return val
+            top = stack[-1]
+            c = s[i] if i < n else ""
+            if keys[-1] is None:  # array
+                top.append(val)
+                if c == ",":
+                    i = _WS(s, i + 1).end()
+                    break
+                if c == "]":
+                    i += 1
+                    val = stack.pop()
+                    keys.pop()
+                    continue
+                raise _SyntaxError(_describe_char(s, i) + " (expected ',' or ']')", i)
+            # object: a repeated key keeps its first position and takes the last value, as in JavaScript
+            top[keys[-1]] = val
+            if c == ",":
+                i = _WS(s, i + 1).end()
+                if not s.startswith('"', i):
+                    raise _SyntaxError(_describe_char(s, i) + " (expected a string key)", i)
+                key, i = _parse_string(s, i)
+                i = _WS(s, i).end()
+                if not s.startswith(":", i):
+                    raise _SyntaxError(_describe_char(s, i) + " (expected ':')", i)
+                i = _WS(s, i + 1).end()
+                keys[-1] = key
+                break
+            if c == "}":
+                i += 1
+                val = stack.pop()
+                keys.pop()
+                continue
+            raise _SyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
+
+
+def canonicalize_text(text: bytes | str) -> bytes:
+    """Exactly ``JSON.stringify(JSON.parse(text))`` as UTF-8 bytes.
+
+    *text* is UTF-8 bytes (decoded strictly; a byte order mark is not JSON whitespace, so it is refused
+    like JSON.parse refuses U+FEFF) or a str. Syntax errors raise
+    :class:`~pasarela.errors.PayloadError` with path ``$`` and the byte offset in the reason.
+    """
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raw = bytes(text)
+        try:
+            s = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PayloadError("$", f"invalid UTF-8 at byte offset {exc.start}") from None
+    elif isinstance(text, str):
+        s = str.__str__(text)
+    else:
+        raise TypeError(f"canonicalize_text needs bytes or str, not {type(text).__qualname__}")
+    try:
+        value = _parse(s)
+    except _SyntaxError as exc:
+        offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
+        raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
+    return stringify(value)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from node_oracle import NodeOracle, NodeUnavailableError  # noqa: E402
+
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.register_profile(
+    "ci",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session")
+def node_oracle() -> Iterator[NodeOracle]:
+    """One persistent ``node`` process for the session (fails, never skips, without node)."""
+    try:
+        oracle = NodeOracle()
+    except NodeUnavailableError as exc:
+        pytest.fail(f"{exc} (CI installs it; install Node.js locally to run these tests)", pytrace=False)
+    try:
+        yield oracle
+    finally:
+        oracle.close()
+
+
+@pytest.fixture(scope="session")
+def node_stringify(node_oracle: NodeOracle) -> Callable[[bytes], bytes]:
+    """``JSON.stringify(JSON.parse(text))`` computed by node: JSON text bytes in, UTF-8 bytes out.
+
+    Raises ``node_oracle.NodeJSONError`` when JSON.parse refuses the text.
+    """
+    return node_oracle.stringify
