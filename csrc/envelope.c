@@ -222,7 +222,7 @@ int pasarela_seal_json(unsigned cpu, const uint8_t *business_code, size_t busine
                        size_t *error_offset, char signature_hex[PASARELA_SIGNATURE_HEX_LEN], char *data,
                        size_t data_cap, size_t *data_len) {
     int top_level_key = 0;
-    int rc = pasarela_json_canonicalize_object(json, json_len, json_flags, plaintext, plaintext_cap, plaintext_len, scratch,
+    int rc = pasarela_json_canonicalize(json, json_len, json_flags, plaintext, plaintext_cap, plaintext_len, scratch,
                                                scratch_cap, error_offset, &top_level_key);
     if (rc != PASARELA_OK) return rc;
     if (!is_object_text(plaintext, *plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;

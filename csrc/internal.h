@@ -8,12 +8,6 @@
 #define PASARELA_INTERNAL __attribute__((visibility("hidden")))
 #else
 #define PASARELA_INTERNAL
-/* json.c: pasarela_json_canonicalize that also reports whether the top-level object has a "key" member. */
-PASARELA_INTERNAL int pasarela_json_canonicalize_object(const uint8_t *in, size_t n, unsigned flags, uint8_t *out,
-                                                        size_t out_cap, size_t *out_len, void *scratch,
-                                                        size_t scratch_cap, size_t *error_offset,
-                                                        int *top_level_key);
-
 #endif
 
 /* util.c: a wipe the compiler cannot remove. */

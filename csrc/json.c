@@ -478,7 +478,7 @@ static int canonicalize(state *s) {
     }
 }
 
-int pasarela_json_canonicalize_object(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
+int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
                                       size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
                                       int *top_level_key) {
     state s;
@@ -503,10 +503,4 @@ int pasarela_json_canonicalize_object(const uint8_t *in, size_t n, unsigned flag
     if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
     if (top_level_key) *top_level_key = s.top_level_key;
     return rc;
-}
-
-int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
-                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset) {
-    return pasarela_json_canonicalize_object(in, n, flags, out, out_cap, out_len, scratch, scratch_cap, error_offset,
-                                             NULL);
 }

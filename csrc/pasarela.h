@@ -108,9 +108,11 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
  * numbers in Number.prototype.toString form, integer-like keys first in ascending order, strings
  * re-escaped. scratch must be aligned to 8 bytes. Integer literals beyond +-(2^53-1) give PASARELA_E_JSON_UNSAFE_INTEGER; duplicate keys
  * and nesting deeper than 1000 give PASARELA_E_JSON_UNSUPPORTED. *error_offset (may be NULL) is
- * the input offset of the offending token. */
+ * the input offset of the offending token; *top_level_key (may be NULL) tells whether the text is an
+ * object with a top-level "key" member. */
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
-                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset);
+                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
+                               int *top_level_key);
 
 /* ---- seal (client side) ---- */
 /* plaintext: canonical JSON object text. Writes the 128-hex signature and "<iv_hex>:<ct_hex>"

@@ -51,7 +51,8 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
                     char password_hex[32], char encoded_key[56], uint8_t aes_key[32]);
 
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
-                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset);
+                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
+                               int *top_level_key);
 
 int pasarela_seal(unsigned cpu,
                   const uint8_t *business_code, size_t business_code_len,

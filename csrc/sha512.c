@@ -68,8 +68,8 @@ static inline void store64_be(uint8_t *p, uint64_t v)
 }
 #endif
 
-#define BSIG0(x) rotr64(rotr64(rotr64((x), 5) ^ (x), 6) ^ (x), 28)
-#define BSIG1(x) rotr64(rotr64(rotr64((x), 23) ^ (x), 4) ^ (x), 14)
+#define BSIG0(x) (rotr64((x), 28) ^ rotr64((x), 34) ^ rotr64((x), 39))
+#define BSIG1(x) (rotr64((x), 14) ^ rotr64((x), 18) ^ rotr64((x), 41))
 #define SSIG0(x) (rotr64((x), 1) ^ rotr64((x), 8) ^ ((x) >> 7))
 #define SSIG1(x) (rotr64((x), 19) ^ rotr64((x), 61) ^ ((x) >> 6))
 #define CH(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))

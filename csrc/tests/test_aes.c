@@ -21,8 +21,15 @@
  *   clang --target=aarch64-linux-gnu -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -Wshadow -static \
  *       -DPASARELA_VERSION='"0.0.0"' -Icsrc csrc/tests/test_aes.c csrc/aes.c csrc/cpu.c csrc/util.c \
  *       -o /tmp/test_aes_a64c && qemu-aarch64 -cpu max /tmp/test_aes_a64c
- *   qemu-aarch64 -cpu cortex-a53 /tmp/test_aes_a64       (has AES too)
- *   qemu-aarch64 -cpu max,aes=off /tmp/test_aes_a64      (no AES: expects PASARELA_E_NO_HW_AES)
+ *   qemu-aarch64 -cpu cortex-a53 /tmp/test_aes_a64   (likewise a35/a57/a72/a76/neoverse-n1/a64fx: all have AES;
+ *                                                     QEMU 7.2 has no AES-less model, so the no-AES path is
+ *                                                     covered by the cpu=0 checks only)
+ *
+ * 32-bit x86 (apt-get install gcc-multilib; on Debian 12 it conflicts with gcc-aarch64-linux-gnu and removes it), baseline without SSE so only the target attributes enable it:
+ *
+ *   gcc -m32 -march=i686 -mno-sse -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -Wshadow \
+ *       -DPASARELA_VERSION='"0.0.0"' -Icsrc csrc/tests/test_aes.c csrc/aes.c csrc/cpu.c csrc/util.c \
+ *       -o /tmp/test_aes32 && /tmp/test_aes32
  *
  * Without util.c, add -DPASARELA_TEST_WIPE_STANDIN to use the stand-in wipe below.
  * "test_aes bench" also prints the throughput of 16 KiB CBC encryption and decryption.

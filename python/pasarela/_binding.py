@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Optional
 
 from ._version import __version__
 from .errors import NativeError, PayloadError, TimestampError
+from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
     from ._native import ffi, lib
@@ -53,6 +54,7 @@ class _Buffers(threading.local):
         self.plain_capacity = -1
         self.signature = ffi.new("char[]", SIGNATURE_HEX_LEN)
         self.sizes = ffi.new("size_t[3]")  # plaintext length, data length, error offset
+        self.flag = ffi.new("int *")
         self.plain: Any = None
         self.scratch: Any = None
         self.data: Any = None
@@ -110,9 +112,9 @@ def seal_json(
         if status == lib.PASARELA_E_JSON_SYNTAX:
             raise PayloadError("$", f"not JSON text (error at byte {sizes[2]})")
         if status == lib.PASARELA_E_JSON_NOT_OBJECT:
-            raise PayloadError("$", "the payload must be a JSON object")
+            raise PayloadError("$", NOT_OBJECT_REASON)
         if status == lib.PASARELA_E_KEY_MEMBER:
-            raise PayloadError("$.key", _KEY_REASON)
+            raise PayloadError("$.key", KEY_REASON)
         _check_timestamp(status, timestamp)
         raise _fail(status)
     return SealOutput(
@@ -120,9 +122,6 @@ def seal_json(
         ffi.unpack(b.signature, SIGNATURE_HEX_LEN).decode("ascii"),
         ffi.unpack(b.data, sizes[1]).decode("ascii"),
     )
-
-
-_KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
 
 
 def seal(business_code: bytes, terminal_serial: bytes, timestamp: int, plaintext: bytes, iv: bytes) -> SealOutput:
@@ -144,18 +143,24 @@ def seal(business_code: bytes, terminal_serial: bytes, timestamp: int, plaintext
     )
 
 
-def canonicalize(text: bytes, shortest_digits: bool = False) -> Optional[bytes]:
+class Canonical(NamedTuple):
+    text: bytes
+    top_level_key: bool  # the text is an object with a top-level "key" member
+
+
+def canonicalize(text: bytes, shortest_digits: bool = False) -> Optional[Canonical]:
     """JSON.stringify(JSON.parse(text)), or None when the C path leaves it to the reference."""
     b = _buffers
     b.for_json(len(text))
     sizes = b.sizes
+    top_level_key = b.flag
     flags = lib.PASARELA_JSON_SHORTEST_DIGITS if shortest_digits else 0
     status = lib.pasarela_json_canonicalize(
         text, len(text), flags, b.plain, lib.pasarela_json_out_max(len(text)), sizes, b.scratch,
-        lib.pasarela_json_scratch_size(len(text)), sizes + 2,
+        lib.pasarela_json_scratch_size(len(text)), sizes + 2, top_level_key,
     )
     if status == _OK:
-        return ffi.buffer(b.plain, sizes[0])[:]
+        return Canonical(ffi.buffer(b.plain, sizes[0])[:], bool(top_level_key[0]))
     if status in (_JSON_UNSUPPORTED, lib.PASARELA_E_JSON_UNSAFE_INTEGER, lib.PASARELA_E_JSON_SYNTAX):
         return None
     raise _fail(status)

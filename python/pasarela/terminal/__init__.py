@@ -1,0 +1,1 @@
+"""Area A of the spec: the signed and encrypted terminal request envelope."""

@@ -1,0 +1,81 @@
+"""Command line: ``pasarela seal`` (and ``python -m pasarela``).
+
+Credentials come from --business-code/--terminal-serial or from the environment variables
+PASARELA_BUSINESS_CODE and PASARELA_TERMINAL_SERIAL (preferred: command lines are visible to
+other users of the machine). No secret is ever printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Optional
+
+from . import __version__
+from .errors import PasarelaError
+from .terminal.envelope import Terminal
+
+
+def _credential(value: Optional[str], variable: str, option: str) -> str:
+    resolved = value if value is not None else os.environ.get(variable)
+    if not resolved:
+        raise PasarelaError(f"no {option.lstrip('-').replace('-', ' ')}: pass {option} or set {variable}")
+    return resolved
+
+
+def _read_payload(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    with open(source, "rb") as handle:
+        return handle.read()
+
+
+def _seal(args: argparse.Namespace) -> int:
+    terminal = Terminal(
+        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code"),
+        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial"),
+    )
+    iv = None
+    if args.iv is not None:
+        try:
+            iv = bytes.fromhex(args.iv)
+        except ValueError:
+            raise PasarelaError("--iv must be 32 hexadecimal characters (16 bytes)") from None
+    payload = _read_payload(args.file)
+    sealed = terminal.seal(payload if payload.strip() else None, method=args.method, timestamp=args.timestamp, iv=iv)
+    json.dump(sealed.as_dict(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pasarela", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    seal = commands.add_parser("seal", help="sign and encrypt a terminal request payload (JSON object)")
+    seal.add_argument("file", nargs="?", default="-", help="JSON payload file, or - for standard input (default)")
+    seal.add_argument("--method", default="POST", help="GET, POST, PUT or PATCH (default POST)")
+    seal.add_argument("--timestamp", type=int, help="UTC seconds, 10 digits (default: now)")
+    seal.add_argument("--iv", help="IV as 32 hex characters (default: random; set only to reproduce a request)")
+    seal.add_argument("--business-code", help="default: $PASARELA_BUSINESS_CODE")
+    seal.add_argument("--terminal-serial", help="default: $PASARELA_TERMINAL_SERIAL")
+    seal.set_defaults(run=_seal)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except (PasarelaError, ValueError, OSError) as exc:
+        print(f"pasarela {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""The terminal envelope on the C core: seal a payload in one pass, serialized exactly once.
+
+The payload becomes compact JSON once (orjson), one C call rewrites that text into exactly what
+JSON.stringify writes and then signs and encrypts those same bytes. Anything the fast path cannot
+vouch for (Decimals, subclasses, lone surrogates, deep nesting) goes through the pure-Python
+serializer instead, which either writes it exactly or raises PayloadError naming the path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional, Union
+
+import orjson
+
+from .. import _binding
+from ..errors import PayloadError
+from .request import (
+    KEY_REASON,
+    NOT_OBJECT_REASON,
+    Sealed,
+    check_iv,
+    check_method,
+    check_object_text,
+    check_timestamp,
+    encode_credential,
+)
+from .stringify import canonicalize_text, stringify
+
+__all__ = ["Payload", "Terminal", "canonical_json"]
+
+Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
+"""A dict, JSON object text, or None for an empty payload (sealed as ``{}``)."""
+
+_MAX_SAFE_INTEGER = 2**53 - 1
+_ORJSON_DEPTH = 254  # orjson refuses deeper nesting
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """True when orjson writes value as JSON.stringify would, up to number formatting and key order.
+
+    Only exact built-in types pass; anything else is left to the reference serializer, which
+    decides whether it is accepted and names the path when it is not. This is the hot loop of
+    sealing, hence its shape.
+    """
+    if depth > _ORJSON_DEPTH:
+        return False
+    t = type(value)
+    if t is dict:
+        items = value.values()
+        for key in value:
+            if type(key) is not str:
+                return False
+    elif t is list or t is tuple:
+        items = value
+    else:
+        return _plain_scalar(value)
+    for item in items:
+        ti = type(item)
+        if ti is str or ti is bool or item is None:
+            continue
+        if ti is int:
+            if -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+                continue
+            return False
+        if ti is float:
+            if item - item == 0.0:  # finite: inf - inf and nan - nan are nan
+                continue
+            return False
+        if not _plain(item, depth + 1):
+            return False
+    return True
+
+
+def _plain_scalar(value: Any) -> bool:
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return bool(-_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER)
+    if t is float:
+        return bool(value - value == 0.0)
+    return False
+
+
+def _compact_json(payload: dict[str, Any]) -> Optional[bytes]:
+    """orjson's compact text of a payload whose types _plain vouched for, or None."""
+    if not _plain(payload, 1):
+        return None
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_STRICT_INTEGER)
+    except (orjson.JSONEncodeError, TypeError):  # lone surrogates, recursion limit
+        return None
+
+
+def canonical_json(payload: Payload) -> bytes:
+    """The exact bytes JSON.stringify writes for payload (what seal encrypts and signs).
+
+    Raises PayloadError, naming the path, for anything JSON.stringify cannot represent exactly.
+    """
+    if payload is None:
+        return b"{}"
+    if isinstance(payload, dict):
+        if "key" in payload:
+            raise PayloadError("$.key", KEY_REASON)
+        raw = _compact_json(payload)
+        canonical = None if raw is None else _binding.canonicalize(raw, shortest_digits=True)
+        return stringify(payload) if canonical is None else canonical.text
+    if isinstance(payload, (bytes, bytearray, memoryview, str)):
+        return _canonical_text(_json_text(payload))
+    raise PayloadError("$", f"{NOT_OBJECT_REASON}; got {type(payload).__name__}")
+
+
+def _json_text(payload: Union[bytes, bytearray, memoryview, str]) -> bytes:
+    return payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else bytes(payload)
+
+
+def _canonical_text(text: bytes) -> bytes:
+    """JSON.stringify(JSON.parse(text)) of JSON object text, refusing a top-level "key"."""
+    canonical = _binding.canonicalize(text)
+    if canonical is None:  # numbers the C path cannot prove exact, duplicate keys, ...
+        plaintext = canonicalize_text(text)
+        check_object_text(plaintext)
+        if "key" in json.loads(plaintext.decode("utf-8", "surrogatepass")):
+            raise PayloadError("$.key", KEY_REASON)
+        return plaintext
+    check_object_text(canonical.text)
+    if canonical.top_level_key:
+        raise PayloadError("$.key", KEY_REASON)
+    return canonical.text
+
+
+class Terminal:
+    """A terminal's credentials, sealing requests on the C core.
+
+    ``repr`` and ``str`` show the terminal serial only; the business code never leaves this object.
+    """
+
+    __slots__ = ("_business_code", "_serial_bytes", "terminal_serial")
+
+    def __init__(self, business_code: str, terminal_serial: str) -> None:
+        self._business_code = encode_credential("business_code", business_code)
+        self._serial_bytes = encode_credential("terminal_serial", terminal_serial)
+        self.terminal_serial = self._serial_bytes.decode("utf-8")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(terminal_serial={self.terminal_serial!r}, business_code=<redacted>)"
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"{type(self).__name__} holds a secret and cannot be pickled")
+
+    def seal(self, payload: Payload = None, *, method: str = "POST", timestamp: Optional[int] = None,
+             iv: Optional[bytes] = None) -> Sealed:
+        """Sign and encrypt one request.
+
+        payload: a dict, JSON object text (bytes or str), or None for an empty payload (sealed as ``{}``,
+        as abort calls need). timestamp: whole UTC seconds, 10 digits (default: now). iv: 16 bytes
+        (default: fresh from the OS CSPRNG); pass it only to reproduce a request.
+        """
+        method = check_method(method)
+        ts = check_timestamp(timestamp)
+        iv = check_iv(iv)
+        if not _binding.HAS_HW_AES:
+            from . import reference
+
+            return reference.Terminal(self._business_code, self._serial_bytes).seal(
+                payload, method=method, timestamp=ts, iv=iv)
+        out = None
+        raw: Optional[bytes] = None
+        if type(payload) is dict:
+            if "key" in payload:
+                raise PayloadError("$.key", KEY_REASON)
+            raw = _compact_json(payload)
+        elif isinstance(payload, (bytes, bytearray, memoryview, str)):
+            raw = _json_text(payload)
+        if raw is not None:  # one C call: canonicalize, sign, encrypt
+            out = _binding.seal_json(self._business_code, self._serial_bytes, ts, raw, type(payload) is dict, iv)
+        if out is None:
+            out = _binding.seal(self._business_code, self._serial_bytes, ts, canonical_json(payload), iv)
+        return Sealed(self, method, ts, iv, out.plaintext, out.signature, out.data)
+
+    def _derive(self, timestamp: int) -> _binding.Derived:
+        return _binding.derive(self._business_code, self._serial_bytes, timestamp)

@@ -1,0 +1,131 @@
+"""The terminal envelope in plain Python (hashlib, base64, cryptography): the reference.
+
+Same API and byte-identical output as :class:`pasarela.Terminal`; the C core is tested against it,
+and it is the whole-call fallback on CPUs without AES instructions. It follows spec section 5.1
+step by step, with the payload serialized once by :func:`~pasarela.terminal.stringify.stringify`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any, NamedTuple, Optional, Union
+
+from ..errors import PayloadError
+from .request import (
+    KEY_REASON,
+    NOT_OBJECT_REASON,
+    Sealed,
+    check_iv,
+    check_method,
+    check_object_text,
+    check_timestamp,
+    encode_credential,
+)
+from .stringify import canonicalize_text, stringify
+
+__all__ = ["Terminal", "canonical_json", "derive", "formatted_date"]
+
+Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
+
+
+def _cryptography() -> Any:
+    try:
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    except ImportError:  # pragma: no cover - cryptography is in the dev and reference extras
+        raise ImportError(
+            "pasarela's pure-Python path needs the cryptography package: pip install 'pasarela[reference]'"
+        ) from None
+    return padding, Cipher, algorithms, modes
+
+
+class Derived(NamedTuple):
+    password: str
+    encoded_key: str
+    aes_key: bytes
+
+
+def formatted_date(timestamp: int) -> str:
+    """YYYY:MM:DD:HH:mm of the timestamp in UTC (spec 5.1 step 2)."""
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(check_timestamp(timestamp), tz=datetime.timezone.utc)
+    return when.strftime("%Y:%m:%d:%H:%M")
+
+
+def derive(business_code: bytes, terminal_serial: bytes, timestamp: int) -> Derived:
+    """password, encodedKeyTimestamp and aesKey (spec 5.1 steps 3, 4, 6)."""
+    key = business_code + terminal_serial + formatted_date(timestamp).encode("ascii")
+    password = hashlib.md5(key.ljust(32, b"0")).hexdigest()  # noqa: S324 - the protocol's choice
+    encoded_key = base64.b64encode(f"{password}{timestamp}".encode("ascii")).decode("ascii")
+    aes_key = f"{timestamp}___{password}"[:32].encode("ascii")
+    return Derived(password, encoded_key, aes_key)
+
+
+def canonical_json(payload: Payload) -> bytes:
+    """The exact bytes JSON.stringify writes for payload, in plain Python."""
+    if payload is None:
+        return b"{}"
+    if isinstance(payload, dict):
+        if "key" in payload:
+            raise PayloadError("$.key", KEY_REASON)
+        return stringify(payload)
+    if isinstance(payload, (bytes, bytearray, memoryview, str)):
+        text = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else bytes(payload)
+        plaintext = canonicalize_text(text)
+        check_object_text(plaintext)
+        if "key" in json.loads(plaintext.decode("utf-8", "surrogatepass")):
+            raise PayloadError("$.key", KEY_REASON)
+        return plaintext
+    raise PayloadError("$", f"{NOT_OBJECT_REASON}; got {type(payload).__name__}")
+
+
+def sign(plaintext: bytes, encoded_key: str) -> str:
+    """SHA-512 hex of Base64 of the plaintext with the key field added (spec 5.1 step 5)."""
+    if plaintext == b"{}":
+        signed = b'{"key":"' + encoded_key.encode("ascii") + b'"}'
+    else:
+        signed = plaintext[:-1] + b',"key":"' + encoded_key.encode("ascii") + b'"}'
+    return hashlib.sha512(base64.b64encode(signed)).hexdigest()
+
+
+def encrypt(aes_key: bytes, iv: bytes, plaintext: bytes) -> str:
+    """iv hex, a colon, AES-256-CBC-PKCS7 ciphertext hex (spec 5.1 step 6)."""
+    padding, cipher, algorithms, modes = _cryptography()
+    padder = padding.PKCS7(128).padder()
+    padded = padder.update(plaintext) + padder.finalize()
+    encryptor = cipher(algorithms.AES(aes_key), modes.CBC(iv)).encryptor()
+    ciphertext = encryptor.update(padded) + encryptor.finalize()
+    return f"{iv.hex()}:{ciphertext.hex()}"
+
+
+class Terminal:
+    """Pure-Python twin of :class:`pasarela.Terminal`."""
+
+    __slots__ = ("_business_code", "_serial_bytes", "terminal_serial")
+
+    def __init__(self, business_code: Union[str, bytes], terminal_serial: Union[str, bytes]) -> None:
+        self._business_code = encode_credential("business_code", business_code)
+        self._serial_bytes = encode_credential("terminal_serial", terminal_serial)
+        self.terminal_serial = self._serial_bytes.decode("utf-8")
+
+    def __repr__(self) -> str:
+        return f"reference.Terminal(terminal_serial={self.terminal_serial!r}, business_code=<redacted>)"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("Terminal holds a secret and cannot be pickled")
+
+    def seal(self, payload: Payload = None, *, method: str = "POST", timestamp: Optional[int] = None,
+             iv: Optional[bytes] = None) -> Sealed:
+        method = check_method(method)
+        ts = check_timestamp(timestamp)
+        iv = check_iv(iv)
+        plaintext = canonical_json(payload)
+        derived = self._derive(ts)
+        return Sealed(self, method, ts, iv, plaintext, sign(plaintext, derived.encoded_key),
+                      encrypt(derived.aes_key, iv, plaintext))
+
+    def _derive(self, timestamp: int) -> Derived:
+        return derive(self._business_code, self._serial_bytes, timestamp)

@@ -1,0 +1,157 @@
+"""What both implementations of the envelope share: credentials, argument checks, the sealed request."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional, Protocol
+
+from ..errors import CredentialsError, PayloadError, TimestampError
+
+__all__ = [
+    "BODY_METHODS",
+    "KEY_REASON",
+    "NOT_OBJECT_REASON",
+    "Derived",
+    "Sealed",
+    "check_iv",
+    "check_method",
+    "check_object_text",
+    "check_timestamp",
+    "encode_credential",
+]
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+"""Methods whose sealed payload travels as the JSON body {"data": ...}; GET carries it as a query parameter."""
+_METHODS = BODY_METHODS | {"GET"}
+
+KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
+NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"
+
+
+class Derived(Protocol):
+    """The per-request values derived from the credentials and the timestamp (secrets: never log them)."""
+
+    @property
+    def password(self) -> str: ...
+    @property
+    def encoded_key(self) -> str: ...
+    @property
+    def aes_key(self) -> bytes: ...
+
+
+class _Deriver(Protocol):
+    def _derive(self, timestamp: int) -> Derived: ...
+
+
+def encode_credential(name: str, value: object) -> bytes:
+    """UTF-8 bytes of a credential; the error names the credential, never its value."""
+    if isinstance(value, bytes):
+        encoded = value
+    elif isinstance(value, str):
+        try:
+            encoded = value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CredentialsError(f"{name} is not valid text (it contains a lone surrogate)") from None
+    else:
+        raise CredentialsError(f"{name} must be a str, got {type(value).__name__}")
+    if not encoded:
+        raise CredentialsError(f"{name} is empty")
+    return encoded
+
+
+def check_timestamp(timestamp: Optional[int]) -> int:
+    """Whole UTC seconds with 10 digits; None means now."""
+    if timestamp is None:
+        return int(time.time())
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise TimestampError(
+            f"timestamp must be an int of whole UTC seconds (e.g. int(time.time())), got {type(timestamp).__name__}"
+        )
+    if 10**12 <= timestamp < 10**13:
+        raise TimestampError(
+            f"timestamp {timestamp} has 13 digits: it is in milliseconds, the service expects seconds "
+            f"({timestamp // 1000}); this mistake is the first cause of AUTH-001"
+        )
+    if not 10**9 <= timestamp < 10**10:
+        raise TimestampError(f"timestamp {timestamp} is not 10 digits of whole UTC seconds")
+    return timestamp
+
+
+def check_iv(iv: Optional[bytes]) -> bytes:
+    """16 bytes; None means fresh bytes from the operating system's CSPRNG."""
+    if iv is None:
+        return os.urandom(16)
+    if not isinstance(iv, (bytes, bytearray, memoryview)):
+        raise TypeError(f"iv must be 16 bytes, got {type(iv).__name__}")
+    iv = bytes(iv)
+    if len(iv) != 16:
+        raise ValueError(f"iv must be 16 bytes, got {len(iv)}")
+    return iv
+
+
+def check_method(method: str) -> str:
+    upper = method.upper() if isinstance(method, str) else ""
+    if upper not in _METHODS:
+        raise ValueError(f"method must be one of GET, POST, PUT, PATCH, got {method!r}")
+    return upper
+
+
+def check_object_text(plaintext: bytes) -> None:
+    """Refuses canonical JSON text that is not an object."""
+    if not (plaintext.startswith(b"{") and plaintext.endswith(b"}")):
+        raise PayloadError("$", NOT_OBJECT_REASON)
+
+
+class Sealed:
+    """One sealed terminal request: what to send, and the exact bytes that were encrypted and signed."""
+
+    __slots__ = ("_terminal", "body", "data", "headers", "iv", "method", "params", "plaintext", "signature",
+                 "timestamp")
+
+    def __init__(self, terminal: _Deriver, method: str, timestamp: int, iv: bytes, plaintext: bytes,
+                 signature: str, data: str) -> None:
+        self._terminal = terminal
+        self.method = method
+        self.timestamp = timestamp
+        self.iv = iv
+        self.plaintext = plaintext
+        """The exact bytes that were encrypted: JSON.stringify of the payload."""
+        self.signature = signature
+        self.data = data
+        """``<iv_hex>:<ciphertext_hex>``"""
+        self.headers: dict[str, str] = {
+            "Authorization": "Basic " + signature,
+            "timestamp": str(timestamp),
+            "Content-Type": "application/json",
+        }
+        if method in BODY_METHODS:
+            self.body: Optional[bytes] = b'{"data":"' + data.encode("ascii") + b'"}'
+            self.params: Optional[dict[str, str]] = None
+        else:
+            self.body = None
+            self.params = {"data": data}
+
+    @property
+    def signed(self) -> bytes:
+        """The exact bytes whose Base64 was hashed: the plaintext with the ``key`` field spliced in.
+
+        It contains a value derived from the business code: keep it out of logs.
+        """
+        encoded_key = self._terminal._derive(self.timestamp).encoded_key
+        head = self.plaintext[:-1] if self.plaintext != b"{}" else b"{"
+        separator = b"," if self.plaintext != b"{}" else b""
+        return head + separator + b'"key":"' + encoded_key.encode("ascii") + b'"}'
+
+    def as_dict(self) -> dict[str, object]:
+        """The request as the CLI prints it: headers, and body (as text) or params."""
+        out: dict[str, object] = {"headers": dict(self.headers)}
+        if self.body is not None:
+            out["body"] = self.body.decode("ascii")
+        else:
+            out["params"] = dict(self.params or {})
+        return out
+
+    def __repr__(self) -> str:
+        return (f"Sealed(method={self.method!r}, timestamp={self.timestamp}, plaintext_bytes={len(self.plaintext)}, "
+                f"signature={self.signature[:16]!r}...)")
