@@ -50,6 +50,13 @@ int pasarela_formatted_date(uint64_t timestamp, char out[PASARELA_FORMATTED_DATE
     return PASARELA_OK;
 }
 
+/* Length in UTF-16 code units of UTF-8 text: one per lead byte, two for a 4-byte sequence. */
+static size_t utf16_length(const uint8_t *utf8, size_t n) {
+    size_t units = 0;
+    for (size_t i = 0; i < n; i++) units += (size_t)((utf8[i] & 0xC0) != 0x80) + (size_t)(utf8[i] >= 0xF0);
+    return units;
+}
+
 static int derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
                   size_t terminal_serial_len, uint64_t timestamp, derived *d) {
     static const uint8_t zeros[32] = {
@@ -66,8 +73,10 @@ static int derive(const uint8_t *business_code, size_t business_code_len, const 
     if ((rc = pasarela_formatted_date(timestamp, date)) != PASARELA_OK) return rc;
     put_decimal(timestamp, ts, TIMESTAMP_DIGITS);
 
-    /* password = MD5 hex of (businessCode + terminalSerial + formattedDate), right-padded with '0' to >= 32 chars */
-    size_t key_len = business_code_len + terminal_serial_len + sizeof date;
+    /* password = MD5 hex of (businessCode + terminalSerial + formattedDate), right-padded with '0' to at
+     * least 32 characters, counted as JavaScript's padEnd counts them: in UTF-16 code units */
+    size_t key_len = utf16_length(business_code, business_code_len) +
+                     utf16_length(terminal_serial, terminal_serial_len) + sizeof date;
     pasarela_md5_init(&md5);
     pasarela_md5_update(&md5, business_code, business_code_len);
     pasarela_md5_update(&md5, terminal_serial, terminal_serial_len);

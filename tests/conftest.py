@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from node_envelope import NodeEnvelope  # noqa: E402
 from node_oracle import NodeOracle, NodeUnavailableError  # noqa: E402
 
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -42,3 +43,16 @@ def node_stringify(node_oracle: NodeOracle) -> Callable[[bytes], bytes]:
     Raises ``node_oracle.NodeJSONError`` when JSON.parse refuses the text.
     """
     return node_oracle.stringify
+
+
+@pytest.fixture(scope="session")
+def node_envelope() -> Iterator[NodeEnvelope]:
+    """The JavaScript server's side of the envelope, in one persistent node process (never skips)."""
+    try:
+        oracle = NodeEnvelope()
+    except RuntimeError as exc:
+        pytest.fail(f"{exc} (CI installs it)", pytrace=False)
+    try:
+        yield oracle
+    finally:
+        oracle.close()

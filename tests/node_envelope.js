@@ -22,7 +22,8 @@ function derive(businessCode, terminalSerial, timestamp) {
 }
 
 function signature(requestData, encodedKeyTimestamp) {
-  const dataWithKey = Object.assign({}, requestData, { key: encodedKeyTimestamp });
+  // a copy with an added field (spread defines own properties, so a "__proto__" member stays data)
+  const dataWithKey = { ...requestData, key: encodedKeyTimestamp };
   const json = JSON.stringify(dataWithKey);
   const dataJson = Buffer.from(json, 'utf8').toString('base64');
   return { json, hash: crypto.createHash('sha512').update(dataJson, 'utf8').digest('hex') };

@@ -17,7 +17,9 @@ class NodeEnvelope:
         node = shutil.which("node")
         if node is None:
             raise RuntimeError("`node` is not installed: the envelope oracle tests need Node.js")
-        self._proc = subprocess.Popen([node, str(SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        self._proc = subprocess.Popen(
+            [node, str(SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._stdin: IO[bytes] = self._proc.stdin
         self._stdout: IO[bytes] = self._proc.stdout
@@ -35,16 +37,33 @@ class NodeEnvelope:
             raise ValueError(f"node: {result['error']}")
         return result
 
-    def seal(self, business_code: str, terminal_serial: str, timestamp: int, iv: bytes,
-             plaintext: bytes) -> dict[str, Any]:
-        return self._ask({"op": "seal", "businessCode": business_code, "terminalSerial": terminal_serial,
-                          "timestamp": timestamp, "ivHex": iv.hex(),
-                          "plaintext": plaintext.decode("utf-8")})
+    def seal(
+        self, business_code: str, terminal_serial: str, timestamp: int, iv: bytes, plaintext: bytes
+    ) -> dict[str, Any]:
+        return self._ask(
+            {
+                "op": "seal",
+                "businessCode": business_code,
+                "terminalSerial": terminal_serial,
+                "timestamp": timestamp,
+                "ivHex": iv.hex(),
+                "plaintext": plaintext.decode("utf-8"),
+            }
+        )
 
-    def verify(self, business_code: str, terminal_serial: str, timestamp: int, authorization: str,
-               data: str) -> dict[str, Any]:
-        return self._ask({"op": "verify", "businessCode": business_code, "terminalSerial": terminal_serial,
-                          "timestamp": timestamp, "authorization": authorization, "data": data})
+    def verify(
+        self, business_code: str, terminal_serial: str, timestamp: int, authorization: str, data: str
+    ) -> dict[str, Any]:
+        return self._ask(
+            {
+                "op": "verify",
+                "businessCode": business_code,
+                "terminalSerial": terminal_serial,
+                "timestamp": timestamp,
+                "authorization": authorization,
+                "data": data,
+            }
+        )
 
     def close(self) -> None:
         self._stdin.close()

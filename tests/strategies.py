@@ -70,8 +70,18 @@ def _nest(depth: int, leaf: Any) -> Any:
     return value
 
 
+def js_string(s: str) -> str:
+    """The str with surrogate pairs joined: the same JavaScript string, one spelling."""
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _distinct_in_javascript(d: dict[str, Any]) -> bool:
+    # "\ud83d\ude00" and "\U0001f600" are two Python keys but one JavaScript key (stringify refuses that).
+    return len({js_string(k) for k in d}) == len(d)
+
+
 def _dicts(children: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
-    return st.dictionaries(keys, children, max_size=8)
+    return st.dictionaries(keys, children, max_size=8).filter(_distinct_in_javascript)
 
 
 def json_values() -> st.SearchStrategy[Any]:

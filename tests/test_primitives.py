@@ -31,24 +31,39 @@ MD5_SUITE = [
 
 # FIPS 180-4 examples (NIST CSRC "SHA512.pdf")
 SHA512_SUITE = [
-    (b"abc", "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
-             "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"),
-    (b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
-     "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018"
-     "501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909"),
-    (b"", "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
-          "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"),
-    (b"a" * 1_000_000, "e718483d0ce769644e2e42c7bc15b4638e1f98b13b2044285632a803afa973eb"
-                       "de0ff244877ea60a4cb0432ce577c31beb009c5c2c49aa2e4eadb217ad8cc09b"),
+    (
+        b"abc",
+        "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+        "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+    ),
+    (
+        b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+        "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018"
+        "501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909",
+    ),
+    (
+        b"",
+        "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+        "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e",
+    ),
+    (
+        b"a" * 1_000_000,
+        "e718483d0ce769644e2e42c7bc15b4638e1f98b13b2044285632a803afa973eb"
+        "de0ff244877ea60a4cb0432ce577c31beb009c5c2c49aa2e4eadb217ad8cc09b",
+    ),
 ]
 
 # NIST SP 800-38A, F.2.5 / F.2.6 (CBC-AES256)
 SP800_38A_KEY = "603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"
 SP800_38A_IV = "000102030405060708090a0b0c0d0e0f"
-SP800_38A_PLAIN = ("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
-                   "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710")
-SP800_38A_CIPHER = ("f58c4c04d6e5f1ba779eabfb5f7bfbd69cfc4e967edb808d679f777bc6702c7d"
-                    "39f23369a9d9bacfa530e26304231461b2eb05e2c39be9fcda6c19078c6a9d1b")
+SP800_38A_PLAIN = (
+    "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+    "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710"
+)
+SP800_38A_CIPHER = (
+    "f58c4c04d6e5f1ba779eabfb5f7bfbd69cfc4e967edb808d679f777bc6702c7d"
+    "39f23369a9d9bacfa530e26304231461b2eb05e2c39be9fcda6c19078c6a9d1b"
+)
 
 
 @pytest.mark.parametrize(("message", "digest"), MD5_SUITE)
@@ -125,7 +140,10 @@ def test_aes256_cbc_matches_cryptography(key: bytes, iv: bytes, plain: bytes) ->
 
 @pytest.mark.parametrize("length", [0, 15, 17, 31])
 def test_aes256_cbc_decrypt_refuses_bad_length(length: int) -> None:
-    assert _binding.aes256_cbc_decrypt(bytes(32), bytes(16), bytes(length)) == (lib.PASARELA_E_BAD_LENGTH, b"")
+    assert _binding.aes256_cbc_decrypt(bytes(32), bytes(16), bytes(length)) == (
+        lib.PASARELA_E_BAD_LENGTH,
+        b"",
+    )
 
 
 def test_strerror_names_every_status() -> None:

@@ -118,7 +118,10 @@ def test_stringify_shared_containers_are_not_cycles() -> None:
 
 
 def test_stringify_strings_exact() -> None:
-    assert stringify("\"\\\b\f\n\r\t\x00\x1f\x7f/\u2028") == b'"\\"\\\\\\b\\f\\n\\r\\t\\u0000\\u001f\x7f/\xe2\x80\xa8"'
+    assert (
+        stringify('"\\\b\f\n\r\t\x00\x1f\x7f/\u2028')
+        == b'"\\"\\\\\\b\\f\\n\\r\\t\\u0000\\u001f\x7f/\xe2\x80\xa8"'
+    )
     assert stringify("\ud83d\ude00") == stringify("\U0001f600") == b'"\xf0\x9f\x98\x80"'
     assert stringify(["\udfff", "\ud800"]) == b'["\\udfff","\\ud800"]'
     assert stringify({"\ud800": "\ud800x"}) == b'{"\\ud800":"\\ud800x"}'
@@ -130,9 +133,12 @@ def test_stringify_strings_exact() -> None:
 
 @given(json_texts())
 @example(' {"a": 1, "b": [1E2, 1.0, 0.10000000000000001], "a": {"x": -0}} ')
-@example('["\\u00e9\\/\\uD83D\\uDE00\\ud83d\\ude00\\uDE00\\uD83D", 12345678901234567890, 1e400, -1e400, 1e-400]')
+@example(
+    '["\\u00e9\\/\\uD83D\\uDE00\\ud83d\\ude00\\uDE00\\uD83D", 12345678901234567890, 1e400, -1e400, 1e-400]'
+)
 @example('{"2": 1, "1": 2, "b": 3, "1": 4, "4294967295": 5, "4294967294": 6}')
 @example("\t\r\n 0 \n")
+@example('{"0":0,"x\U0002ef6a":1,"x\\ud87b\\udf6a":2,"\\ud87b\\udf6a":3,"\U0002ef6a":4}')
 def test_canonicalize_text_matches_node(node_stringify: NodeStringify, text: str) -> None:
     data = text.encode("utf-8")
     expected = node_stringify(data)
@@ -184,6 +190,14 @@ def test_canonicalize_text_known_cases() -> None:
     assert canonicalize_text('"\ud800"') == b'"\\ud800"'
 
 
+def test_canonicalize_text_str_with_raw_surrogates(node_stringify: NodeStringify) -> None:
+    # A str may hold raw surrogates; a raw high one and an escaped low one still make one character.
+    text = '{"\ud83d\ude00":1,"\U0001f600":2,"\ud83d\\ude00":3,"a":"\ud800","b":"\udfff\ud800"}'
+    expected = node_stringify(text.encode("utf-8", "surrogatepass"))
+    assert expected == b'{"\xf0\x9f\x98\x80":3,"a":"\\ud800","b":"\\udfff\\ud800"}'
+    assert canonicalize_text(text) == expected
+
+
 def test_canonicalize_text_depth(node_stringify: NodeStringify) -> None:
     ok = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
     assert canonicalize_text(ok) == ok == node_stringify(ok)
@@ -197,7 +211,7 @@ def test_canonicalize_text_depth(node_stringify: NodeStringify) -> None:
 
 @pytest.mark.parametrize(
     ("text", "offset"),
-    [(b'{"a":1,}', 7), (b"[1,2", 4), ("[\"\u00e9\u00e9\", x]".encode(), 9), (b'"\xc3\xa9\x01"', 3)],
+    [(b'{"a":1,}', 7), (b"[1,2", 4), ('["\u00e9\u00e9", x]'.encode(), 9), (b'"\xc3\xa9\x01"', 3)],
 )
 def test_canonicalize_text_error_offsets(text: bytes, offset: int) -> None:
     with pytest.raises(PayloadError) as info:
@@ -441,6 +455,14 @@ def test_stringify_decimal_overflow() -> None:
     err = refused({"amount": Decimal("1e400")})
     assert err.path == "$.amount"
     assert "Infinity" in err.reason
+
+
+def test_stringify_surrogate_pair_key_collision() -> None:
+    err = refused({"a": [{"\U0001f600": 1, "\ud83d\ude00": 2}]})
+    assert err.path == "$.a[0]"
+    assert "same JavaScript string" in err.reason
+    # Keys differing only in lone surrogates are distinct JavaScript keys: accepted.
+    assert stringify({"\ud83d": 1, "\ude00": 2}) == b'{"\\ud83d":1,"\\ude00":2}'
 
 
 def test_stringify_non_json_key_path_quoting() -> None:

@@ -57,8 +57,10 @@ def formatted_date(timestamp: int) -> str:
 
 def derive(business_code: bytes, terminal_serial: bytes, timestamp: int) -> Derived:
     """password, encodedKeyTimestamp and aesKey (spec 5.1 steps 3, 4, 6)."""
-    key = business_code + terminal_serial + formatted_date(timestamp).encode("ascii")
-    password = hashlib.md5(key.ljust(32, b"0")).hexdigest()  # noqa: S324 - the protocol's choice
+    key = (business_code + terminal_serial).decode("utf-8") + formatted_date(timestamp)
+    # "padded to at least 32 characters", as JavaScript's padEnd counts them: UTF-16 code units
+    padding = "0" * max(0, 32 - len(key.encode("utf-16-le")) // 2)
+    password = hashlib.md5((key + padding).encode("utf-8")).hexdigest()  # noqa: S324 - the protocol's choice
     encoded_key = base64.b64encode(f"{password}{timestamp}".encode("ascii")).decode("ascii")
     aes_key = f"{timestamp}___{password}"[:32].encode("ascii")
     return Derived(password, encoded_key, aes_key)

@@ -39,6 +39,7 @@ _NINF = -math.inf
 # (At most ten digits here; ten-digit candidates are compared with 2**32 - 1 separately.)
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]{0,9}").fullmatch
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*").fullmatch
+_SURROGATE = re.compile("[\ud800-\udfff]").search
 _LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 # encode_basestring (C-accelerated in CPython) quotes a str and escapes exactly what JSON.stringify
@@ -235,11 +236,43 @@ def _ordered_items(d: dict[Any, Any]) -> list[tuple[str, object]]:
     return first
 
 
+def _join_pairs(text: str) -> str:
+    """Join each surrogate pair into the code point it encodes (JavaScript cannot tell them apart)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def _fix_surrogates(text: str) -> bytes:
     """Escape lone surrogates like JSON.stringify, join surrogate pairs, and encode as UTF-8."""
     text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    # Only properly paired surrogates remain; a UTF-16 round trip joins each pair into one code point.
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le").encode("utf-8")
+    return _join_pairs(text).encode("utf-8")
+
+
+def _check_joined_keys(value: object) -> None:
+    """Refuse objects with two keys that are one JavaScript string once surrogate pairs are joined.
+
+    (``"\\ud83d\\ude00"`` and ``"\\U0001f600"`` are different Python keys but the same JavaScript
+    property.) Only called when the output holds surrogates, so the common path never pays for it.
+    """
+    todo: list[tuple[object, str]] = [(value, "$")]
+    while todo:
+        v, path = todo.pop()
+        if isinstance(v, dict):
+            seen: dict[str, str] = {}
+            for k, child in v.items():
+                js_key = _join_pairs(k) if _SURROGATE(k) else k
+                if js_key in seen:
+                    raise PayloadError(
+                        path,
+                        f"keys {seen[js_key]!r} and {k!r} are the same JavaScript string "
+                        "(a surrogate pair and the character it encodes)",
+                    )
+                seen[js_key] = k
+                if isinstance(child, (dict, list, tuple)):
+                    todo.append((child, path + _key_path(k)))
+        elif isinstance(v, (list, tuple)):
+            todo.extend(
+                (child, f"{path}[{i}]") for i, child in enumerate(v) if isinstance(child, (dict, list, tuple))
+            )
 
 
 def stringify(value: object) -> bytes:
@@ -327,6 +360,7 @@ def stringify(value: object) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
+        _check_joined_keys(value)
         return _fix_surrogates(text)
 
 
@@ -369,10 +403,16 @@ def _describe_char(s: str, i: int) -> str:
     return f"unexpected character U+{ord(c):04X}"
 
 
-def _parse_string(s: str, i: int) -> tuple[str, int]:
-    """Parse the JSON string starting at s[i] == '"'; return (value, index after the closing quote)."""
+def _parse_string(s: str, i: int, raw_surrogates: bool) -> tuple[str, int]:
+    """Parse the JSON string starting at s[i] == '"'; return (value, index after the closing quote).
+
+    Surrogate pairs in the value (escaped, raw in a str input, or one of each) are joined into one code
+    point, so that strings JavaScript sees as equal (keys in particular) are equal here too.
+    """
     m = _SIMPLE_STRING(s, i)
     if m is not None:
+        if raw_surrogates:
+            return _join_pairs(m.group(1)), m.end()
         return m.group(1), m.end()
     m = _STRING_PREFIX(s, i)
     assert m is not None  # s[i] == '"'
@@ -381,14 +421,16 @@ def _parse_string(s: str, i: int) -> tuple[str, int]:
         raise _SyntaxError("unterminated string", i)
     c = s[end]
     if c == '"':
-        body = m.group(1)
-        return _ESCAPE.sub(_unescape, body), end + 1
+        value = _ESCAPE.sub(_unescape, m.group(1))
+        if _SURROGATE(value):
+            value = _join_pairs(value)
+        return value, end + 1
     if c == "\\":
         raise _SyntaxError("invalid escape sequence in string", end)
     raise _SyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
 
 
-def _parse(s: str) -> object:
+def _parse(s: str, raw_surrogates: bool) -> object:
     """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
 
     Numbers that overflow to ±Infinity become None, since that is what JSON.stringify writes for them.
@@ -402,7 +444,7 @@ def _parse(s: str) -> object:
         # ---- parse one value starting at s[i] ----
         c = s[i] if i < n else ""
         if c == '"':
-            val, i = _parse_string(s, i)
+            val, i = _parse_string(s, i, raw_surrogates)
         elif c == "{" or c == "[":
             if len(stack) >= MAX_DEPTH:
                 raise _SyntaxError(f"nesting deeper than {MAX_DEPTH} arrays/objects", i)
@@ -421,7 +463,7 @@ def _parse(s: str) -> object:
             else:
                 if not s.startswith('"', i):
                     raise _SyntaxError(_describe_char(s, i) + " (expected a string key or '}')", i)
-                key, i = _parse_string(s, i)
+                key, i = _parse_string(s, i, raw_surrogates)
                 i = _WS(s, i).end()
                 if not s.startswith(":", i):
                     raise _SyntaxError(_describe_char(s, i) + " (expected ':')", i)
@@ -478,7 +520,7 @@ def _parse(s: str) -> object:
                 i = _WS(s, i + 1).end()
                 if not s.startswith('"', i):
                     raise _SyntaxError(_describe_char(s, i) + " (expected a string key)", i)
-                key, i = _parse_string(s, i)
+                key, i = _parse_string(s, i, raw_surrogates)
                 i = _WS(s, i).end()
                 if not s.startswith(":", i):
                     raise _SyntaxError(_describe_char(s, i) + " (expected ':')", i)
@@ -504,14 +546,16 @@ def canonicalize_text(text: bytes | str) -> bytes:
         raw = bytes(text)
         try:
             s = raw.decode("utf-8")
+            raw_surrogates = False  # strict UTF-8 never decodes to a surrogate
         except UnicodeDecodeError as exc:
             raise PayloadError("$", f"invalid UTF-8 at byte offset {exc.start}") from None
     elif isinstance(text, str):
         s = str.__str__(text)
+        raw_surrogates = _SURROGATE(s) is not None
     else:
         raise TypeError(f"canonicalize_text needs bytes or str, not {type(text).__qualname__}")
     try:
-        value = _parse(s)
+        value = _parse(s, raw_surrogates)
     except _SyntaxError as exc:
         offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
         raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
