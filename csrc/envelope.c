@@ -203,43 +203,45 @@ static int encrypt_to_hex(unsigned cpu, const derived *d, const uint8_t *plainte
 
 static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
 
-int pasarela_seal(unsigned cpu, const uint8_t *business_code, size_t business_code_len,
-                  const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
-                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[PASARELA_IV_LEN],
-                  char signature_hex[PASARELA_SIGNATURE_HEX_LEN], char *data, size_t data_cap, size_t *data_len) {
+int pasarela_seal(const pasarela_credentials *c, uint64_t timestamp, const uint8_t *plaintext, size_t plaintext_len,
+                  const uint8_t iv[PASARELA_IV_LEN], char *out, size_t out_cap, size_t *out_len) {
+    static const char body_open[] = "{\"data\":\"";
     derived d;
     int rc;
-    if (plaintext == NULL || iv == NULL || signature_hex == NULL || data == NULL || data_len == NULL)
+    if (c == NULL || plaintext == NULL || iv == NULL || out == NULL || out_len == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
-    if (data_cap < PASARELA_DATA_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
-    rc = derive(business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp, &d);
-    if (rc == PASARELA_OK) rc = encrypt_to_hex(cpu, &d, plaintext, plaintext_len, iv, data);
+    if (out_cap < PASARELA_SEALED_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
+    rc = derive(c->business_code, c->business_code_len, c->terminal_serial, c->terminal_serial_len, timestamp, &d);
     if (rc == PASARELA_OK) {
-        sign(plaintext, plaintext_len, &d, signature_hex);
-        *data_len = PASARELA_DATA_LEN(plaintext_len);
+        char *body = out + PASARELA_SIGNATURE_HEX_LEN;
+        memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
+        rc = encrypt_to_hex(c->cpu, &d, plaintext, plaintext_len, iv, body + PASARELA_BODY_DATA_OFFSET);
+        if (rc == PASARELA_OK) {
+            size_t end = PASARELA_BODY_DATA_OFFSET + PASARELA_DATA_LEN(plaintext_len);
+            body[end] = '"';
+            body[end + 1] = '}';
+            sign(plaintext, plaintext_len, &d, out);
+            *out_len = PASARELA_SEALED_LEN(plaintext_len);
+        }
     }
     pasarela_wipe(&d, sizeof d);
     return rc;
 }
 
-int pasarela_seal_json(unsigned cpu, const uint8_t *business_code, size_t business_code_len,
-                       const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
-                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN],
-                       uint8_t *plaintext,
-                       size_t plaintext_cap, size_t *plaintext_len, void *scratch, size_t scratch_cap,
-                       size_t *error_offset, char signature_hex[PASARELA_SIGNATURE_HEX_LEN], char *data,
-                       size_t data_cap, size_t *data_len) {
+int pasarela_seal_json(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const uint8_t *json,
+                       size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN]) {
     int top_level_key = 0;
-    int rc = pasarela_json_canonicalize(json, json_len, json_flags, plaintext, plaintext_cap, plaintext_len, scratch,
-                                               scratch_cap, error_offset, &top_level_key);
+    int rc;
+    if (ws == NULL) return PASARELA_E_INVALID_ARGUMENT;
+    rc = pasarela_json_canonicalize(json, json_len, json_flags, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
+                                    ws->scratch, ws->scratch_cap, &ws->error_offset, &top_level_key);
     if (rc != PASARELA_OK) return rc;
-    if (!is_object_text(plaintext, *plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
+    if (!is_object_text(ws->plaintext, ws->plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
     if (top_level_key) return PASARELA_E_KEY_MEMBER;
-    return pasarela_seal(cpu, business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp,
-                         plaintext, *plaintext_len, iv, signature_hex, data, data_cap, data_len);
+    return pasarela_seal(c, timestamp, ws->plaintext, ws->plaintext_len, iv, ws->out, ws->out_cap, &ws->out_len);
 }
 
-size_t pasarela_data_len(size_t plaintext_len) { return PASARELA_DATA_LEN(plaintext_len); }
+size_t pasarela_sealed_len(size_t plaintext_len) { return PASARELA_SEALED_LEN(plaintext_len); }
 size_t pasarela_json_out_max(size_t json_len) { return PASARELA_JSON_OUT_MAX(json_len); }
 size_t pasarela_json_scratch_size(size_t json_len) { return PASARELA_JSON_SCRATCH_SIZE(json_len); }

@@ -54,8 +54,8 @@ typedef enum pasarela_status {
 #define PASARELA_JSON_OUT_MAX(n) (6u * (size_t)(n) + 32u)
 #define PASARELA_JSON_SCRATCH_SIZE(n) (16u * (size_t)(n) + 256u)
 
-/* The size macros above as functions, for bindings that cannot expand macros. */
-size_t pasarela_data_len(size_t plaintext_len);
+/* The size macros as functions, for bindings that cannot expand macros. */
+size_t pasarela_sealed_len(size_t plaintext_len);
 size_t pasarela_json_out_max(size_t json_len);
 size_t pasarela_json_scratch_size(size_t json_len);
 
@@ -104,10 +104,10 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
  * PASARELA_JSON_SHORTEST_DIGITS the caller vouches that every number already carries its shortest
  * round-trip digits (as orjson, Python's repr and JavaScript write them); without it, numbers with
  * more than 15 significant digits or outside the normal double range give PASARELA_E_JSON_UNSUPPORTED.
- * The result is:
- * numbers in Number.prototype.toString form, integer-like keys first in ascending order, strings
- * re-escaped. scratch must be aligned to 8 bytes. Integer literals beyond +-(2^53-1) give PASARELA_E_JSON_UNSAFE_INTEGER; duplicate keys
- * and nesting deeper than 1000 give PASARELA_E_JSON_UNSUPPORTED. *error_offset (may be NULL) is
+ * The result has numbers in Number.prototype.toString form, integer-like keys first in ascending
+ * order, strings re-escaped. scratch must be aligned to 8 bytes. Integer literals beyond
+ * +-(2^53-1) give PASARELA_E_JSON_UNSAFE_INTEGER; duplicate keys and nesting deeper than 1000 give
+ * PASARELA_E_JSON_UNSUPPORTED. *error_offset (may be NULL) is
  * the input offset of the offending token; *top_level_key (may be NULL) tells whether the text is an
  * object with a top-level "key" member. */
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
@@ -115,24 +115,48 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
                                int *top_level_key);
 
 /* ---- seal (client side) ---- */
-/* plaintext: canonical JSON object text. Writes the 128-hex signature and "<iv_hex>:<ct_hex>"
- * (PASARELA_DATA_LEN(plaintext_len) chars, not NUL-terminated). */
-int pasarela_seal(unsigned cpu,
-                  const uint8_t *business_code, size_t business_code_len,
-                  const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
-                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[PASARELA_IV_LEN],
-                  char signature_hex[PASARELA_SIGNATURE_HEX_LEN],
-                  char *data, size_t data_cap, size_t *data_len);
+/* A terminal's credentials and the CPU features to use (from pasarela_cpu_features()). The bytes
+ * are UTF-8 and stay owned by the caller. */
+typedef struct pasarela_credentials {
+    const uint8_t *business_code;
+    size_t business_code_len;
+    const uint8_t *terminal_serial;
+    size_t terminal_serial_len;
+    unsigned cpu;
+} pasarela_credentials;
 
-/* pasarela_json_canonicalize into `plaintext` (cap PASARELA_JSON_OUT_MAX(json_len)), then pasarela_seal. */
-int pasarela_seal_json(unsigned cpu,
-                       const uint8_t *business_code, size_t business_code_len,
-                       const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
-                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN],
-                       uint8_t *plaintext, size_t plaintext_cap, size_t *plaintext_len,
-                       void *scratch, size_t scratch_cap, size_t *error_offset,
-                       char signature_hex[PASARELA_SIGNATURE_HEX_LEN],
-                       char *data, size_t data_cap, size_t *data_len);
+/* A sealed request, as written into an output buffer: the 128-hex signature immediately followed
+ * by the POST body {"data":"<iv_hex>:<ct_hex>"}. */
+#define PASARELA_SEALED_LEN(n) (PASARELA_SIGNATURE_HEX_LEN + 11u + PASARELA_DATA_LEN(n))
+#define PASARELA_BODY_DATA_OFFSET 9u   /* {"data":" */
+
+/* plaintext: canonical JSON object text (exactly what JSON.stringify writes). Writes
+ * PASARELA_SEALED_LEN(plaintext_len) chars (not NUL-terminated) to out. */
+int pasarela_seal(const pasarela_credentials *credentials, uint64_t timestamp,
+                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[PASARELA_IV_LEN],
+                  char *out, size_t out_cap, size_t *out_len);
+
+/* Caller-owned buffers for pasarela_seal_json, reusable across calls (one per thread). For JSON
+ * input of up to n bytes: plaintext_cap >= PASARELA_JSON_OUT_MAX(n), scratch_cap >=
+ * PASARELA_JSON_SCRATCH_SIZE(n) (8-byte aligned), out_cap >= PASARELA_SEALED_LEN(PASARELA_JSON_OUT_MAX(n)). */
+typedef struct pasarela_workspace {
+    uint8_t *plaintext;
+    size_t plaintext_cap;
+    void *scratch;
+    size_t scratch_cap;
+    char *out;
+    size_t out_cap;
+    size_t plaintext_len;   /* results */
+    size_t out_len;
+    size_t error_offset;
+} pasarela_workspace;
+
+/* pasarela_json_canonicalize(json) into ws->plaintext, then pasarela_seal of it into ws->out.
+ * Refuses text that is not an object (PASARELA_E_JSON_NOT_OBJECT) or has a top-level "key" member
+ * (PASARELA_E_KEY_MEMBER). */
+int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                       const uint8_t *json, size_t json_len, unsigned json_flags,
+                       const uint8_t iv[PASARELA_IV_LEN]);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #define PASARELA_FORMATTED_DATE_LEN ...
 #define PASARELA_ENCODED_KEY_LEN ...
 #define PASARELA_JSON_SHORTEST_DIGITS ...
+#define PASARELA_BODY_DATA_OFFSET ...
 #define PASARELA_CPU_AES_X86 ...
 #define PASARELA_CPU_AES_ARM ...
 #define PASARELA_CPU_AES_ANY ...
@@ -30,7 +31,7 @@
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);
 const char *pasarela_version(void);
-size_t pasarela_data_len(size_t plaintext_len);
+size_t pasarela_sealed_len(size_t plaintext_len);
 size_t pasarela_json_out_max(size_t json_len);
 size_t pasarela_json_scratch_size(size_t json_len);
 
@@ -54,15 +55,28 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
                                size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
                                int *top_level_key);
 
-int pasarela_seal(unsigned cpu,
-                  const uint8_t *business_code, size_t business_code_len,
-                  const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
+typedef struct pasarela_credentials {
+    const uint8_t *business_code;
+    size_t business_code_len;
+    const uint8_t *terminal_serial;
+    size_t terminal_serial_len;
+    unsigned cpu;
+} pasarela_credentials;
+
+typedef struct pasarela_workspace {
+    uint8_t *plaintext;
+    size_t plaintext_cap;
+    void *scratch;
+    size_t scratch_cap;
+    char *out;
+    size_t out_cap;
+    size_t plaintext_len;
+    size_t out_len;
+    size_t error_offset;
+} pasarela_workspace;
+
+int pasarela_seal(const pasarela_credentials *credentials, uint64_t timestamp,
                   const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[16],
-                  char signature_hex[128], char *data, size_t data_cap, size_t *data_len);
-int pasarela_seal_json(unsigned cpu,
-                       const uint8_t *business_code, size_t business_code_len,
-                       const uint8_t *terminal_serial, size_t terminal_serial_len, uint64_t timestamp,
-                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[16],
-                       uint8_t *plaintext, size_t plaintext_cap, size_t *plaintext_len,
-                       void *scratch, size_t scratch_cap, size_t *error_offset,
-                       char signature_hex[128], char *data, size_t data_cap, size_t *data_len);
+                  char *out, size_t out_cap, size_t *out_len);
+int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[16]);

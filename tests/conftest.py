@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from node_envelope import NodeEnvelope  # noqa: E402
-from node_oracle import NodeOracle, NodeUnavailableError  # noqa: E402
+from node_envelope import NodeEnvelope
+from node_oracle import NodeOracle, NodeUnavailableError
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(

@@ -10,12 +10,21 @@ import math
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+
 from node_oracle import NodeJSONError
+from pasarela.errors import PayloadError
+from pasarela.terminal.stringify import (
+    MAX_DEPTH,
+    _canonicalize_exact,
+    canonicalize_text,
+    format_number,
+    stringify,
+)
 from strategies import (
     BOUNDARY_FLOATS,
     floats,
@@ -26,15 +35,19 @@ from strategies import (
     to_json_compatible,
 )
 
-from pasarela.errors import PayloadError
-from pasarela.terminal.stringify import MAX_DEPTH, canonicalize_text, format_number, stringify
-
 NodeStringify = Callable[[bytes], bytes]
 
 
 def python_json_text(value: Any) -> bytes:
     """The payload as an ASCII JSON text node can parse back into the same JavaScript value."""
     return json.dumps(to_json_compatible(value), ensure_ascii=True, allow_nan=False).encode("ascii")
+
+
+def exact_parser(text: bytes | str) -> bytes:
+    """canonicalize_text forced onto the module's own parser (not CPython's C scanner fast path)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return _canonicalize_exact(text, any(0xD800 <= ord(c) <= 0xDFFF for c in text))
 
 
 def node_canonical(node_stringify: NodeStringify, text: bytes) -> bytes | None:
@@ -104,7 +117,12 @@ def test_stringify_accepts_subclasses_and_enums(node_stringify: NodeStringify) -
 
     ordered = collections.OrderedDict([("z", 1), ("2", 2)])
     ordered.move_to_end("z")
-    point = collections.namedtuple("point", "x y")(1, 2)
+
+    class Point(NamedTuple):
+        x: int
+        y: int
+
+    point = Point(1, 2)
     value = {"c": Color.RED, "m": Mode.FAST, "i": MyInt(7), "s": MyStr("x"), "o": ordered, "p": point}
     expected = node_stringify(b'{"c":1,"m":"fast","i":7,"s":"x","o":{"2":2,"z":1},"p":[1,2]}')
     assert stringify(value) == expected == b'{"c":1,"m":"fast","i":7,"s":"x","o":{"2":2,"z":1},"p":[1,2]}'
@@ -144,6 +162,7 @@ def test_canonicalize_text_matches_node(node_stringify: NodeStringify, text: str
     expected = node_stringify(data)
     assert canonicalize_text(data) == expected
     assert canonicalize_text(text) == expected
+    assert exact_parser(text) == expected
 
 
 @given(mutated_json_texts())
@@ -172,12 +191,14 @@ def test_canonicalize_text_accepts_and_refuses_like_node(node_stringify: NodeStr
     data = text.encode("utf-8")
     expected = node_canonical(node_stringify, data)
     if expected is None:
-        with pytest.raises(PayloadError) as info:
-            canonicalize_text(data)
-        assert info.value.path == "$"
-        assert "byte offset" in info.value.reason
+        for canonicalize in (canonicalize_text, exact_parser):
+            with pytest.raises(PayloadError) as info:
+                canonicalize(data)
+            assert info.value.path == "$"
+            assert "byte offset" in info.value.reason
     else:
         assert canonicalize_text(data) == expected
+        assert exact_parser(data) == expected
 
 
 def test_canonicalize_text_known_cases() -> None:
@@ -196,11 +217,13 @@ def test_canonicalize_text_str_with_raw_surrogates(node_stringify: NodeStringify
     expected = node_stringify(text.encode("utf-8", "surrogatepass"))
     assert expected == b'{"\xf0\x9f\x98\x80":3,"a":"\\ud800","b":"\\udfff\\ud800"}'
     assert canonicalize_text(text) == expected
+    assert exact_parser(text) == expected
 
 
 def test_canonicalize_text_depth(node_stringify: NodeStringify) -> None:
     ok = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
     assert canonicalize_text(ok) == ok == node_stringify(ok)
+    assert exact_parser(ok) == ok
     too_deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
     with pytest.raises(PayloadError) as info:
         canonicalize_text(too_deep)
@@ -462,7 +485,8 @@ def test_stringify_surrogate_pair_key_collision() -> None:
     assert err.path == "$.a[0]"
     assert "same JavaScript string" in err.reason
     # Keys differing only in lone surrogates are distinct JavaScript keys: accepted.
-    assert stringify({"\ud83d": 1, "\ude00": 2}) == b'{"\\ud83d":1,"\\ude00":2}'
+    lone_keys = dict([(chr(0xD83D), 1), (chr(0xDE00), 2)])  # (a literal confuses ruff's F601)
+    assert stringify(lone_keys) == b'{"\\ud83d":1,"\\ude00":2}'
 
 
 def test_stringify_non_json_key_path_quoting() -> None:

@@ -34,6 +34,7 @@ HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
 
 _OK = lib.PASARELA_OK
 _JSON_UNSUPPORTED = lib.PASARELA_E_JSON_UNSUPPORTED
+_SHORTEST = lib.PASARELA_JSON_SHORTEST_DIGITS
 SIGNATURE_HEX_LEN: int = lib.PASARELA_SIGNATURE_HEX_LEN
 IV_LEN: int = lib.PASARELA_IV_LEN
 
@@ -46,41 +47,55 @@ def _fail(status: int) -> NativeError:
     return NativeError(status, strerror(status))
 
 
-class _Buffers(threading.local):
-    """Per-thread output buffers, grown on demand (never shared between concurrent calls)."""
+class Credentials:
+    """A terminal's credentials as the C core takes them (copies, wiped when this object goes away)."""
+
+    __slots__ = ("_business_code", "_terminal_serial", "struct")
+
+    def __init__(self, business_code: bytes, terminal_serial: bytes) -> None:
+        self._business_code = ffi.new("uint8_t[]", business_code)
+        self._terminal_serial = ffi.new("uint8_t[]", terminal_serial)
+        self.struct = ffi.new("pasarela_credentials *", {
+            "business_code": self._business_code, "business_code_len": len(business_code),
+            "terminal_serial": self._terminal_serial, "terminal_serial_len": len(terminal_serial),
+            "cpu": CPU_FEATURES,
+        })
+
+    def __del__(self) -> None:
+        ffi.memmove(self._business_code, bytes(len(self._business_code)), len(self._business_code))
+
+    def __repr__(self) -> str:
+        return "Credentials(<redacted>)"
+
+
+class _Workspace(threading.local):
+    """Per-thread buffers of pasarela_seal_json, grown on demand (never shared between threads)."""
 
     def __init__(self) -> None:
-        self.json_capacity = -1
-        self.plain_capacity = -1
-        self.signature = ffi.new("char[]", SIGNATURE_HEX_LEN)
-        self.sizes = ffi.new("size_t[3]")  # plaintext length, data length, error offset
-        self.flag = ffi.new("int *")
-        self.plain: Any = None
-        self.scratch: Any = None
-        self.data: Any = None
+        self.json_capacity = 0
+        self.grow(4096)
 
-    def for_json(self, json_len: int) -> None:
-        if json_len > self.json_capacity:
-            capacity = max(json_len, 4096)
-            self.plain = ffi.new("uint8_t[]", lib.pasarela_json_out_max(capacity))
-            self.scratch = ffi.new("uint64_t[]", (lib.pasarela_json_scratch_size(capacity) + 7) // 8)
-            self.json_capacity = capacity
-        self.for_plaintext(lib.pasarela_json_out_max(json_len))
-
-    def for_plaintext(self, plaintext_len: int) -> None:
-        if plaintext_len > self.plain_capacity:
-            capacity = max(plaintext_len, 4096)
-            self.data = ffi.new("char[]", lib.pasarela_data_len(capacity))
-            self.plain_capacity = capacity
-
-
-_buffers = _Buffers()
+    def grow(self, json_len: int) -> None:
+        capacity = max(json_len, 2 * self.json_capacity)
+        plaintext_cap = lib.pasarela_json_out_max(capacity)
+        scratch_cap = lib.pasarela_json_scratch_size(capacity)
+        out_cap = lib.pasarela_sealed_len(plaintext_cap)
+        self._buffers = (
+            ffi.new("uint8_t[]", plaintext_cap),
+            ffi.new("uint64_t[]", (scratch_cap + 7) // 8),
+            ffi.new("char[]", out_cap),
+        )
+        plaintext, scratch, out = self._buffers
+        self.ws: Any = ffi.new("pasarela_workspace *", {
+            "plaintext": plaintext, "plaintext_cap": plaintext_cap, "scratch": scratch,
+            "scratch_cap": scratch_cap, "out": out, "out_cap": out_cap,
+        })
+        self.plaintext, self.out = plaintext, out
+        self.json_capacity = capacity
+        self.top_level_key = ffi.new("int *")
 
 
-class SealOutput(NamedTuple):
-    plaintext: bytes
-    signature: str
-    data: str
+_workspace = _Workspace()
 
 
 def _check_timestamp(status: int, timestamp: int) -> None:
@@ -88,59 +103,47 @@ def _check_timestamp(status: int, timestamp: int) -> None:
         raise TimestampError(f"timestamp {timestamp} is not 10 digits of whole UTC seconds")
 
 
-def seal_json(
-    business_code: bytes, terminal_serial: bytes, timestamp: int, json: bytes, shortest_digits: bool, iv: bytes
-) -> Optional[SealOutput]:
-    """Canonicalize compact JSON object text and seal it in one C call.
+def seal_json(credentials: Credentials, timestamp: int, json: bytes, shortest_digits: bool,
+              iv: bytes) -> Optional[tuple[bytes, bytes]]:
+    """(plaintext, sealed) from one C call that canonicalizes JSON object text, signs and encrypts it.
 
-    Returns None when the C path does not handle this text (duplicate keys, very deep nesting,
-    numbers it cannot prove exact): the caller then takes the pure-Python path.
+    sealed is the 128-hex signature followed by the POST body. Returns None when the C path does
+    not handle this text (duplicate keys, very deep nesting, numbers it cannot prove exact): the
+    caller then takes the pure-Python path.
     """
-    b = _buffers
-    b.for_json(len(json))
-    flags = lib.PASARELA_JSON_SHORTEST_DIGITS if shortest_digits else 0
-    sizes = b.sizes
-    status = lib.pasarela_seal_json(
-        CPU_FEATURES, business_code, len(business_code), terminal_serial, len(terminal_serial), timestamp,
-        json, len(json), flags, iv, b.plain, lib.pasarela_json_out_max(len(json)), sizes, b.scratch,
-        lib.pasarela_json_scratch_size(len(json)), sizes + 2, b.signature, b.data,
-        lib.pasarela_data_len(lib.pasarela_json_out_max(len(json))), sizes + 1,
-    )
+    w = _workspace
+    if len(json) > w.json_capacity:
+        w.grow(len(json))
+    ws = w.ws
+    status = lib.pasarela_seal_json(credentials.struct, ws, timestamp, json, len(json),
+                                    _SHORTEST if shortest_digits else 0, iv)
     if status != _OK:
         if status == _JSON_UNSUPPORTED or status == lib.PASARELA_E_JSON_UNSAFE_INTEGER:
             return None
         if status == lib.PASARELA_E_JSON_SYNTAX:
-            raise PayloadError("$", f"not JSON text (error at byte {sizes[2]})")
+            raise PayloadError("$", f"not JSON text (error at byte {ws.error_offset})")
         if status == lib.PASARELA_E_JSON_NOT_OBJECT:
             raise PayloadError("$", NOT_OBJECT_REASON)
         if status == lib.PASARELA_E_KEY_MEMBER:
             raise PayloadError("$.key", KEY_REASON)
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return SealOutput(
-        ffi.buffer(b.plain, sizes[0])[:],
-        ffi.unpack(b.signature, SIGNATURE_HEX_LEN).decode("ascii"),
-        ffi.unpack(b.data, sizes[1]).decode("ascii"),
-    )
+    return ffi.buffer(w.plaintext, ws.plaintext_len)[:], ffi.buffer(w.out, ws.out_len)[:]
 
 
-def seal(business_code: bytes, terminal_serial: bytes, timestamp: int, plaintext: bytes, iv: bytes) -> SealOutput:
-    """Seal canonical JSON object text (already exactly what JSON.stringify writes)."""
-    b = _buffers
-    b.for_plaintext(len(plaintext))
-    sizes = b.sizes
-    status = lib.pasarela_seal(
-        CPU_FEATURES, business_code, len(business_code), terminal_serial, len(terminal_serial), timestamp,
-        plaintext, len(plaintext), iv, b.signature, b.data, lib.pasarela_data_len(b.plain_capacity), sizes + 1,
-    )
+def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: bytes) -> bytes:
+    """The 128-hex signature followed by the POST body, for canonical JSON object text."""
+    w = _workspace
+    if len(plaintext) > w.ws.plaintext_cap:
+        w.grow(len(plaintext))
+    ws = w.ws
+    out_len = ffi.new("size_t *")
+    status = lib.pasarela_seal(credentials.struct, timestamp, plaintext, len(plaintext), iv, w.out, ws.out_cap,
+                               out_len)
     if status != _OK:
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return SealOutput(
-        plaintext,
-        ffi.unpack(b.signature, SIGNATURE_HEX_LEN).decode("ascii"),
-        ffi.unpack(b.data, sizes[1]).decode("ascii"),
-    )
+    return ffi.buffer(w.out, out_len[0])[:]
 
 
 class Canonical(NamedTuple):
@@ -150,17 +153,16 @@ class Canonical(NamedTuple):
 
 def canonicalize(text: bytes, shortest_digits: bool = False) -> Optional[Canonical]:
     """JSON.stringify(JSON.parse(text)), or None when the C path leaves it to the reference."""
-    b = _buffers
-    b.for_json(len(text))
-    sizes = b.sizes
-    top_level_key = b.flag
-    flags = lib.PASARELA_JSON_SHORTEST_DIGITS if shortest_digits else 0
+    w = _workspace
+    if len(text) > w.json_capacity:
+        w.grow(len(text))
+    ws = w.ws
     status = lib.pasarela_json_canonicalize(
-        text, len(text), flags, b.plain, lib.pasarela_json_out_max(len(text)), sizes, b.scratch,
-        lib.pasarela_json_scratch_size(len(text)), sizes + 2, top_level_key,
+        text, len(text), _SHORTEST if shortest_digits else 0, w.plaintext, ws.plaintext_cap, ffi.addressof(ws, "plaintext_len"),
+        ws.scratch, ws.scratch_cap, ffi.addressof(ws, "error_offset"), w.top_level_key,
     )
     if status == _OK:
-        return Canonical(ffi.buffer(b.plain, sizes[0])[:], bool(top_level_key[0]))
+        return Canonical(ffi.buffer(w.plaintext, ws.plaintext_len)[:], bool(w.top_level_key[0]))
     if status in (_JSON_UNSUPPORTED, lib.PASARELA_E_JSON_UNSAFE_INTEGER, lib.PASARELA_E_JSON_SYNTAX):
         return None
     raise _fail(status)

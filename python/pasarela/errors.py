@@ -47,3 +47,92 @@ class NativeError(PasarelaError, RuntimeError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"pasarela C core: {message} (status {status})")
         self.status = status
+
+
+# --- Card and transfer APIs (areas B and C) -------------------------------------------------------
+
+
+class ValidationError(PasarelaError, ValueError):
+    """A request field breaks a rule of the spec; nothing was sent.
+
+    ``field`` is the field's path as it travels on the wire (``card.expiryMonth``,
+    ``amount.subtotalIva``), ``reason`` says what is wrong. Secret values (card number, CVV,
+    cryptogram, keys) are never quoted.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ConfigurationError(PasarelaError, ValueError):
+    """A client, receiver or builder is set up wrongly (a missing merchant key, a bad base URL)."""
+
+
+class TransportError(PasarelaError):
+    """The service could not be reached (connection refused, timeout) after any allowed retries.
+
+    Whether a non-idempotent call reached the service is unknown: query the status before retrying.
+    """
+
+
+class ResponseShapeError(PasarelaError):
+    """A response of the service does not have the shape the spec documents.
+
+    ``field`` is the path of the offending member (``$`` for the body itself).
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"unexpected response: {field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ApiError(PasarelaError):
+    """The service answered with an error status.
+
+    ``status`` is the HTTP status, ``code`` and ``message`` come from the body when it has them
+    (show ``message`` to the payer as is: certification rule 2), ``body`` is the raw body text.
+    """
+
+    def __init__(self, status: int, code: str | None, message: str | None, body: str) -> None:
+        detail = " ".join(part for part in (code, message) if part) or "no error code in the body"
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.body = body
+
+
+class FinalStatusError(ApiError):
+    """T023: the transfer already has a final status, so it cannot be cancelled."""
+
+
+class QrCodeError(ApiError):
+    """A QR-CODE-* error of the Colombia QR flow (QR-CODE-0001 processor error, QR-CODE-0059 amount out of range)."""
+
+
+class WebhookSignatureError(PasarelaError):
+    """A webhook's signature headers are missing or do not match the configured secret."""
+
+
+class PendingTransferError(PasarelaError):
+    """Certification rule 6: the order already has a transfer that is neither approved nor rejected."""
+
+    def __init__(self, order_id: str) -> None:
+        super().__init__(f"order {order_id!r} has a transfer still initialized: wait for approval or rejection")
+        self.order_id = order_id
+
+
+__all__ += [
+    "ApiError",
+    "ConfigurationError",
+    "FinalStatusError",
+    "PendingTransferError",
+    "QrCodeError",
+    "ResponseShapeError",
+    "TransportError",
+    "ValidationError",
+    "WebhookSignatureError",
+]

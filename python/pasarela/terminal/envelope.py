@@ -9,6 +9,8 @@ serializer instead, which either writes it exactly or raises PayloadError naming
 from __future__ import annotations
 
 import json
+import os
+from decimal import Decimal
 from typing import Any, Optional, Union
 
 import orjson
@@ -33,64 +35,50 @@ Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 """A dict, JSON object text, or None for an empty payload (sealed as ``{}``)."""
 
 _MAX_SAFE_INTEGER = 2**53 - 1
-_ORJSON_DEPTH = 254  # orjson refuses deeper nesting
+# orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
+# goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides.
+_ORJSON_OPTIONS = (orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                   | orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
-def _plain(value: Any, depth: int) -> bool:
-    """True when orjson writes value as JSON.stringify would, up to number formatting and key order.
+def _default(value: Any) -> Any:
+    if type(value) is Decimal:
+        return float(value)  # correctly rounded, as JavaScript parses the decimal
+    raise TypeError
 
-    Only exact built-in types pass; anything else is left to the reference serializer, which
-    decides whether it is accepted and names the path when it is not. This is the hot loop of
-    sealing, hence its shape.
-    """
-    if depth > _ORJSON_DEPTH:
-        return False
+
+def _finite(value: Any) -> bool:
+    """True when no float inside value is NaN or infinite (orjson writes those as null)."""
     t = type(value)
+    if t is float or t is Decimal:
+        return bool(float(value) - float(value) == 0.0)
     if t is dict:
-        items = value.values()
-        for key in value:
-            if type(key) is not str:
-                return False
-    elif t is list or t is tuple:
-        items = value
-    else:
-        return _plain_scalar(value)
-    for item in items:
+        value = value.values()
+    elif t is not list and t is not tuple:
+        return True
+    for item in value:
         ti = type(item)
-        if ti is str or ti is bool or item is None:
+        if ti is str or ti is int or ti is bool or item is None:
             continue
-        if ti is int:
-            if -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
-                continue
-            return False
-        if ti is float:
-            if item - item == 0.0:  # finite: inf - inf and nan - nan are nan
-                continue
-            return False
-        if not _plain(item, depth + 1):
+        if not _finite(item):
             return False
     return True
 
 
-def _plain_scalar(value: Any) -> bool:
-    t = type(value)
-    if t is str or t is bool or value is None:
-        return True
-    if t is int:
-        return bool(-_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER)
-    if t is float:
-        return bool(value - value == 0.0)
-    return False
-
-
 def _compact_json(payload: dict[str, Any]) -> Optional[bytes]:
-    """orjson's compact text of a payload whose types _plain vouched for, or None."""
-    if not _plain(payload, 1):
-        return None
+    """orjson's compact text of payload when it is exact up to number format and key order, else None.
+
+    None sends the payload to the reference serializer, which writes it exactly or raises
+    PayloadError naming the path (lone surrogates, nesting deeper than orjson's 254 levels, big ints,
+    non-str keys, NaN and infinities, unsupported types all end up there).
+    """
     try:
-        return orjson.dumps(payload, option=orjson.OPT_STRICT_INTEGER)
-    except (orjson.JSONEncodeError, TypeError):  # lone surrogates, recursion limit
+        raw = orjson.dumps(payload, default=_default, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
         return None
+    if b"null" in raw and not _finite(payload):
+        return None
+    return raw
 
 
 def canonical_json(payload: Payload) -> bytes:
@@ -136,11 +124,12 @@ class Terminal:
     ``repr`` and ``str`` show the terminal serial only; the business code never leaves this object.
     """
 
-    __slots__ = ("_business_code", "_serial_bytes", "terminal_serial")
+    __slots__ = ("_business_code", "_native", "_serial_bytes", "terminal_serial")
 
     def __init__(self, business_code: str, terminal_serial: str) -> None:
         self._business_code = encode_credential("business_code", business_code)
         self._serial_bytes = encode_credential("terminal_serial", terminal_serial)
+        self._native = _binding.Credentials(self._business_code, self._serial_bytes)
         self.terminal_serial = self._serial_bytes.decode("utf-8")
 
     def __repr__(self) -> str:
@@ -157,15 +146,15 @@ class Terminal:
         as abort calls need). timestamp: whole UTC seconds, 10 digits (default: now). iv: 16 bytes
         (default: fresh from the OS CSPRNG); pass it only to reproduce a request.
         """
-        method = check_method(method)
+        if method != "POST":
+            method = check_method(method)
         ts = check_timestamp(timestamp)
-        iv = check_iv(iv)
+        iv = os.urandom(16) if iv is None else check_iv(iv)
         if not _binding.HAS_HW_AES:
             from . import reference
 
             return reference.Terminal(self._business_code, self._serial_bytes).seal(
                 payload, method=method, timestamp=ts, iv=iv)
-        out = None
         raw: Optional[bytes] = None
         if type(payload) is dict:
             if "key" in payload:
@@ -174,10 +163,11 @@ class Terminal:
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
             raw = _json_text(payload)
         if raw is not None:  # one C call: canonicalize, sign, encrypt
-            out = _binding.seal_json(self._business_code, self._serial_bytes, ts, raw, type(payload) is dict, iv)
-        if out is None:
-            out = _binding.seal(self._business_code, self._serial_bytes, ts, canonical_json(payload), iv)
-        return Sealed(self, method, ts, iv, out.plaintext, out.signature, out.data)
+            out = _binding.seal_json(self._native, ts, raw, type(payload) is dict, iv)
+            if out is not None:
+                return Sealed(self, method, ts, iv, out[0], out[1])
+        plaintext = canonical_json(payload)
+        return Sealed(self, method, ts, iv, plaintext, _binding.seal(self._native, ts, plaintext, iv))
 
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)

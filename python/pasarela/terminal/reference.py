@@ -126,8 +126,8 @@ class Terminal:
         iv = check_iv(iv)
         plaintext = canonical_json(payload)
         derived = self._derive(ts)
-        return Sealed(self, method, ts, iv, plaintext, sign(plaintext, derived.encoded_key),
-                      encrypt(derived.aes_key, iv, plaintext))
+        body = b'{"data":"' + encrypt(derived.aes_key, iv, plaintext).encode("ascii") + b'"}'
+        return Sealed(self, method, ts, iv, plaintext, sign(plaintext, derived.encoded_key).encode("ascii") + body)
 
     def _derive(self, timestamp: int) -> Derived:
         return derive(self._business_code, self._serial_bytes, timestamp)

@@ -106,31 +106,31 @@ def check_object_text(plaintext: bytes) -> None:
 class Sealed:
     """One sealed terminal request: what to send, and the exact bytes that were encrypted and signed."""
 
-    __slots__ = ("_terminal", "body", "data", "headers", "iv", "method", "params", "plaintext", "signature",
-                 "timestamp")
+    __slots__ = ("_terminal", "body", "headers", "iv", "method", "params", "plaintext", "signature", "timestamp")
 
     def __init__(self, terminal: _Deriver, method: str, timestamp: int, iv: bytes, plaintext: bytes,
-                 signature: str, data: str) -> None:
+                 sealed: bytes) -> None:
+        """sealed: the 128-hex signature followed by the POST body {"data":"<iv_hex>:<ct_hex>"}."""
         self._terminal = terminal
         self.method = method
         self.timestamp = timestamp
         self.iv = iv
         self.plaintext = plaintext
-        """The exact bytes that were encrypted: JSON.stringify of the payload."""
+        signature = sealed[:128].decode("ascii")
         self.signature = signature
-        self.data = data
-        """``<iv_hex>:<ciphertext_hex>``"""
-        self.headers: dict[str, str] = {
-            "Authorization": "Basic " + signature,
-            "timestamp": str(timestamp),
-            "Content-Type": "application/json",
-        }
-        if method in BODY_METHODS:
-            self.body: Optional[bytes] = b'{"data":"' + data.encode("ascii") + b'"}'
-            self.params: Optional[dict[str, str]] = None
+        self.headers = {"Authorization": "Basic " + signature, "timestamp": str(timestamp),
+                        "Content-Type": "application/json"}
+        if method == "GET":
+            self.body: Optional[bytes] = None
+            self.params: Optional[dict[str, str]] = {"data": sealed[137:-2].decode("ascii")}
         else:
-            self.body = None
-            self.params = {"data": data}
+            self.body = sealed[128:]
+            self.params = None
+
+    @property
+    def data(self) -> str:
+        """``<iv_hex>:<ciphertext_hex>``, as sent in the body or the ``data`` query parameter."""
+        return self.params["data"] if self.params is not None else self.body[9:-2].decode("ascii")  # type: ignore[index]
 
     @property
     def signed(self) -> bytes:
@@ -138,10 +138,10 @@ class Sealed:
 
         It contains a value derived from the business code: keep it out of logs.
         """
-        encoded_key = self._terminal._derive(self.timestamp).encoded_key
-        head = self.plaintext[:-1] if self.plaintext != b"{}" else b"{"
-        separator = b"," if self.plaintext != b"{}" else b""
-        return head + separator + b'"key":"' + encoded_key.encode("ascii") + b'"}'
+        encoded_key = self._terminal._derive(self.timestamp).encoded_key.encode("ascii")
+        if self.plaintext == b"{}":
+            return b'{"key":"' + encoded_key + b'"}'
+        return self.plaintext[:-1] + b',"key":"' + encoded_key + b'"}'
 
     def as_dict(self) -> dict[str, object]:
         """The request as the CLI prints it: headers, and body (as text) or params."""

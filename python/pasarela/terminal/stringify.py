@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import datetime
 import enum
+import json
+import json.scanner
 import math
 import re
 import uuid
@@ -535,28 +537,61 @@ def _parse(s: str, raw_surrogates: bool) -> object:
             raise _SyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
 
 
-def canonicalize_text(text: bytes | str) -> bytes:
-    """Exactly ``JSON.stringify(JSON.parse(text))`` as UTF-8 bytes.
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
 
-    *text* is UTF-8 bytes (decoded strictly; a byte order mark is not JSON whitespace, so it is refused
-    like JSON.parse refuses U+FEFF) or a str. Syntax errors raise
-    :class:`~pasarela.errors.PayloadError` with path ``$`` and the byte offset in the reason.
-    """
+
+# CPython's C scanner (json.scanner.c_make_scanner) reads exactly the JSON.parse grammar, save for the
+# NaN/Infinity/-Infinity literals, which _refuse_constant refuses. The pure-Python scanner is laxer
+# (its \d matches non-ASCII digits), so without the C scanner every text takes the exact parser.
+_FAST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_HAVE_C_SCANNER = getattr(json.scanner, "c_make_scanner", None) is not None
+
+
+def _decode_text(text: bytes | str) -> tuple[str, bool]:
+    """The text as a str, and whether it holds raw surrogates (only a str input can)."""
     if isinstance(text, (bytes, bytearray, memoryview)):
-        raw = bytes(text)
         try:
-            s = raw.decode("utf-8")
-            raw_surrogates = False  # strict UTF-8 never decodes to a surrogate
+            return bytes(text).decode("utf-8"), False
         except UnicodeDecodeError as exc:
             raise PayloadError("$", f"invalid UTF-8 at byte offset {exc.start}") from None
-    elif isinstance(text, str):
+    if isinstance(text, str):
         s = str.__str__(text)
-        raw_surrogates = _SURROGATE(s) is not None
-    else:
-        raise TypeError(f"canonicalize_text needs bytes or str, not {type(text).__qualname__}")
+        return s, _SURROGATE(s) is not None
+    raise TypeError(f"canonicalize_text needs bytes or str, not {type(text).__qualname__}")
+
+
+def _canonicalize_exact(s: str, raw_surrogates: bool) -> bytes:
+    """JSON.stringify(JSON.parse(s)) on this module's own parser (exact for every input)."""
     try:
         value = _parse(s, raw_surrogates)
     except _SyntaxError as exc:
         offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
         raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
     return stringify(value)
+
+
+def canonicalize_text(text: bytes | str) -> bytes:
+    """Exactly ``JSON.stringify(JSON.parse(text))`` as UTF-8 bytes.
+
+    *text* is UTF-8 bytes (decoded strictly; a byte order mark is not JSON whitespace, so it is refused
+    like JSON.parse refuses U+FEFF) or a str. Syntax errors and nesting deeper than :data:`MAX_DEPTH`
+    raise :class:`~pasarela.errors.PayloadError` with path ``$`` and the byte offset in the reason.
+    """
+    s, raw_surrogates = _decode_text(text)
+    if _HAVE_C_SCANNER and not raw_surrogates:
+        # Fast path: CPython's C scanner builds the same values JSON.parse would (a repeated key keeps
+        # its first position and takes the last value; escaped surrogate pairs are joined). Whatever
+        # it cannot do exactly -- syntax errors (for the message and offset), integers beyond 2**53,
+        # numbers overflowing to Infinity, deep nesting -- makes it raise or makes stringify refuse,
+        # and the exact parser takes over.
+        try:
+            value = _FAST_DECODER.decode(s)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            try:
+                return stringify(value)
+            except PayloadError:
+                pass
+    return _canonicalize_exact(s, raw_surrogates)

@@ -1,0 +1,27 @@
+"""Realistic terminal payloads of a given canonical size (64 B to 16 KiB)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pasarela import canonical_json
+
+SIZES = [64, 256, 1024, 4096, 16384]
+
+
+def payload_of_size(size: int) -> dict[str, Any]:
+    """A charge-like payload whose JSON.stringify form is as close to `size` bytes as it gets (never above)."""
+    payload: dict[str, Any] = {"amount": 125.5, "currency": "COP", "ref": "ord-1"}
+    items: list[dict[str, Any]] = []
+    n = 0
+    while True:
+        candidate = dict(payload, items=[*items, {"sku": f"SKU-{n:05d}", "qty": n % 7 + 1, "price": 1999.99 + n}])
+        if len(canonical_json(candidate)) > size:
+            break
+        items.append(candidate["items"][-1])
+        n += 1
+    if items:
+        payload["items"] = items
+    # pad the reference to reach the exact size
+    payload["ref"] += "x" * (size - len(canonical_json(payload)))
+    return payload
