@@ -19,7 +19,7 @@ typedef struct member {
     size_t start;       /* output offset of the key's opening quote */
     size_t end;         /* output offset just past the value */
     uint64_t order;     /* integer-like key value, or 2^32 + position: sorting on it gives JS order */
-    uint32_t hash;      /* of the canonical key bytes, to find duplicates */
+    uint32_t hash;      /* of the canonical key bytes, to find duplicates in large objects */
     uint32_t key_len;   /* canonical key bytes, without quotes */
 } member;
 
@@ -45,19 +45,31 @@ typedef struct state {
 static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-static void skip_ws(state *s) {
+static inline void skip_ws(state *s) {
     while (s->pos < s->n && is_ws(s->in[s->pos])) s->pos++;
 }
 
+/* Bytes of an 8-byte word that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
+ * (SWAR: each such byte gets its high bit set in the result). */
+static inline uint64_t special_bytes(uint64_t w) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t control = (w - ones * 0x20) & ~w;                     /* bytes < 0x20 */
+    uint64_t is_quote = (quote - ones) & ~quote;                   /* bytes == '"' */
+    uint64_t is_backslash = (backslash - ones) & ~backslash;
+    return (control | is_quote | is_backslash | w) & high;
+}
+
+/* No bounds checks: pasarela_json_canonicalize refuses an output buffer smaller than
+ * PASARELA_JSON_OUT_MAX(n), and no input can outgrow it (strings never grow when re-escaped; the
+ * largest growth is a number token such as 1e20, 4 bytes, written as 21). */
 static int put(state *s, const void *p, size_t k) {
-    if (s->cap - s->len < k) return PASARELA_E_BUFFER_TOO_SMALL;
     memcpy(s->out + s->len, p, k);
     s->len += k;
     return PASARELA_OK;
 }
 
 static int put_byte(state *s, uint8_t c) {
-    if (s->len >= s->cap) return PASARELA_E_BUFFER_TOO_SMALL;
     s->out[s->len++] = c;
     return PASARELA_OK;
 }
@@ -148,6 +160,12 @@ static int string_token(state *s) {
     if ((rc = put_byte(s, '"')) != PASARELA_OK) return rc;
     for (;;) {
         size_t run = s->pos;
+        while (s->n - run >= 8) {
+            uint64_t w;
+            memcpy(&w, s->in + run, 8);
+            if (special_bytes(w)) break;
+            run += 8;
+        }
         while (run < s->n) {
             uint8_t c = s->in[run];
             if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
@@ -364,7 +382,7 @@ static void sort_members(member *m, size_t count, member_less less) {
 }
 
 static int same_key(const state *s, const member *a, const member *b) {
-    return a->hash == b->hash && a->key_len == b->key_len &&
+    return a->key_len == b->key_len &&
            memcmp(s->out + a->start + 1, s->out + b->start + 1, a->key_len) == 0;
 }
 
@@ -381,6 +399,7 @@ static int close_object(state *s, const frame *f) {
             for (size_t j = 0; j < i; j++)
                 if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
     } else {
+        for (size_t i = 0; i < count; i++) m[i].hash = fnv1a(s->out + m[i].start + 1, m[i].key_len);
         sort_members(m, count, by_hash);
         for (size_t i = 1; i < count; i++)
             for (size_t j = i; j-- > 0 && m[j].hash == m[i].hash;)
@@ -466,7 +485,6 @@ static int canonicalize(state *s) {
             size_t key_len = s->len - m->start - 2;
             const uint8_t *key = s->out + m->start + 1;
             m->key_len = (uint32_t)key_len;
-            m->hash = fnv1a(key, key_len);
             m->order = key_order(key, key_len, s->members_top - 1 - f->first);
             if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) s->top_level_key = 1;
             skip_ws(s);

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import json_objects, json_texts
 
 import pasarela
 from pasarela import PayloadError, Sealed, Terminal, TimestampError, canonical_json, reference
 from pasarela.errors import CredentialsError
+from strategies import json_objects, json_texts
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
@@ -245,3 +245,34 @@ def test_seal_deep_nesting_up_to_limit() -> None:
     assert sealed.plaintext == b'{"d":' + b"[" * 999 + b"1" + b"]" * 999 + b"}"
     with pytest.raises(PayloadError, match="deeper"):
         Terminal(BUSINESS_CODE, SERIAL).seal({"d": [deep]}, timestamp=NOON)
+
+
+def test_fresh_ivs_never_repeat_within_and_across_pools() -> None:
+    from pasarela.terminal.ivs import fresh_iv
+
+    ivs = {fresh_iv() for _ in range(10_000)}  # spans 40 pools of 256
+    assert len(ivs) == 10_000
+    assert all(len(iv) == 16 for iv in ivs)
+
+
+def test_forked_child_does_not_reuse_parent_ivs() -> None:
+    import os
+
+    from pasarela.terminal.ivs import fresh_iv
+
+    fresh_iv()  # the parent's pool now holds unused IVs a child must not hand out again
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read)
+        os.write(write, b"".join(fresh_iv() for _ in range(8)))
+        os._exit(0)
+    os.close(write)
+    child = b""
+    while chunk := os.read(read, 4096):
+        child += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    parent = b"".join(fresh_iv() for _ in range(8))
+    assert len(child) == 128
+    assert {child[i:i + 16] for i in range(0, 128, 16)}.isdisjoint({parent[i:i + 16] for i in range(0, 128, 16)})

@@ -10,10 +10,10 @@ from typing import Any, Callable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from node_envelope import NodeEnvelope
-from strategies import json_objects
 
+from node_envelope import NodeEnvelope
 from pasarela import Terminal, canonical_json
+from strategies import json_objects
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"

@@ -158,8 +158,9 @@ def canonicalize(text: bytes, shortest_digits: bool = False) -> Optional[Canonic
         w.grow(len(text))
     ws = w.ws
     status = lib.pasarela_json_canonicalize(
-        text, len(text), _SHORTEST if shortest_digits else 0, w.plaintext, ws.plaintext_cap, ffi.addressof(ws, "plaintext_len"),
-        ws.scratch, ws.scratch_cap, ffi.addressof(ws, "error_offset"), w.top_level_key,
+        text, len(text), _SHORTEST if shortest_digits else 0, w.plaintext, ws.plaintext_cap,
+        ffi.addressof(ws, "plaintext_len"), ws.scratch, ws.scratch_cap, ffi.addressof(ws, "error_offset"),
+        w.top_level_key,
     )
     if status == _OK:
         return Canonical(ffi.buffer(w.plaintext, ws.plaintext_len)[:], bool(w.top_level_key[0]))

@@ -8,11 +8,11 @@ catches ``ValueError`` keeps working. No message ever contains a secret.
 from __future__ import annotations
 
 __all__ = [
+    "CredentialsError",
+    "NativeError",
     "PasarelaError",
     "PayloadError",
     "TimestampError",
-    "CredentialsError",
-    "NativeError",
 ]
 
 

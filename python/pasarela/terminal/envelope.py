@@ -9,7 +9,6 @@ serializer instead, which either writes it exactly or raises PayloadError naming
 from __future__ import annotations
 
 import json
-import os
 from decimal import Decimal
 from typing import Any, Optional, Union
 
@@ -17,6 +16,7 @@ import orjson
 
 from .. import _binding
 from ..errors import PayloadError
+from .ivs import fresh_iv
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
@@ -149,7 +149,7 @@ class Terminal:
         if method != "POST":
             method = check_method(method)
         ts = check_timestamp(timestamp)
-        iv = os.urandom(16) if iv is None else check_iv(iv)
+        iv = fresh_iv() if iv is None else check_iv(iv)
         if not _binding.HAS_HW_AES:
             from . import reference
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Optional, Protocol
 
 from ..errors import CredentialsError, PayloadError, TimestampError
+from .ivs import fresh_iv
 
 __all__ = [
     "BODY_METHODS",
@@ -64,6 +64,8 @@ def check_timestamp(timestamp: Optional[int]) -> int:
     """Whole UTC seconds with 10 digits; None means now."""
     if timestamp is None:
         return int(time.time())
+    if type(timestamp) is int and 10**9 <= timestamp < 10**10:
+        return timestamp
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise TimestampError(
             f"timestamp must be an int of whole UTC seconds (e.g. int(time.time())), got {type(timestamp).__name__}"
@@ -81,7 +83,7 @@ def check_timestamp(timestamp: Optional[int]) -> int:
 def check_iv(iv: Optional[bytes]) -> bytes:
     """16 bytes; None means fresh bytes from the operating system's CSPRNG."""
     if iv is None:
-        return os.urandom(16)
+        return fresh_iv()
     if not isinstance(iv, (bytes, bytearray, memoryview)):
         raise TypeError(f"iv must be 16 bytes, got {type(iv).__name__}")
     iv = bytes(iv)
