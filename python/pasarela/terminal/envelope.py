@@ -8,6 +8,7 @@ serializer instead, which either writes it exactly or raises PayloadError naming
 
 from __future__ import annotations
 
+import enum
 import json
 from decimal import Decimal
 from typing import Any, Optional, Union
@@ -54,6 +55,8 @@ def _finite(value: Any) -> bool:
         return bool(float(value) - float(value) == 0.0)
     if t is dict:
         value = value.values()
+    elif isinstance(value, enum.Enum):
+        return _finite(value.value)
     elif t is not list and t is not tuple:
         return True
     for item in value:

@@ -158,10 +158,6 @@ def _describe(v: object) -> str:
 
 def _scalar_token(v: object) -> str:
     """Token for a scalar of a non-exact type, or raise _Refused. Containers never reach here."""
-    if isinstance(v, enum.Enum) and not isinstance(v, (int, str)):
-        raise _Refused(
-            f"enum member {_describe(v)} is not JSON: only int and str enums are accepted; pass its .value"
-        )
     if isinstance(v, bool):  # pragma: no cover - bool cannot be subclassed
         return "true" if v else "false"
     if isinstance(v, int):
@@ -179,7 +175,7 @@ def _scalar_token(v: object) -> str:
     if isinstance(v, (datetime.date, datetime.time, datetime.timedelta)):
         raise _Refused(f"{_describe(v)} is not JSON: format it as a str (or a number) first")
     if isinstance(v, uuid.UUID):
-        raise _Refused(f"{_describe(v)} is not JSON: pass str(value) instead")
+        return _quote(str(v))  # its canonical text, as orjson, pydantic and FastAPI write it
     if isinstance(v, complex):
         raise _Refused(f"{_describe(v)} is not JSON: complex numbers have no JSON form")
     raise _Refused(
@@ -281,7 +277,8 @@ def stringify(value: object) -> bytes:
     """UTF-8 bytes of exactly what ``JSON.stringify`` writes for the JavaScript value *value* stands for.
 
     Accepted: dict (str keys), list and tuple, str, bool, None, int within ±(2**53 - 1), finite float
-    and finite :class:`~decimal.Decimal` (written as the double it parses to). Anything else raises
+    and finite :class:`~decimal.Decimal` (written as the double it parses to); also :class:`uuid.UUID`
+    (written as its canonical text) and :class:`enum.Enum` members (written as their value). Anything else raises
     :class:`~pasarela.errors.PayloadError` naming the JSON path of the offending value.
     """
     parts: list[str] = []
@@ -330,6 +327,9 @@ def stringify(value: object) -> bytes:
                     ap("[]")
             elif t is Decimal:
                 ap(_decimal_token(v))
+            elif isinstance(v, enum.Enum) and not isinstance(v, (int, str, float)):
+                v = v.value  # written as its value, as orjson, pydantic and FastAPI write it
+                continue
             else:
                 ap(_scalar_token(v))
 
