@@ -16,7 +16,7 @@ from node_oracle import NodeOracle, NodeUnavailableError
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
     "ci",
-    max_examples=1000,
+    max_examples=500,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

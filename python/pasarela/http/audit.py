@@ -1,0 +1,94 @@
+"""Recording every exchange with the service (certification rule 3), secrets removed.
+
+The client builds one :class:`AuditRecord` per attempt, already redacted, and passes it to the
+audit hook configured in :class:`~pasarela.http.config.ServiceConfig`. :class:`JsonlAuditLog` is a
+ready hook writing one JSON object per line. A hook that raises is logged and otherwise ignored:
+failing a charge that went through because a log write failed would invite a double charge.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Optional, Union
+
+from .redaction import redact_json
+
+__all__ = ["AuditHook", "AuditRecord", "JsonlAuditLog", "notify", "recordable_body"]
+
+_log = logging.getLogger("pasarela.audit")
+_MAX_TEXT = 65536
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One attempt of one call: what was sent and what came back (or why nothing did)."""
+
+    at: float
+    """Unix time, in seconds, when the attempt ended."""
+    attempt: int
+    method: str
+    url: str
+    request_headers: Mapping[str, str]
+    request_body: Any
+    idempotency_key: Optional[str]
+    status: Optional[int]
+    """HTTP status, or ``None`` when the service could not be reached."""
+    response_body: Any
+    error: Optional[str]
+    """The transport failure, when there was one."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+AuditHook = Callable[[AuditRecord], None]
+
+
+def recordable_body(content: Optional[bytes]) -> Any:
+    """A body as it goes into a record: parsed JSON redacted, else text (cut at 64 KiB), ``None`` when empty."""
+    if not content:
+        return None
+    try:
+        return redact_json(json.loads(content))
+    except ValueError:
+        return content[:_MAX_TEXT].decode("utf-8", errors="replace")
+
+
+def notify(hook: Optional[AuditHook], record: AuditRecord) -> None:
+    """Give ``record`` to ``hook``, logging (never raising) what the hook raises."""
+    if hook is None:
+        return
+    try:
+        hook(record)
+    except Exception:
+        _log.exception("audit hook failed for %s %s (attempt %d)", record.method, record.url, record.attempt)
+
+
+class JsonlAuditLog:
+    """An audit hook appending each record to ``path`` as one JSON line.
+
+    The file is created readable by its owner only (records hold payer names and e-mails) and
+    opened for each record in append mode, so several processes can share it and log rotation
+    needs no signal. Writes from threads of one process are serialized.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike[str]]) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+
+    def __call__(self, record: AuditRecord) -> None:
+        line = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        with self._lock:
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(descriptor, line.encode("utf-8"))
+            finally:
+                os.close(descriptor)
+
+    def __repr__(self) -> str:
+        return f"JsonlAuditLog({self.path!r})"

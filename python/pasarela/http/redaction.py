@@ -1,0 +1,53 @@
+"""Removing secrets from what is recorded: card numbers, CVV, cryptograms, private keys.
+
+Members are recognized by name, case-insensitively, at any depth: a card number keeps its first
+six and last four digits (what the service itself shows, and what support needs), the other
+secrets are replaced whole. The private merchant key is removed from headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["REDACTED", "mask_card_number", "redact_headers", "redact_json"]
+
+REDACTED = "[REDACTED]"
+
+_SECRET_MEMBERS = frozenset(
+    {"cvv", "cvc", "cvv2", "cryptogram", "privatemerchantid", "private-merchant-id", "privatekey", "secret"}
+)
+_CARD_NUMBER_MEMBERS = frozenset({"number", "cardnumber", "pan"})
+_SECRET_HEADERS = frozenset({"private-merchant-id", "authorization", "cookie", "set-cookie"})
+_VISIBLE_HEAD, _VISIBLE_TAIL, _MIN_MASKABLE = 6, 4, 13
+
+
+def mask_card_number(value: object) -> str:
+    """``4242424242424242`` becomes ``424242******4242``; anything too short or not digits is redacted whole."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) >= _MIN_MASKABLE:
+        hidden = len(value) - _VISIBLE_HEAD - _VISIBLE_TAIL
+        return value[:_VISIBLE_HEAD] + "*" * hidden + value[-_VISIBLE_TAIL:]
+    return REDACTED
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of a parsed JSON value with every secret member masked or replaced."""
+    if isinstance(value, Mapping):
+        redacted: dict[str, Any] = {}
+        for key, member in value.items():
+            name = str(key).lower()
+            if name in _SECRET_MEMBERS:
+                redacted[key] = REDACTED
+            elif name in _CARD_NUMBER_MEMBERS and not isinstance(member, (Mapping, list)):
+                redacted[key] = mask_card_number(member)
+            else:
+                redacted[key] = redact_json(member)
+        return redacted
+    if isinstance(value, list):
+        return [redact_json(item) for item in value]
+    return value
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """A copy of the headers with the private key (and any credentials) replaced."""
+    return {name: REDACTED if name.lower() in _SECRET_HEADERS else value for name, value in headers.items()}

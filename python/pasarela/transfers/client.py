@@ -1,0 +1,144 @@
+"""Bank transfer clients (spec 4.3): token, init, status, cancel, and the Ecuador return.
+
+Token creation carries the public key; init, status and cancel the private key (back end only).
+Only the status query (a GET) is retried. Give the client a :class:`~.pending.PendingTransfers`
+guard to enforce certification rule 6: ``init`` then needs the ``order_id`` and refuses a second
+transfer for an order whose first one is not approved or rejected yet; a final status or a cancel
+releases the order. The guard is synchronous (SQLite, microseconds) in the async client too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Optional, Union
+
+from ..errors import FinalStatusError
+from ..http.config import MerchantKey, ServiceConfig
+from ..http.exchange import Endpoint
+from ..http.transport import AsyncServiceClient, AsyncSleep, Sleep, SyncServiceClient
+from .callback import token_from_callback
+from .models import TransferInitRequest, TransferTokenRequest
+from .pending import GuardedInit, TransferGuard
+from .responses import TransferInit, TransferStatus, TransferToken, parse_transfer_init
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["AsyncTransferClient", "TransferClient"]
+
+TOKENS = Endpoint("POST", "/transfer/v1/tokens", MerchantKey.PUBLIC)
+INIT = Endpoint("POST", "/transfer/v1/init", MerchantKey.PRIVATE)
+STATUS = Endpoint("GET", "/transfer/v1/status/{}", MerchantKey.PRIVATE)
+CANCEL = Endpoint("PATCH", "/transfer/v1/cancel/{}", MerchantKey.PRIVATE)
+
+Callback = Union[str, Mapping[str, str]]
+
+
+class _TransferGuarding:
+    """The guard bookkeeping both clients share (no I/O of its own but SQLite)."""
+
+    _pending: Optional[TransferGuard]
+
+    def _guarded_init(self, request: TransferInitRequest, order_id: Optional[str]) -> GuardedInit:
+        return GuardedInit(self._pending, order_id, request.token)
+
+    def _observed(self, token: str, status: TransferStatus) -> TransferStatus:
+        if self._pending is not None and status.state.is_final:
+            self._pending.release_transfer(token=token)
+        return status
+
+    def _ended(self, token: str) -> None:
+        # A cancelled QR is invalidated, and T023 means the transfer is already final: either way
+        # the order may start a new transfer.
+        if self._pending is not None:
+            self._pending.release_transfer(token=token)
+
+
+class TransferClient(SyncServiceClient, _TransferGuarding):
+    """Blocking client: ``TransferClient(ServiceConfig(base_url=..., private_merchant_id=...), pending=...)``."""
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        *,
+        pending: Optional[TransferGuard] = None,
+        sleep: Sleep = time.sleep,
+        http_client: Optional[httpx.Client] = None,
+    ) -> None:
+        super().__init__(config, sleep=sleep, http_client=http_client)
+        self._pending = pending
+
+    def create_token(self, request: TransferTokenRequest, *, idempotency_key: Optional[str] = None) -> TransferToken:
+        reply = self._send(TOKENS.call(request.to_wire(), idempotency_key=idempotency_key))
+        return TransferToken.from_json(reply.json())
+
+    def init(
+        self, request: TransferInitRequest, *, order_id: Optional[str] = None, idempotency_key: Optional[str] = None
+    ) -> TransferInit:
+        """Start the transfer; the answer is one of MexicoClabe, EcuadorRedirect, EcuadorWallet, ColombiaQr."""
+        with self._guarded_init(request, order_id) as guard:
+            reply = self._send(INIT.call(request.to_wire(), idempotency_key=idempotency_key))
+            return guard.done(parse_transfer_init(reply.json()))
+
+    def status(self, token: str) -> TransferStatus:
+        return self._observed(token, TransferStatus.from_json(self._send(STATUS.call(token=token)).json()))
+
+    def cancel(self, token: str) -> None:
+        """Cancel a transfer that has no final status (Colombia QR: the QR is invalidated).
+
+        Returns on the 204; raises FinalStatusError (T023) when the transfer is already final.
+        """
+        try:
+            self._send(CANCEL.call(token=token))
+        except FinalStatusError:
+            self._ended(token)
+            raise
+        self._ended(token)
+
+    def status_from_callback(self, callback: Callback) -> TransferStatus:
+        """Ecuador: the status of the transfer whose token the payer brought back to ``callbackUrl``."""
+        return self.status(token_from_callback(callback))
+
+
+class AsyncTransferClient(AsyncServiceClient, _TransferGuarding):
+    """The asyncio twin of :class:`TransferClient`."""
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        *,
+        pending: Optional[TransferGuard] = None,
+        sleep: Optional[AsyncSleep] = None,
+        http_client: Optional[httpx.AsyncClient] = None,
+    ) -> None:
+        super().__init__(config, sleep=sleep, http_client=http_client)
+        self._pending = pending
+
+    async def create_token(
+        self, request: TransferTokenRequest, *, idempotency_key: Optional[str] = None
+    ) -> TransferToken:
+        reply = await self._send(TOKENS.call(request.to_wire(), idempotency_key=idempotency_key))
+        return TransferToken.from_json(reply.json())
+
+    async def init(
+        self, request: TransferInitRequest, *, order_id: Optional[str] = None, idempotency_key: Optional[str] = None
+    ) -> TransferInit:
+        with self._guarded_init(request, order_id) as guard:
+            reply = await self._send(INIT.call(request.to_wire(), idempotency_key=idempotency_key))
+            return guard.done(parse_transfer_init(reply.json()))
+
+    async def status(self, token: str) -> TransferStatus:
+        reply = await self._send(STATUS.call(token=token))
+        return self._observed(token, TransferStatus.from_json(reply.json()))
+
+    async def cancel(self, token: str) -> None:
+        try:
+            await self._send(CANCEL.call(token=token))
+        except FinalStatusError:
+            self._ended(token)
+            raise
+        self._ended(token)
+
+    async def status_from_callback(self, callback: Callback) -> TransferStatus:
+        return await self.status(token_from_callback(callback))

@@ -1,0 +1,254 @@
+"""Receiving transfer webhooks (spec 6.1; certification rule 4: answer HTTP 200, inform the customer).
+
+:class:`TransferWebhookReceiver` verifies the signature when a secret is configured, parses the
+body, drops redeliveries, hands each new event to your handler, releases the order in the
+pending-transfer guard when the event is final, and answers 200. It is an ASGI app (mount it in
+Starlette/FastAPI or run it under uvicorn) and, through :meth:`~TransferWebhookReceiver.handle`,
+a plain callable for any other framework::
+
+    reply = receiver.handle(request.headers, request.get_data())   # Flask
+    return reply.body, reply.status, reply.headers
+
+The payload is "not shown" in the spec. An event is read leniently: ``token``,
+``transactionReference`` and the status (see :mod:`.status`) when present, everything in ``raw``.
+Redeliveries are recognized by ``<transactionReference or token>:<status>`` when the body has
+them, else by the SHA-256 of the body. The handler runs before the 200 goes out, so a handler that
+raises gets no 200 (the event is forgotten, the service may deliver it again): keep it short,
+queue the slow work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+from ..errors import ConfigurationError, ResponseShapeError, WebhookSignatureError
+from ..http.response_reader import ResponseReader
+from .pending import TransferGuard
+from .status import TransferState, find_status
+from .webhook_dedup import EventLedger, SeenEvents
+from .webhook_signature import Secret, WebhookHeaders, verify_webhook_signature
+
+__all__ = ["TransferEvent", "TransferWebhookReceiver", "WebhookReply"]
+
+_log = logging.getLogger("pasarela.webhooks")
+_JSON = (("content-type", "application/json"),)
+
+
+@dataclass(frozen=True)
+class TransferEvent:
+    """One transfer webhook: the final result of a transfer (approved or rejected)."""
+
+    token: Optional[str]
+    transaction_reference: Optional[str]
+    status: Optional[str]
+    state: TransferState
+    merchant_id: Optional[str]
+    """The ``X-Kushki-Key`` header (the merchant the event is for), when sent."""
+    raw: Mapping[str, Any] = field(repr=False)
+    dedup_key: str = field(repr=False, default="")
+
+    @classmethod
+    def from_body(cls, body: bytes, merchant_id: Optional[str] = None) -> TransferEvent:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            raise ResponseShapeError("$", "the webhook body is not JSON") from None
+        reader = ResponseReader.of(parsed)
+        token = reader.optional_text("token")
+        reference = reader.optional_text("transactionReference")
+        status = find_status(reader.raw)
+        identity = reference or token
+        if identity is not None and status is not None:
+            key = f"{identity}:{status}"
+        else:
+            key = "sha256:" + hashlib.sha256(body).hexdigest()
+        return cls(token, reference, status, TransferState.of(status), merchant_id, reader.raw, key)
+
+
+@dataclass(frozen=True)
+class WebhookReply:
+    """What to answer the service: status, JSON body, headers."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=lambda: dict(_JSON))
+
+    @classmethod
+    def of(cls, status: int, outcome: str) -> WebhookReply:
+        return cls(status, json.dumps({"status": outcome}).encode("ascii"))
+
+
+EventHandler = Callable[[TransferEvent], Optional[Awaitable[None]]]
+
+
+class TransferWebhookReceiver:
+    """``TransferWebhookReceiver(on_event, secret=..., pending=...)``.
+
+    ``on_event`` gets each new :class:`TransferEvent`; under ASGI it may be a coroutine function.
+    ``secret`` is the merchant's webhook secret (without it signatures are not checked, and a
+    warning says so once); ``merchant_id`` additionally requires ``X-Kushki-Key`` to match;
+    ``header_names`` renames the headers; ``ledger`` stores seen events (in memory by default);
+    ``pending`` is released when an event is final; bodies over ``max_body_bytes`` get 413.
+    """
+
+    def __init__(
+        self,
+        on_event: EventHandler,
+        *,
+        secret: Optional[Secret] = None,
+        merchant_id: Optional[str] = None,
+        header_names: Optional[WebhookHeaders] = None,
+        allow_simple_signature: bool = True,
+        ledger: Optional[EventLedger] = None,
+        pending: Optional[TransferGuard] = None,
+        max_body_bytes: int = 1 << 20,
+    ) -> None:
+        if secret is not None and not secret:
+            raise ConfigurationError("secret must not be empty (pass None to skip signature checks)")
+        if secret is None:
+            _log.warning("transfer webhooks are accepted without signature verification: configure the secret")
+        self._on_event = on_event
+        self._secret = secret
+        self._merchant_id = merchant_id
+        self._names = header_names or WebhookHeaders()
+        self._allow_simple = allow_simple_signature
+        self._ledger: EventLedger = ledger if ledger is not None else SeenEvents()
+        self._pending = pending
+        self._max_body_bytes = max_body_bytes
+
+    def __repr__(self) -> str:
+        secret = "<hidden>" if self._secret is not None else None
+        return f"TransferWebhookReceiver(secret={secret}, merchant_id={self._merchant_id!r})"
+
+    def _admit(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, TransferEvent]:
+        """Verify, parse and claim: an event to hand over, or the reply that ends the delivery here."""
+        if len(body) > self._max_body_bytes:
+            return WebhookReply.of(413, "body too large")
+        if self._secret is not None:
+            try:
+                verify_webhook_signature(
+                    headers,
+                    body,
+                    self._secret,
+                    names=self._names,
+                    allow_simple_signature=self._allow_simple,
+                    merchant_id=self._merchant_id,
+                )
+            except WebhookSignatureError as exc:
+                _log.warning("transfer webhook refused: %s", exc)
+                return WebhookReply.of(401, "invalid signature")
+        merchant = {name.lower(): value for name, value in headers.items()}.get(self._names.merchant_id.lower())
+        if self._merchant_id is not None and merchant != self._merchant_id:
+            _log.warning("transfer webhook refused: %s does not name this merchant", self._names.merchant_id)
+            return WebhookReply.of(401, "invalid signature")
+        try:
+            event = TransferEvent.from_body(body, merchant)
+        except ResponseShapeError as exc:
+            _log.warning("transfer webhook refused: %s", exc)
+            return WebhookReply.of(400, "unreadable body")
+        if not self._ledger.claim(event.dedup_key):
+            return WebhookReply.of(200, "duplicate")
+        return event
+
+    @contextmanager
+    def _handling(self, event: TransferEvent) -> Iterator[Optional[Awaitable[None]]]:
+        """Run the handler (yielding what it returned): forget the claim if it fails, settle the guard if not."""
+        try:
+            yield self._on_event(event)
+        except BaseException:
+            self._ledger.forget(event.dedup_key)
+            raise
+        if self._pending is not None and event.state.is_final:
+            self._pending.release_transfer(token=event.token, transaction_reference=event.transaction_reference)
+
+    def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
+        """Process one delivery with a synchronous handler; answer with the returned reply."""
+        admitted = self._admit(headers, body)
+        if isinstance(admitted, TransferEvent):
+            with self._handling(admitted) as outcome:
+                _refuse_awaitable(outcome)
+        return _reply_for(admitted)
+
+    async def handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
+        """Process one delivery, awaiting the handler when it is a coroutine function."""
+        admitted = self._admit(headers, body)
+        if isinstance(admitted, TransferEvent):
+            with self._handling(admitted) as outcome:
+                if inspect.isawaitable(outcome):
+                    await outcome
+        return _reply_for(admitted)
+
+    async def __call__(
+        self,
+        scope: Mapping[str, Any],
+        receive: Callable[[], Awaitable[Mapping[str, Any]]],
+        send: Callable[[Mapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        """The ASGI app: POST only; any path (mount it where the service was told to deliver)."""
+        if scope["type"] == "lifespan":
+            await _serve_lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            raise ConfigurationError(f"the webhook receiver serves HTTP, not {scope['type']}")
+        if scope["method"] != "POST":
+            await _respond(send, WebhookReply.of(405, "POST only"))
+            return
+        body = await _read_body(receive, self._max_body_bytes)
+        if body is None:
+            await _respond(send, WebhookReply.of(413, "body too large"))
+            return
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        await _respond(send, await self.handle_async(headers, body))
+
+
+def _refuse_awaitable(outcome: object) -> None:
+    if inspect.isawaitable(outcome):
+        if inspect.iscoroutine(outcome):
+            outcome.close()
+        raise TypeError("the handler is async: mount the receiver as an ASGI app or use handle_async()")
+
+
+def _reply_for(admitted: Union[WebhookReply, TransferEvent]) -> WebhookReply:
+    return admitted if isinstance(admitted, WebhookReply) else WebhookReply.of(200, "received")
+
+
+async def _read_body(receive: Callable[[], Awaitable[Mapping[str, Any]]], limit: int) -> Optional[bytes]:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _respond(send: Callable[[Mapping[str, Any]], Awaitable[None]], reply: WebhookReply) -> None:
+    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers.items()]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+async def _serve_lifespan(
+    receive: Callable[[], Awaitable[Mapping[str, Any]]], send: Callable[[Mapping[str, Any]], Awaitable[None]]
+) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
