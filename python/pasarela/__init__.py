@@ -8,11 +8,12 @@ See README.md for the whole tour.
 """
 
 from ._version import __version__
-from .errors import CredentialsError, NativeError, PasarelaError, PayloadError, TimestampError
+from .errors import AuthError, CredentialsError, NativeError, PasarelaError, PayloadError, TimestampError
 from .terminal.envelope import Terminal, canonical_json
 from .terminal.request import Sealed
 
 __all__ = [
+    "AuthError",
     "CredentialsError",
     "NativeError",
     "PasarelaError",

@@ -136,3 +136,25 @@ __all__ += [
     "ValidationError",
     "WebhookSignatureError",
 ]
+
+
+AUTH_001_BODY: dict[str, str] = {"type": "AUTH", "code": "AUTH-001", "message": "Invalid or expired credentials"}
+
+
+class AuthError(PasarelaError):
+    """AUTH-001: the service's one answer to every invalid terminal request.
+
+    ``body`` is exactly what the service answers (and what a verifier must answer: the same for
+    every cause, so an attacker learns nothing); ``status`` is the HTTP status to answer with.
+    ``reason`` is the actual cause, for the operator's logs only: never send it to the client.
+    """
+
+    status = 401
+
+    def __init__(self, reason: str = "the service answered AUTH-001") -> None:
+        super().__init__("AUTH-001: Invalid or expired credentials")
+        self.reason = reason
+
+    @property
+    def body(self) -> dict[str, str]:
+        return dict(AUTH_001_BODY)

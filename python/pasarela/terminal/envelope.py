@@ -11,12 +11,15 @@ from __future__ import annotations
 import enum
 import json
 from decimal import Decimal
+from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 import orjson
 
 from .. import _binding
-from ..errors import PayloadError
+from ..errors import AuthError, PayloadError
+from . import reference
+from .inbound import DEFAULT_TOLERANCE, Body, Params, read_request
 from .ivs import fresh_iv
 from .request import (
     KEY_REASON,
@@ -154,8 +157,6 @@ class Terminal:
         ts = check_timestamp(timestamp)
         iv = fresh_iv() if iv is None else check_iv(iv)
         if not _binding.HAS_HW_AES:
-            from . import reference
-
             return reference.Terminal(self._business_code, self._serial_bytes).seal(
                 payload, method=method, timestamp=ts, iv=iv)
         raw: Optional[bytes] = None
@@ -172,5 +173,23 @@ class Terminal:
         plaintext = canonical_json(payload)
         return Sealed(self, method, ts, iv, plaintext, _binding.seal(self._native, ts, plaintext, iv))
 
+    def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+             now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+        """Verify and decrypt a received terminal request, exactly as the JavaScript server does.
+
+        Returns the payload. Every failure raises AuthError, whose ``body`` is the same AUTH-001 for
+        every cause; ``reason`` says what was wrong, for the operator's logs only.
+        """
+        inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
+        derived = self._derive(inbound.timestamp)
+        plaintext = self._decrypt(inbound.timestamp, inbound.iv, inbound.ciphertext)
+        return reference.verify(plaintext, derived.encoded_key, inbound.signature)
+
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)
+
+    def _decrypt(self, timestamp: int, iv: bytes, ciphertext: bytes) -> bytes:
+        status, plaintext = _binding.aes256_cbc_decrypt(self._derive(timestamp).aes_key, iv, ciphertext)
+        if status != 0:
+            raise AuthError("bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)")
+        return plaintext

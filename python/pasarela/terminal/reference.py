@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional, Union
 
-from ..errors import PayloadError
+from ..errors import AuthError, PayloadError
+from .inbound import DEFAULT_TOLERANCE, Body, Params, read_request
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
@@ -25,7 +28,7 @@ from .request import (
 )
 from .stringify import canonicalize_text, stringify
 
-__all__ = ["Terminal", "canonical_json", "derive", "formatted_date"]
+__all__ = ["Terminal", "canonical_json", "decrypt", "derive", "encrypt", "formatted_date", "sign", "verify"]
 
 Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 
@@ -103,6 +106,35 @@ def encrypt(aes_key: bytes, iv: bytes, plaintext: bytes) -> str:
     return f"{iv.hex()}:{ciphertext.hex()}"
 
 
+def decrypt(aes_key: bytes, iv: bytes, ciphertext: bytes) -> bytes:
+    """AES-256-CBC-PKCS7 decryption; a padding failure is an AuthError (a wrong key, nearly always)."""
+    padding, cipher, algorithms, modes = _cryptography()
+    decryptor = cipher(algorithms.AES(aes_key), modes.CBC(iv)).decryptor()
+    padded = decryptor.update(ciphertext) + decryptor.finalize()
+    unpadder = padding.PKCS7(128).unpadder()
+    try:
+        return bytes(unpadder.update(padded) + unpadder.finalize())
+    except ValueError:
+        raise AuthError("bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)") from None
+
+
+def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]:
+    """What the JavaScript server does with decrypted plaintext: JSON.parse, add key, JSON.stringify,
+    Base64, SHA-512, compare. Returns the payload as JSON.parse sees it."""
+    try:
+        canonical = canonicalize_text(plaintext)
+    except PayloadError as exc:
+        raise AuthError(f"plaintext is not JSON ({exc.reason})") from None
+    if not canonical.startswith(b"{"):
+        raise AuthError("plaintext is not a JSON object")
+    payload: dict[str, Any] = json.loads(canonical.decode("utf-8"))
+    if "key" in payload:
+        raise AuthError("plaintext has a key member: requestData must be encrypted without it")
+    if not hmac.compare_digest(sign(canonical, encoded_key), signature):
+        raise AuthError("signature does not match the payload")
+    return payload
+
+
 class Terminal:
     """Pure-Python twin of :class:`pasarela.Terminal`."""
 
@@ -129,5 +161,19 @@ class Terminal:
         body = b'{"data":"' + encrypt(derived.aes_key, iv, plaintext).encode("ascii") + b'"}'
         return Sealed(self, method, ts, iv, plaintext, sign(plaintext, derived.encoded_key).encode("ascii") + body)
 
+    def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+             now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+        """Verify and decrypt a received terminal request, as the JavaScript server does; returns the payload.
+
+        Every failure raises AuthError with the same AUTH-001 body; ``reason`` says why (operator only).
+        """
+        inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
+        derived = self._derive(inbound.timestamp)
+        plaintext = decrypt(derived.aes_key, inbound.iv, inbound.ciphertext)
+        return verify(plaintext, derived.encoded_key, inbound.signature)
+
     def _derive(self, timestamp: int) -> Derived:
         return derive(self._business_code, self._serial_bytes, timestamp)
+
+    def _decrypt(self, timestamp: int, iv: bytes, ciphertext: bytes) -> bytes:
+        return decrypt(self._derive(timestamp).aes_key, iv, ciphertext)

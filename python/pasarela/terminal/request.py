@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
-from typing import Optional, Protocol
+from collections.abc import Mapping
+from typing import Any, Optional, Protocol, Union
 
-from ..errors import CredentialsError, PayloadError, TimestampError
+from ..errors import AuthError, CredentialsError, PayloadError, TimestampError
 from .ivs import fresh_iv
 
 __all__ = [
@@ -42,6 +44,7 @@ class Derived(Protocol):
 
 class _Deriver(Protocol):
     def _derive(self, timestamp: int) -> Derived: ...
+    def _decrypt(self, timestamp: int, iv: bytes, ciphertext: bytes) -> bytes: ...
 
 
 def encode_credential(name: str, value: object) -> bytes:
@@ -144,6 +147,23 @@ class Sealed:
         if self.plaintext == b"{}":
             return b'{"key":"' + encoded_key + b'"}'
         return self.plaintext[:-1] + b',"key":"' + encoded_key + b'"}'
+
+    def open_response(self, body: Union[bytes, str, Mapping[str, Any]]) -> Any:
+        """The service's answer to this request: ``{"data": "<iv>:<ct>"}`` is decrypted with this
+        request's key and parsed; plain JSON passes through. An AUTH-001 answer raises AuthError."""
+        from .inbound import read_data  # inbound imports this module
+
+        parsed = body if isinstance(body, Mapping) else json.loads(body)
+        if isinstance(parsed, Mapping) and parsed.get("code") == "AUTH-001":
+            raise AuthError("the service answered AUTH-001")
+        if isinstance(parsed, Mapping) and set(parsed) == {"data"} and isinstance(parsed["data"], str):
+            iv, ciphertext = read_data(parsed["data"])
+            plaintext = self._terminal._decrypt(self.timestamp, iv, ciphertext)
+            try:
+                return json.loads(plaintext.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise AuthError("the decrypted response is not JSON") from None
+        return parsed
 
     def as_dict(self) -> dict[str, object]:
         """The request as the CLI prints it: headers, and body (as text) or params."""

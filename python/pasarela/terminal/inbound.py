@@ -1,0 +1,120 @@
+"""Reading a received terminal request: headers, timestamp window, and the ``data`` envelope.
+
+Everything here fails with :class:`~pasarela.errors.AuthError`, whose body is the same AUTH-001
+for every cause; the precise cause goes to ``reason``, for the operator only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from typing import NamedTuple, Optional, Union
+from urllib.parse import parse_qs
+
+from ..errors import AuthError
+from .request import BODY_METHODS
+
+__all__ = ["DEFAULT_TOLERANCE", "Body", "Inbound", "Params", "header", "read_data", "read_request"]
+
+DEFAULT_TOLERANCE = 300
+"""Seconds a timestamp may differ from the server's clock (spec section 8: plus or minus 5 minutes)."""
+
+Body = Union[bytes, bytearray, str, Mapping[str, object], None]
+Params = Union[Mapping[str, str], Mapping[str, list[str]], str, None]
+
+_DATA = re.compile(r"([0-9a-fA-F]*):([0-9a-fA-F]*)")
+_SIGNATURE = re.compile(r"[0-9a-f]{128}")
+
+
+class Inbound(NamedTuple):
+    """What a request carries, read but not yet verified."""
+
+    method: str
+    timestamp: int
+    signature: str  # the hex after "Basic "
+    iv: bytes
+    ciphertext: bytes
+
+
+def header(headers: Mapping[str, str], name: str) -> Optional[str]:
+    """Case-insensitive header lookup (HTTP header names are case-insensitive)."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    lowered = name.lower()
+    for key, candidate in headers.items():
+        if key.lower() == lowered:
+            return candidate
+    return None
+
+
+def _data_field(method: str, body: Body, params: Params) -> str:
+    if method in BODY_METHODS:
+        if body is None:
+            raise AuthError(f"{method} request without a body")
+        if isinstance(body, Mapping):
+            parsed: object = body
+        else:
+            try:
+                parsed = json.loads(body)
+            except (ValueError, UnicodeDecodeError):
+                raise AuthError("body is not JSON") from None
+        value = parsed.get("data") if isinstance(parsed, Mapping) else None
+    else:
+        if params is None:
+            raise AuthError("GET request without a data query parameter")
+        query = parse_qs(params, keep_blank_values=True) if isinstance(params, str) else params
+        value = query.get("data")
+        if isinstance(value, list):
+            value = value[0] if len(value) == 1 else None
+    if not isinstance(value, str):
+        raise AuthError("no data string in the request")
+    return value
+
+
+def read_data(data: str) -> tuple[bytes, bytes]:
+    """(iv, ciphertext) from ``<iv_hex>:<ciphertext_hex>``."""
+    match = _DATA.fullmatch(data)
+    if match is None or len(match.group(1)) % 2 or len(match.group(2)) % 2:
+        raise AuthError("data is not <iv hex>:<ciphertext hex>")
+    iv, ciphertext = bytes.fromhex(match.group(1)), bytes.fromhex(match.group(2))
+    if len(iv) != 16:
+        raise AuthError(f"IV is {len(iv)} bytes, not 16")
+    if not ciphertext or len(ciphertext) % 16:
+        raise AuthError(f"ciphertext is {len(ciphertext)} bytes, not a non-zero multiple of 16")
+    return iv, ciphertext
+
+
+def read_timestamp(headers: Mapping[str, str], now: Optional[float], tolerance: float) -> int:
+    text = header(headers, "timestamp")
+    if text is None:
+        raise AuthError("no timestamp header")
+    if not (len(text) == 10 and text.isascii() and text.isdigit()):
+        hint = " (13 digits: milliseconds instead of seconds)" if len(text) == 13 and text.isdigit() else ""
+        raise AuthError(f"timestamp header {text[:20]!r} is not 10 digits{hint}")
+    timestamp = int(text)
+    skew = timestamp - (time.time() if now is None else now)
+    if abs(skew) > tolerance:
+        raise AuthError(f"timestamp is {skew:+.0f} s from the server clock (tolerance {tolerance:g} s)")
+    return timestamp
+
+
+def read_request(method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+                 now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> Inbound:
+    """Reads everything a terminal request must carry, refusing (AuthError) what is malformed."""
+    method = method.upper() if isinstance(method, str) else ""
+    if method not in BODY_METHODS and method != "GET":
+        raise AuthError(f"method {method!r} is not GET, POST, PUT or PATCH")
+    timestamp = read_timestamp(headers, now, tolerance)
+    authorization = header(headers, "Authorization")
+    if authorization is None:
+        raise AuthError("no Authorization header")
+    if not authorization.startswith("Basic "):
+        raise AuthError("Authorization does not start with 'Basic '")
+    signature = authorization[6:]
+    if not _SIGNATURE.fullmatch(signature):
+        raise AuthError("Authorization is not 'Basic ' and 128 lowercase hex digits")
+    iv, ciphertext = read_data(_data_field(method, body, params))
+    return Inbound(method, timestamp, signature, iv, ciphertext)
