@@ -9,12 +9,14 @@ See README.md for the whole tour.
 
 from ._version import __version__
 from .errors import AuthError, CredentialsError, NativeError, PasarelaError, PayloadError, TimestampError
+from .terminal.diagnose import Diagnosis, diagnose
 from .terminal.envelope import Terminal, canonical_json
 from .terminal.request import Sealed
 
 __all__ = [
     "AuthError",
     "CredentialsError",
+    "Diagnosis",
     "NativeError",
     "PasarelaError",
     "PayloadError",
@@ -23,4 +25,5 @@ __all__ = [
     "TimestampError",
     "__version__",
     "canonical_json",
+    "diagnose",
 ]

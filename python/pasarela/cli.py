@@ -1,4 +1,4 @@
-"""Command line: ``pasarela seal`` (and ``python -m pasarela``).
+"""Command line: ``pasarela seal`` and ``pasarela diagnose`` (and ``python -m pasarela``).
 
 Credentials come from --business-code/--terminal-serial or from the environment variables
 PASARELA_BUSINESS_CODE and PASARELA_TERMINAL_SERIAL (preferred: command lines are visible to
@@ -8,6 +8,7 @@ other users of the machine). No secret is ever printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -50,6 +51,34 @@ def _seal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diagnose(args: argparse.Namespace) -> int:
+    """Prints why a captured request is refused; exit 0 when it is valid, 1 for a diagnosed fault."""
+    from .terminal.diagnose import diagnose
+
+    try:
+        captured = json.loads(_read_payload(args.file))
+    except ValueError:
+        raise PasarelaError("the captured request is not JSON") from None
+    if not isinstance(captured, dict) or not isinstance(captured.get("headers"), dict):
+        raise PasarelaError('the captured request must be a JSON object with "headers" and "body" or "params"')
+    method = captured.get("method") or ("GET" if "params" in captured and "body" not in captured else "POST")
+    now = args.now if args.now is not None else captured.get("now")
+    if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
+        raise PasarelaError('"now" must be Unix seconds')
+    verdict = diagnose(
+        method, captured["headers"], captured.get("body"), captured.get("params"),
+        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code"),
+        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial"),
+        now=now,
+    )
+    if args.json:
+        json.dump(dataclasses.asdict(verdict), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(f"verdict: {verdict.cause}\n{verdict.explanation}\nfix: {verdict.fix}")
+    return 0 if verdict.valid else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pasarela", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
@@ -63,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     seal.add_argument("--business-code", help="default: $PASARELA_BUSINESS_CODE")
     seal.add_argument("--terminal-serial", help="default: $PASARELA_TERMINAL_SERIAL")
     seal.set_defaults(run=_seal)
+
+    diag = commands.add_parser("diagnose", help="say why a captured terminal request gets AUTH-001, and the fix")
+    diag.add_argument("file", nargs="?", default="-",
+                      help='captured request: JSON {"method", "headers", "body" or "params", "now"}, or - for stdin')
+    diag.add_argument("--now", type=float, help="server time when the request arrived, Unix seconds (default: now)")
+    diag.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    diag.add_argument("--business-code", help="default: $PASARELA_BUSINESS_CODE")
+    diag.add_argument("--terminal-serial", help="default: $PASARELA_TERMINAL_SERIAL")
+    diag.set_defaults(run=_diagnose)
     return parser
 
 

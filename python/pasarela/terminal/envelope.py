@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 import json
-from decimal import Decimal
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any, Optional, Union
 
 import orjson

@@ -1,0 +1,153 @@
+"""Server side: an ASGI middleware that opens and verifies inbound terminal requests (no framework needed).
+
+    from pasarela import Terminal
+    from pasarela.asgi import TerminalAuthMiddleware
+
+    app = TerminalAuthMiddleware(app, Terminal(business_code, serial))
+
+Each HTTP request is verified and decrypted as the service does it (``Terminal.open``). On success the
+application is called with the decrypted payload in ``scope["pasarela.payload"]`` (and the request's
+timestamp in ``scope["pasarela.timestamp"]``, to encrypt an answer with the request's key); on POST, PUT
+and PATCH the body it reads is the payload as JSON, on GET the body is empty and ``data`` is removed from
+the query string. On any failure the middleware answers itself: HTTP 401 with the one AUTH-001 body,
+whatever the cause; the cause is logged at WARNING on the ``pasarela.asgi`` logger (never a secret).
+
+Strict on purpose: only ``data`` may travel in the query string (GET), nothing on POST, PUT and PATCH,
+since anything beside it is neither signed nor encrypted. With ``replay_store`` a signature is accepted
+once inside the tolerance window (:mod:`pasarela.terminal.replay`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Collection, MutableMapping
+from typing import Any, Callable, Optional, Union
+from urllib.parse import parse_qs
+
+from .errors import AUTH_001_BODY, AuthError
+from .terminal.inbound import DEFAULT_TOLERANCE
+from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
+from .terminal.request import BODY_METHODS
+
+__all__ = ["AUTH_001_RESPONSE", "TerminalAuthMiddleware"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+AUTH_001_RESPONSE = json.dumps(AUTH_001_BODY, separators=(",", ":")).encode("ascii")
+"""The body of every refusal: {"type":"AUTH","code":"AUTH-001","message":"Invalid or expired credentials"}."""
+
+_SINGLE_HEADERS = frozenset({"authorization", "timestamp"})
+logger = logging.getLogger("pasarela.asgi")
+
+
+class TerminalAuthMiddleware:
+    """Verifies terminal requests before ``app`` sees them; answers AUTH-001 (HTTP 401) itself on failure.
+
+    terminal: the credentials that open requests (``pasarela.Terminal``). tolerance: seconds of clock
+    difference accepted (spec: 300). replay_store: refuse a signature seen before (optional). clock: the
+    server time (default ``time.time``). exempt_paths: paths passed through unverified (health checks).
+    max_body_bytes: larger bodies are answered 413 without being read further.
+    """
+
+    def __init__(self, app: ASGIApp, terminal: Opener, *, tolerance: float = DEFAULT_TOLERANCE,
+                 replay_store: Union[ReplayStore, AsyncReplayStore, None] = None,
+                 clock: Callable[[], float] = time.time, exempt_paths: Collection[str] = (),
+                 max_body_bytes: int = 1 << 20) -> None:
+        self.app = app
+        self._verifier = Verifier(terminal, replay_store=replay_store, tolerance=tolerance, clock=clock)
+        self._exempt = frozenset(exempt_paths)
+        self._max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in self._exempt:
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive, self._max_body_bytes)
+        if body is None:  # the client went away
+            return
+        if len(body) > self._max_body_bytes:
+            await _answer(send, 413, b'{"message":"request body too large"}')
+            return
+        method = str(scope["method"]).upper()
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        try:
+            headers = _headers(scope)
+            _check_query(method, query)
+            payload = await self._verifier.open_async(method, headers, body or None,
+                                                      query if method == "GET" else None)
+        except AuthError as exc:
+            client = scope.get("client") or ("?", 0)
+            logger.warning("terminal request refused (AUTH-001): %s %r from %s: %s", method, scope.get("path"),
+                           client[0], exc.reason)
+            await _answer(send, 401, AUTH_001_RESPONSE)
+            return
+        forwarded = json.dumps(payload, separators=(",", ":")).encode("ascii") if method in BODY_METHODS else b""
+        inner = dict(scope)
+        inner["headers"] = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-length"]
+        inner["headers"].append((b"content-length", str(len(forwarded)).encode("ascii")))
+        inner["query_string"] = b""
+        inner["pasarela.payload"] = payload
+        inner["pasarela.timestamp"] = int(headers["timestamp"])
+        await self.app(inner, _replay_body(forwarded, receive), send)
+
+
+async def _read_body(receive: Receive, limit: int) -> Optional[bytes]:
+    """The request body, or None when the client disconnected; stops reading once past limit."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = bytes(message.get("body", b""))
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit or not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """Lower-cased header names; a repeated Authorization or timestamp header is refused."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = bytes(raw_name).decode("latin-1").lower()
+        if name in headers and name in _SINGLE_HEADERS:
+            raise AuthError(f"repeated {name} header")
+        headers.setdefault(name, bytes(raw_value).decode("latin-1"))
+    return headers
+
+
+def _check_query(method: str, query: str) -> None:
+    if not query:
+        return
+    names = set(parse_qs(query, keep_blank_values=True))
+    allowed = {"data"} if method == "GET" else set()
+    if names - allowed:
+        raise AuthError("query parameters beside data: they would travel unsigned and unencrypted")
+
+
+def _replay_body(body: bytes, receive: Receive) -> Receive:
+    delivered = False
+
+    async def downstream() -> Message:
+        nonlocal delivered
+        if delivered:
+            return await receive()
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return downstream
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+

@@ -1,0 +1,156 @@
+"""Replay protection (beyond the spec): refuse a second request with the same signature inside the window.
+
+A sealed request stays acceptable while its timestamp is within the tolerance of the server clock, so a
+captured request can be sent again for up to ``tolerance`` seconds. A :class:`Verifier` with a
+:class:`ReplayStore` remembers each accepted signature until its timestamp leaves the window
+(``timestamp + tolerance``) and refuses it the second time, with the same AUTH-001 as any other failure.
+
+The signature is the key, not the ``data`` field: the signature covers the payload and the timestamp,
+while the IV can be altered without changing what verifies. Consequence: two identical payloads sealed by
+the same terminal within the same second have the same signature, and the second one is refused.
+
+Only verified requests are recorded, so a forged request cannot burn a legitimate signature. For many
+gateway nodes, share one store; any store whose ``first_use`` is atomic will do, e.g. Redis::
+
+    class RedisReplayStore:
+        def __init__(self, redis):  # a redis.Redis (or, with async def, a redis.asyncio.Redis)
+            self.redis = redis
+
+        def first_use(self, signature: str, expires_at: float) -> bool:
+            return bool(self.redis.set(f"pasarela:sig:{signature}", 1, nx=True, exat=math.ceil(expires_at)))
+"""
+
+from __future__ import annotations
+
+import heapq
+import inspect
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Callable, Optional, Protocol, Union
+
+from ..errors import AuthError
+from .inbound import DEFAULT_TOLERANCE, Body, Params, header
+
+__all__ = ["AsyncReplayStore", "InMemoryReplayStore", "Opener", "ReplayStore", "Verifier", "verify_once"]
+
+
+class ReplayStore(Protocol):
+    def first_use(self, signature: str, expires_at: float) -> bool:
+        """Atomically record signature until expires_at (Unix seconds); True only the first time."""
+        ...
+
+
+class AsyncReplayStore(Protocol):
+    async def first_use(self, signature: str, expires_at: float) -> bool:
+        """As :meth:`ReplayStore.first_use`, for stores reached over the network from asyncio code."""
+        ...
+
+
+class Opener(Protocol):
+    """What verifies a request: ``pasarela.Terminal`` and ``pasarela.reference.Terminal``."""
+
+    def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+             now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]: ...
+
+
+class InMemoryReplayStore:
+    """A bounded, expiring, thread-safe :class:`ReplayStore` for one process.
+
+    Entries expire at their ``expires_at`` (checked against ``clock``). When ``max_entries`` live entries
+    are held, the one that expires soonest is evicted to make room (its replay window is then lost: size
+    the store for the request rate times the window, twice the tolerance).
+    """
+
+    def __init__(self, max_entries: int = 100_000, *, clock: Callable[[], float] = time.time) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._max_entries = max_entries
+        self._clock = clock
+        self._expiry: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []  # (expires_at, signature); stale pairs are skipped
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._purge(self._clock())
+            return len(self._expiry)
+
+    def first_use(self, signature: str, expires_at: float) -> bool:
+        with self._lock:
+            now = self._clock()
+            self._purge(now)
+            if signature in self._expiry:
+                return False
+            if expires_at < now:
+                return True  # already outside the window: nothing to remember
+            while len(self._expiry) >= self._max_entries:
+                self._pop()
+            self._expiry[signature] = expires_at
+            heapq.heappush(self._heap, (expires_at, signature))
+            return True
+
+    def _purge(self, now: float) -> None:
+        """Drops entries whose window has passed (an entry expiring exactly now still counts)."""
+        while self._heap and self._heap[0][0] < now:
+            self._pop()
+
+    def _pop(self) -> None:
+        expires_at, signature = heapq.heappop(self._heap)
+        if self._expiry.get(signature) == expires_at:
+            del self._expiry[signature]
+
+
+class Verifier:
+    """Opens terminal requests with ``terminal`` and, given a replay store, refuses a signature seen before.
+
+    ``clock`` gives the server time (default ``time.time``); ``open`` takes a sync store, ``open_async``
+    either kind. Every refusal is an :class:`~pasarela.errors.AuthError` with the one AUTH-001 body.
+    """
+
+    def __init__(self, terminal: Opener, *, replay_store: Union[ReplayStore, AsyncReplayStore, None] = None,
+                 tolerance: float = DEFAULT_TOLERANCE, clock: Callable[[], float] = time.time) -> None:
+        self._terminal = terminal
+        self._store = replay_store
+        self.tolerance = tolerance
+        self._clock = clock
+
+    def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+             now: Optional[float] = None) -> dict[str, Any]:
+        payload = self._open(method, headers, body, params, now)
+        if self._store is not None:
+            first = self._store.first_use(*self._entry(headers))
+            if inspect.isawaitable(first):
+                getattr(first, "close", lambda: None)()  # a coroutine never awaited would warn
+                raise TypeError("this replay store is asynchronous: use Verifier.open_async")
+            _refuse_replay(first)
+        return payload
+
+    async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
+                         *, now: Optional[float] = None) -> dict[str, Any]:
+        payload = self._open(method, headers, body, params, now)
+        if self._store is not None:
+            first = self._store.first_use(*self._entry(headers))
+            _refuse_replay(await first if inspect.isawaitable(first) else first)
+        return payload
+
+    def _open(self, method: str, headers: Mapping[str, str], body: Body, params: Params,
+              now: Optional[float]) -> dict[str, Any]:
+        return self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
+                                   tolerance=self.tolerance)
+
+    def _entry(self, headers: Mapping[str, str]) -> tuple[str, float]:
+        """(signature, expires_at) of a request open() accepted: 'Basic ' + 128 hex digits, and 10 digits."""
+        return (header(headers, "Authorization") or "")[6:], int(header(headers, "timestamp") or 0) + self.tolerance
+
+
+def _refuse_replay(first: bool) -> None:
+    if not first:
+        raise AuthError("replayed request: this signature was already accepted inside the tolerance window")
+
+
+def verify_once(terminal: Opener, store: ReplayStore, method: str, headers: Mapping[str, str], body: Body = None,
+                params: Params = None, *, now: Optional[float] = None,
+                tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+    """``terminal.open(...)``, then refuse (AuthError) a signature that ``store`` has already seen."""
+    return Verifier(terminal, replay_store=store, tolerance=tolerance).open(method, headers, body, params, now=now)

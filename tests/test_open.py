@@ -1,0 +1,326 @@
+"""Terminal.open: round trips, tamper tests, the timestamp window, Node-sealed requests, every refusal.
+
+Every refusal is an AuthError whose body is the same AUTH-001; ``str(err)`` and ``.body`` never carry the
+reason, and nothing carries a secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Optional
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pasarela
+from faulty_clients import BUSINESS_CODE, NOON, SERIAL
+from node_envelope import NodeEnvelope
+from pasarela import AuthError, reference
+from pasarela.errors import AUTH_001_BODY
+from pasarela.terminal import reference as primitives
+from strategies import json_objects
+
+IMPLEMENTATIONS = [pasarela.Terminal, reference.Terminal]
+IMPL_IDS = ["c", "reference"]
+METHODS = ["GET", "POST", "PUT", "PATCH"]
+PAYLOAD = {"amount": 100, "currency": "COP", "reference": "order-1042"}
+IV = bytes(range(16))
+_DERIVED = primitives.derive(BUSINESS_CODE.encode(), SERIAL.encode(), NOON)
+SECRETS = [BUSINESS_CODE, _DERIVED.password, _DERIVED.encoded_key, _DERIVED.aes_key.decode("ascii")]
+
+
+def _refused(terminal: Any, method: str, headers: dict[str, str], body: Any = None, params: Any = None, *,
+             now: float = NOON, tolerance: float = 300) -> AuthError:
+    """Opens a request that must be refused, and checks that the refusal says nothing."""
+    with pytest.raises(AuthError) as info:
+        terminal.open(method, headers, body, params, now=now, tolerance=tolerance)
+    err = info.value
+    assert err.body == AUTH_001_BODY
+    assert err.status == 401
+    assert str(err) == "AUTH-001: Invalid or expired credentials"
+    assert err.reason and err.reason not in str(err) and err.reason not in json.dumps(err.body)
+    for secret in SECRETS:
+        assert secret not in str(err) and secret not in repr(err) and secret not in err.reason
+    return err
+
+
+def _wire(sealed: pasarela.Sealed) -> tuple[dict[str, str], Optional[bytes], Optional[dict[str, str]]]:
+    return dict(sealed.headers), sealed.body, sealed.params
+
+
+# --- round trips ---------------------------------------------------------------------------------
+
+
+@given(payload=json_objects().filter(lambda d: "key" not in d), sealer=st.sampled_from(IMPLEMENTATIONS),
+       method=st.sampled_from(METHODS), delay=st.integers(min_value=-300, max_value=300))
+def test_open_returns_what_was_sealed(payload: dict[str, Any], sealer: Any, method: str, delay: int) -> None:
+    sealed = sealer(BUSINESS_CODE, SERIAL).seal(payload, method=method, timestamp=NOON, iv=IV)
+    headers, body, params = _wire(sealed)
+    for opener in IMPLEMENTATIONS:
+        opened = opener(BUSINESS_CODE, SERIAL).open(method, headers, body, params, now=NOON + delay)
+        assert opened == json.loads(sealed.plaintext)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize("payload", [None, {}])
+def test_open_abort_with_nothing_to_send_is_braces(impl: Any, payload: Any) -> None:
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(payload, method="GET", timestamp=NOON)
+    assert terminal.open("GET", sealed.headers, params=sealed.params, now=NOON) == {}
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_accepts_every_body_form(impl: Any) -> None:
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(PAYLOAD, timestamp=NOON)
+    assert sealed.body is not None
+    lowered = {name.lower(): value for name, value in sealed.headers.items()}
+    for body in (sealed.body, sealed.body.decode(), json.loads(sealed.body)):
+        assert terminal.open("post", lowered, body, now=NOON) == PAYLOAD
+    get = terminal.seal(PAYLOAD, method="GET", timestamp=NOON)
+    query = f"data={get.data}"
+    assert terminal.open("GET", get.headers, params=query, now=NOON) == PAYLOAD
+    assert terminal.open("GET", get.headers, params={"data": [get.data]}, now=NOON) == PAYLOAD
+
+
+# --- tampering -----------------------------------------------------------------------------------
+
+
+def _flip_hex(text: str, index: int) -> str:
+    return text[:index] + "0123456789abcdef"[int(text[index], 16) ^ 1] + text[index + 1:]
+
+
+def _tampered_requests() -> list[tuple[str, dict[str, str], bytes]]:
+    """(what, headers, body): one byte of the header, IV, ciphertext or timestamp changed, each way."""
+    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(PAYLOAD, timestamp=NOON, iv=IV)
+    headers, body, _ = _wire(sealed)
+    assert body is not None
+    iv_hex, ct_hex = sealed.data.split(":")
+    out: list[tuple[str, dict[str, str], bytes]] = []
+
+    def with_data(data: str) -> bytes:
+        return json.dumps({"data": data}).encode()
+
+    authorization = headers["Authorization"]
+    for i in range(len(authorization)):
+        changed = _flip_hex(authorization, i) if i >= 6 else authorization[:i] + "X" + authorization[i + 1:]
+        out.append((f"Authorization[{i}]", {**headers, "Authorization": changed}, body))
+    for i, digit in enumerate(headers["timestamp"]):
+        for other in "0123456789":
+            if other != digit:
+                changed = headers["timestamp"][:i] + other + headers["timestamp"][i + 1:]
+                out.append((f"timestamp[{i}]={other}", {**headers, "timestamp": changed}, body))
+    raw_iv, raw_ct = bytes.fromhex(iv_hex), bytes.fromhex(ct_hex)
+    for i in range(len(raw_iv)):
+        for bit in range(8):
+            flipped = raw_iv[:i] + bytes([raw_iv[i] ^ (1 << bit)]) + raw_iv[i + 1:]
+            out.append((f"iv[{i}]^{1 << bit}", headers, with_data(f"{flipped.hex()}:{ct_hex}")))
+    for i in range(len(raw_ct)):
+        for bit in range(8):
+            flipped = raw_ct[:i] + bytes([raw_ct[i] ^ (1 << bit)]) + raw_ct[i + 1:]
+            out.append((f"ct[{i}]^{1 << bit}", headers, with_data(f"{iv_hex}:{flipped.hex()}")))
+    return out
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_refuses_every_tampered_byte(impl: Any) -> None:
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    cases = _tampered_requests()
+    assert len(cases) > 500
+    bodies = set()
+    for what, headers, body in cases:
+        try:
+            err = _refused(terminal, "POST", headers, body)
+        except pytest.fail.Exception:
+            raise AssertionError(f"tampering {what} was accepted") from None
+        bodies.add(json.dumps(err.body, sort_keys=True))
+    assert bodies == {json.dumps(AUTH_001_BODY, sort_keys=True)}
+
+
+# --- the timestamp window ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize("timestamp", [NOON - 1, NOON, NOON + 59, NOON + 60], ids=["11:59:59", "12:00:00",
+                                                                                    "12:00:59", "12:01:00"])
+def test_open_across_minute_boundaries(impl: Any, timestamp: int) -> None:
+    # The password changes each minute, but it is derived from the request's own timestamp: a request
+    # sealed at …:59 still opens once the server's clock has passed …:00.
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(PAYLOAD, timestamp=timestamp, iv=IV)
+    for now in (timestamp - 1, timestamp, timestamp + 1, timestamp + 61):
+        assert terminal.open("POST", sealed.headers, sealed.body, now=now) == PAYLOAD
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_password_of_another_minute_is_refused(impl: Any) -> None:
+    # Sealed at 11:59:59 with 12:00's password (a client reading the clock twice): refused.
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    derived = primitives.derive(BUSINESS_CODE.encode(), SERIAL.encode(), NOON)
+    ts = NOON - 1
+    password = derived.password
+    encoded_key = base64.b64encode(f"{password}{ts}".encode()).decode()
+    plaintext = primitives.canonical_json(PAYLOAD)
+    data = primitives.encrypt(f"{ts}___{password}"[:32].encode(), IV, plaintext)
+    headers = {"Authorization": "Basic " + primitives.sign(plaintext, encoded_key), "timestamp": str(ts)}
+    _refused(terminal, "POST", headers, {"data": data}, now=ts)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize(
+    ("skew", "accepted"),
+    [(0, True), (300, True), (-300, True), (300.5, False), (-300.5, False), (301, False), (-301, False),
+     (299.9, True), (-299.9, True)],
+)
+def test_open_tolerance_edges(impl: Any, skew: float, accepted: bool) -> None:
+    # skew = server clock minus timestamp; spec: within plus or minus 5 minutes (inclusive)
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(PAYLOAD, timestamp=NOON, iv=IV)
+    if accepted:
+        assert terminal.open("POST", sealed.headers, sealed.body, now=NOON + skew) == PAYLOAD
+    else:
+        err = _refused(terminal, "POST", sealed.headers, sealed.body, now=NOON + skew)
+        assert "tolerance" in err.reason or impl is pasarela.Terminal
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_custom_tolerance(impl: Any) -> None:
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(PAYLOAD, timestamp=NOON, iv=IV)
+    assert terminal.open("POST", sealed.headers, sealed.body, now=NOON + 30, tolerance=30) == PAYLOAD
+    _refused(terminal, "POST", sealed.headers, sealed.body, now=NOON + 31, tolerance=30)
+
+
+# --- requests sealed by the independent Node implementation ----------------------------------------
+
+NODE_PAYLOADS = [
+    {},
+    {"amount": 100, "currency": "COP"},
+    {"amount": 100.5, "tip": 0, "items": [{"sku": "café", "qty": 2, "price": 1e21}], "note": "\u2028 \U0001f600"},
+    {"10": "index keys first", "b": None, "a": [True, False, [], {}], "01": -0.0, "big": 9007199254740991},
+    {"transactionId": "abc-123"},
+]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize("payload", NODE_PAYLOADS)
+@pytest.mark.parametrize("method", METHODS)
+def test_open_request_sealed_by_node(node_envelope: NodeEnvelope, impl: Any, payload: dict[str, Any],
+                                     method: str) -> None:
+    plaintext = json.dumps(payload, ensure_ascii=False).encode("utf-8")  # Node re-serializes it itself
+    sealed = node_envelope.seal(BUSINESS_CODE, SERIAL, NOON, IV, plaintext)
+    headers = {"Authorization": sealed["authorization"], "timestamp": str(NOON), "Content-Type": "application/json"}
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    if method == "GET":
+        opened = terminal.open(method, headers, params={"data": sealed["data"]}, now=NOON + 120)
+    else:
+        opened = terminal.open(method, headers, json.dumps({"data": sealed["data"]}), now=NOON + 120)
+    assert opened == json.loads(json.dumps(payload))
+    _refused(impl("bc-other", SERIAL), "POST", headers, {"data": sealed["data"]})
+
+
+@given(payload=json_objects().filter(lambda d: "key" not in d))
+def test_open_node_sealed_property(node_envelope: NodeEnvelope, payload: dict[str, Any]) -> None:
+    plaintext = pasarela.canonical_json(payload)
+    sealed = node_envelope.seal(BUSINESS_CODE, SERIAL, NOON, IV, plaintext)
+    headers = {"Authorization": sealed["authorization"], "timestamp": str(NOON)}
+    opened = pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", headers, {"data": sealed["data"]}, now=NOON)
+    assert opened == json.loads(plaintext)
+
+
+# --- every refusal reason ------------------------------------------------------------------------
+
+
+def _sealed_headers(timestamp: int = NOON) -> tuple[dict[str, str], str]:
+    sealed = reference.Terminal(BUSINESS_CODE, SERIAL).seal(PAYLOAD, timestamp=timestamp, iv=IV)
+    return dict(sealed.headers), sealed.data
+
+
+def _forged(plaintext: bytes, *, sign_over: Optional[bytes] = None, pad: bool = True) -> tuple[dict[str, str], str]:
+    """A request encrypted with the right key around arbitrary plaintext, signed as the server would sign
+    sign_over (default: the plaintext)."""
+    derived = primitives.derive(BUSINESS_CODE.encode(), SERIAL.encode(), NOON)
+    if pad:
+        data = primitives.encrypt(derived.aes_key, IV, plaintext)
+    else:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        encryptor = Cipher(algorithms.AES(derived.aes_key), modes.CBC(IV)).encryptor()
+        data = f"{IV.hex()}:{(encryptor.update(plaintext) + encryptor.finalize()).hex()}"
+    signature = primitives.sign(sign_over if sign_over is not None else plaintext, derived.encoded_key)
+    return {"Authorization": "Basic " + signature, "timestamp": str(NOON)}, data
+
+
+def _refusal_cases() -> list[tuple[str, str, dict[str, str], Any, Any, str]]:
+    """(id, method, headers, body, params, a word of the reason)."""
+    headers, data = _sealed_headers()
+    body = {"data": data}
+    signature = headers["Authorization"][6:]
+    iv_hex, ct_hex = data.split(":")
+    cases: list[tuple[str, str, dict[str, str], Any, Any, str]] = []
+    for bad in ["", "abc", "176381280", "17638128000", "1763812800000", " 1763812800", "1763812800.0",
+                "".join(chr(0xFF10 + int(c)) for c in "1763812800"), "+763812800"]:  # fullwidth digits
+        cases.append((f"timestamp {bad!r}", "POST", {**headers, "timestamp": bad}, body, None, "timestamp"))
+    no_ts = {k: v for k, v in headers.items() if k != "timestamp"}
+    cases.append(("no timestamp", "POST", no_ts, body, None, "timestamp"))
+    no_auth = {k: v for k, v in headers.items() if k != "Authorization"}
+    cases.append(("no Authorization", "POST", no_auth, body, None, "Authorization"))
+    for label, value in [("missing Basic", signature), ("Bearer", "Bearer " + signature),
+                         ("lowercase basic", "basic " + signature), ("two spaces", "Basic  " + signature)]:
+        cases.append((label, "POST", {**headers, "Authorization": value}, body, None, "Basic"))
+    for label, value in [("uppercase hex", signature.upper()), ("127 hex", signature[:-1]),
+                         ("129 hex", signature + "0"), ("not hex", signature[:-1] + "g")]:
+        cases.append((label, "POST", {**headers, "Authorization": "Basic " + value}, body, None, "hex"))
+    wrong = ("0" if signature[0] != "0" else "1") + signature[1:]
+    cases.append(("wrong signature", "POST", {**headers, "Authorization": "Basic " + wrong}, body, None, "signature"))
+    for label, value, word in [
+        ("bad hex", f"{iv_hex}:{ct_hex[:-1]}z", "hex"), ("odd hex", f"{iv_hex}:{ct_hex}0", "hex"),
+        ("no colon", iv_hex + ct_hex, "hex"), ("two colons", f"{iv_hex}:{ct_hex}:00", "hex"),
+        ("IV 15 bytes", f"{iv_hex[2:]}:{ct_hex}", "IV"), ("IV 17 bytes", f"{iv_hex}00:{ct_hex}", "IV"),
+        ("IV empty", f":{ct_hex}", "IV"), ("ciphertext 15 bytes", f"{iv_hex}:{ct_hex[2:]}", "ciphertext"),
+        ("ciphertext empty", f"{iv_hex}:", "ciphertext"),
+    ]:
+        cases.append((label, "POST", headers, {"data": value}, None, word))
+    cases.append(("body not JSON", "POST", headers, b"data=" + data.encode(), None, "JSON"))
+    cases.append(("body without data", "POST", headers, {"dat": data}, None, "data"))
+    cases.append(("data not a string", "POST", headers, {"data": [data]}, None, "data"))
+    cases.append(("POST without body", "POST", headers, None, None, "body"))
+    cases.append(("POST with data in the query", "POST", headers, None, {"data": data}, "body"))
+    cases.append(("GET without data", "GET", headers, body, None, "data"))
+    cases.append(("GET with data twice", "GET", headers, None, {"data": [data, data]}, "data"))
+    cases.append(("DELETE", "DELETE", headers, body, None, "method"))
+    padless_headers, padless = _forged(b'{"a":"' + b"x" * 24 + b'"}', pad=False)  # 32 bytes, ends in "}"
+    cases.append(("bad padding", "POST", padless_headers, {"data": padless}, None, "padding"))
+    for label, plaintext, word in [("non-JSON plaintext", b"amount=100", "JSON"),
+                                   ("Python repr plaintext", b"{'amount': 100}", "JSON"),
+                                   ("array plaintext", b"[1,2]", "object"), ("string plaintext", b'"{}"', "object"),
+                                   ("empty plaintext", b"", "JSON"), ("invalid UTF-8", b'{"a":"\xff"}', "JSON")]:
+        forged_headers, forged = _forged(plaintext, sign_over=b"{}")
+        cases.append((label, "POST", forged_headers, {"data": forged}, None, word))
+    key_headers, key_data = _forged(b'{"amount":100,"key":"x"}')
+    cases.append(("plaintext with key", "POST", key_headers, {"data": key_data}, None, "key"))
+    return cases
+
+
+REFUSALS = _refusal_cases()
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize(("method", "headers", "body", "params", "word"), [case[1:] for case in REFUSALS],
+                         ids=[case[0] for case in REFUSALS])
+def test_open_refuses(impl: Any, method: str, headers: dict[str, str], body: Any, params: Any, word: str) -> None:
+    err = _refused(impl(BUSINESS_CODE, SERIAL), method, headers, body, params)
+    if impl is reference.Terminal:  # the reason is for operators; the C path may word it differently
+        assert word.lower() in err.reason.lower(), err.reason
+
+
+def test_open_refusals_all_answer_the_same() -> None:
+    answers = set()
+    for _, method, headers, body, params, _word in REFUSALS:
+        for impl in IMPLEMENTATIONS:
+            with pytest.raises(AuthError) as info:
+                impl(BUSINESS_CODE, SERIAL).open(method, headers, body, params, now=NOON)
+            answers.add((str(info.value), json.dumps(info.value.body), info.value.status))
+    assert answers == {("AUTH-001: Invalid or expired credentials", json.dumps(AUTH_001_BODY), 401)}
