@@ -13,7 +13,7 @@ from pathlib import Path
 from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ["util.c", "cpu.c", "md5.c", "sha512.c", "base64.c", "hex.c", "aes.c", "json.c", "envelope.c"]
+SOURCES = ["util.c", "cpu.c", "md5.c", "sha512.c", "base64.c", "hex.c", "aes.c", "json.c", "envelope.c", "open.c"]
 
 
 def read_version(version_py: str) -> str:

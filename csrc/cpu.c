@@ -32,28 +32,61 @@
 #endif
 #endif
 
+#if defined(PAS_CPU_X86)
+/* XCR0 (XGETBV with ECX = 0): which register states the OS saves on context switches. Only
+ * called once CPUID reports OSXSAVE, so the instruction exists and is enabled. */
+static unsigned long long pas_xgetbv0(void)
+{
+#if defined(_MSC_VER)
+    return (unsigned long long)_xgetbv(0);
+#else
+    unsigned lo, hi;
+    __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0u));
+    return ((unsigned long long)hi << 32) | lo;
+#endif
+}
+#endif
+
 unsigned pasarela_cpu_features(void)
 {
 #if defined(PAS_CPU_X86)
-    unsigned ecx, edx;
+    unsigned ecx, edx, ebx7 = 0, max_leaf, features = 0;
 #if defined(_MSC_VER)
     int regs[4];
     __cpuid(regs, 0);
     if (regs[0] < 1)
         return 0;
+    max_leaf = (unsigned)regs[0];
     __cpuid(regs, 1);
     ecx = (unsigned)regs[2];
     edx = (unsigned)regs[3];
+    if (max_leaf >= 7) {
+        __cpuidex(regs, 7, 0);
+        ebx7 = (unsigned)regs[1];
+    }
 #else
     unsigned eax, ebx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+    max_leaf = (unsigned)__get_cpuid_max(0, NULL);
+    if (max_leaf < 1 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx))
         return 0;
+    if (max_leaf >= 7) {
+        unsigned eax7, ecx7, edx7;
+        __cpuid_count(7, 0, eax7, ebx7, ecx7, edx7);
+        (void)eax7;
+        (void)ecx7;
+        (void)edx7;
+    }
     (void)eax;
     (void)ebx;
 #endif
     if ((ecx & (1u << 25)) && (edx & (1u << 26)))
-        return PASARELA_CPU_AES_X86;
-    return 0;
+        features |= PASARELA_CPU_AES_X86;
+    /* AVX2 (leaf 7 EBX bit 5), BMI1 (bit 3), BMI2 (bit 8), and an OS that saves XMM and YMM
+     * state: OSXSAVE (leaf 1 ECX bit 27), AVX (bit 28), XCR0 bits 1 and 2. */
+    if ((ecx & (1u << 27)) && (ecx & (1u << 28)) && (ebx7 & (1u << 5)) && (ebx7 & (1u << 3)) &&
+        (ebx7 & (1u << 8)) && (pas_xgetbv0() & 6u) == 6u)
+        features |= PASARELA_CPU_AVX2;
+    return features;
 #elif defined(PAS_CPU_ARM)
 #if defined(_WIN32)
     return IsProcessorFeaturePresent(PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE) ? PASARELA_CPU_AES_ARM : 0;

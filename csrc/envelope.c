@@ -11,11 +11,6 @@
 #define MIN_TIMESTAMP UINT64_C(1000000000)
 #define MAX_TIMESTAMP UINT64_C(9999999999)
 
-typedef struct derived {
-    char password[PASARELA_PASSWORD_HEX_LEN];
-    char encoded_key[PASARELA_ENCODED_KEY_LEN];
-    uint8_t aes_key[PASARELA_AES_KEY_LEN];
-} derived;
 
 static void put_decimal(uint64_t v, char *out, size_t digits) {
     for (size_t i = digits; i-- > 0;) {
@@ -58,7 +53,7 @@ static size_t utf16_length(const uint8_t *utf8, size_t n) {
 }
 
 static int derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
-                  size_t terminal_serial_len, uint64_t timestamp, derived *d) {
+                  size_t terminal_serial_len, uint64_t timestamp, pasarela_derived *d) {
     static const uint8_t zeros[32] = {
         '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0',
         '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'};
@@ -100,10 +95,14 @@ static int derive(const uint8_t *business_code, size_t business_code_len, const 
     return PASARELA_OK;
 }
 
+int pasarela_derive_secrets(const pasarela_credentials *c, uint64_t timestamp, pasarela_derived *d) {
+    return derive(c->business_code, c->business_code_len, c->terminal_serial, c->terminal_serial_len, timestamp, d);
+}
+
 int pasarela_derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
                     size_t terminal_serial_len, uint64_t timestamp, char password_hex[PASARELA_PASSWORD_HEX_LEN],
                     char encoded_key[PASARELA_ENCODED_KEY_LEN], uint8_t aes_key[PASARELA_AES_KEY_LEN]) {
-    derived d;
+    pasarela_derived d;
     int rc = derive(business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp, &d);
     if (rc == PASARELA_OK) {
         if (password_hex) memcpy(password_hex, d.password, sizeof d.password);
@@ -154,13 +153,14 @@ static void b64sha_final(base64_sha512 *h, uint8_t digest[64]) {
 }
 
 /* signature = hex(SHA-512(Base64(plaintext with ,"key":"<encodedKey>" spliced before its final brace))) */
-static void sign(const uint8_t *plaintext, size_t n, const derived *d, char signature_hex[128]) {
+void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d,
+                   char signature_hex[PASARELA_SIGNATURE_HEX_LEN]) {
     static const uint8_t key_open[] = ",\"key\":\"";
     static const uint8_t key_close[] = "\"}";
     base64_sha512 h;
     uint8_t digest[64];
     int empty = n == 2; /* "{}": no comma before the key */
-    pasarela_sha512_init(&h.sha);
+    pasarela_sha512_init(&h.sha, cpu);
     h.carry_len = 0;
     b64sha_update(&h, plaintext, n - 1);
     b64sha_update(&h, key_open + empty, sizeof key_open - 1 - (size_t)empty);
@@ -171,7 +171,7 @@ static void sign(const uint8_t *plaintext, size_t n, const derived *d, char sign
 }
 
 /* data = hex(iv) ":" hex(AES-256-CBC-PKCS7(aesKey, iv, plaintext)) */
-static int encrypt_to_hex(unsigned cpu, const derived *d, const uint8_t *plaintext, size_t n,
+static int encrypt_to_hex(unsigned cpu, const pasarela_derived *d, const uint8_t *plaintext, size_t n,
                           const uint8_t iv[PASARELA_IV_LEN], char *data) {
     pasarela_aes256_schedule ks;
     uint8_t chain[PASARELA_IV_LEN];
@@ -206,13 +206,13 @@ static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] ==
 int pasarela_seal(const pasarela_credentials *c, uint64_t timestamp, const uint8_t *plaintext, size_t plaintext_len,
                   const uint8_t iv[PASARELA_IV_LEN], char *out, size_t out_cap, size_t *out_len) {
     static const char body_open[] = "{\"data\":\"";
-    derived d;
+    pasarela_derived d;
     int rc;
     if (c == NULL || plaintext == NULL || iv == NULL || out == NULL || out_len == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
     if (out_cap < PASARELA_SEALED_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
-    rc = derive(c->business_code, c->business_code_len, c->terminal_serial, c->terminal_serial_len, timestamp, &d);
+    rc = pasarela_derive_secrets(c, timestamp, &d);
     if (rc == PASARELA_OK) {
         char *body = out + PASARELA_SIGNATURE_HEX_LEN;
         memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
@@ -221,7 +221,7 @@ int pasarela_seal(const pasarela_credentials *c, uint64_t timestamp, const uint8
             size_t end = PASARELA_BODY_DATA_OFFSET + PASARELA_DATA_LEN(plaintext_len);
             body[end] = '"';
             body[end + 1] = '}';
-            sign(plaintext, plaintext_len, &d, out);
+            pasarela_sign(c->cpu, plaintext, plaintext_len, &d, out);
             *out_len = PASARELA_SEALED_LEN(plaintext_len);
         }
     }

@@ -30,8 +30,9 @@ typedef struct pasarela_sha512_ctx {
     uint64_t length;          /* bytes processed (payloads < 2^61 bytes) */
     uint8_t block[128];
     size_t used;
+    unsigned cpu;             /* pasarela_cpu_features() bits: selects the block function */
 } pasarela_sha512_ctx;
-PASARELA_INTERNAL void pasarela_sha512_init(pasarela_sha512_ctx *ctx);
+PASARELA_INTERNAL void pasarela_sha512_init(pasarela_sha512_ctx *ctx, unsigned cpu);
 PASARELA_INTERNAL void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t n);
 PASARELA_INTERNAL void pasarela_sha512_final(pasarela_sha512_ctx *ctx, uint8_t out[64]); /* wipes ctx */
 
@@ -54,5 +55,16 @@ PASARELA_INTERNAL int pasarela_json_canonicalize_object(const uint8_t *in, size_
                                                         size_t out_cap, size_t *out_len, void *scratch,
                                                         size_t scratch_cap, size_t *error_offset,
                                                         int *top_level_key);
+
+/* envelope.c: the per-request secrets (spec 5.1 steps 3, 4, 6) and the signature (step 5). */
+typedef struct pasarela_derived {
+    char password[PASARELA_PASSWORD_HEX_LEN];
+    char encoded_key[PASARELA_ENCODED_KEY_LEN];
+    uint8_t aes_key[PASARELA_AES_KEY_LEN];
+} pasarela_derived;
+PASARELA_INTERNAL int pasarela_derive_secrets(const pasarela_credentials *c, uint64_t timestamp, pasarela_derived *d);
+/* hex SHA-512 of Base64 of the canonical plaintext with ,"key":"<encodedKey>" spliced before its final brace */
+PASARELA_INTERNAL void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d,
+                                     char signature_hex[PASARELA_SIGNATURE_HEX_LEN]);
 
 #endif

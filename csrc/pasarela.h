@@ -66,6 +66,7 @@ size_t pasarela_json_scratch_size(size_t json_len);
 #define PASARELA_CPU_AES_X86 1u    /* AES-NI + SSE2 */
 #define PASARELA_CPU_AES_ARM 2u    /* ARMv8 Crypto Extensions (AES) */
 #define PASARELA_CPU_AES_ANY (PASARELA_CPU_AES_X86 | PASARELA_CPU_AES_ARM)
+#define PASARELA_CPU_AVX2 4u        /* x86-64 AVX2 + BMI1 + BMI2 with OS-saved YMM state (SHA-512) */
 
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);
@@ -157,6 +158,25 @@ typedef struct pasarela_workspace {
 int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                        const uint8_t *json, size_t json_len, unsigned json_flags,
                        const uint8_t iv[PASARELA_IV_LEN]);
+
+/* ---- open (terminal side) ---- */
+/* Decrypts "<iv_hex>:<ct_hex>" with the aesKey of (credentials, timestamp) into out (at least
+ * (data_len - 33) / 2 bytes); *out_len excludes the padding. */
+int pasarela_decrypt_data(const pasarela_credentials *credentials, uint64_t timestamp, const char *data,
+                          size_t data_len, uint8_t *out, size_t out_cap, size_t *out_len);
+
+/* PASARELA_OK when signature_hex (128 lowercase hex chars) is the signature of canonical JSON object
+ * text, else PASARELA_E_SIGNATURE. Compared in constant time. */
+int pasarela_verify(const pasarela_credentials *credentials, uint64_t timestamp, const uint8_t *canonical,
+                    size_t canonical_len, const char *signature_hex);
+
+/* What the JavaScript server does with a request: decrypts data into ws->out (ws->out_len bytes),
+ * writes JSON.stringify(JSON.parse(plaintext)) to ws->plaintext (ws->plaintext_len bytes), and
+ * verifies signature_hex against it. Buffers as for pasarela_seal_json with n = decrypted length.
+ * PASARELA_E_JSON_UNSUPPORTED: the plaintext is in ws->out but its canonical form needs the
+ * caller's slower path (then pasarela_verify); every other non-OK status is a refusal. */
+int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                  const char *data, size_t data_len, const char *signature_hex);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #define PASARELA_CPU_AES_X86 ...
 #define PASARELA_CPU_AES_ARM ...
 #define PASARELA_CPU_AES_ANY ...
+#define PASARELA_CPU_AVX2 ...
 
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);
@@ -80,3 +81,10 @@ int pasarela_seal(const pasarela_credentials *credentials, uint64_t timestamp,
                   char *out, size_t out_cap, size_t *out_len);
 int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                        const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[16]);
+
+int pasarela_decrypt_data(const pasarela_credentials *credentials, uint64_t timestamp, const char *data,
+                          size_t data_len, uint8_t *out, size_t out_cap, size_t *out_len);
+int pasarela_verify(const pasarela_credentials *credentials, uint64_t timestamp, const uint8_t *canonical,
+                    size_t canonical_len, const char *signature_hex);
+int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                  const char *data, size_t data_len, const char *signature_hex);

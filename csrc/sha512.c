@@ -8,6 +8,11 @@
 
 #include "internal.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PAS_SHA512_AVX2 1
+#include <immintrin.h>
+#endif
+
 static const uint64_t K512[80] = {
     UINT64_C(0x428a2f98d728ae22), UINT64_C(0x7137449123ef65cd), UINT64_C(0xb5c0fbcfec4d3b2f), UINT64_C(0xe9b5dba58189dbbc),
     UINT64_C(0x3956c25bf348b538), UINT64_C(0x59f111f1b605d019), UINT64_C(0x923f82a4af194f9b), UINT64_C(0xab1c5ed5da6d8118),
@@ -101,7 +106,7 @@ static inline void store64_be(uint8_t *p, uint64_t v)
         RND(b, c, d, e, f, g, h, a, (kp)[7] + (W7), y, x);       \
     } while (0)
 
-static void sha512_blocks(uint64_t state[8], const uint8_t *p, size_t nblocks)
+static void sha512_blocks_scalar(uint64_t state[8], const uint8_t *p, size_t nblocks)
 {
     uint64_t w[16];
     const uint64_t *k;
@@ -149,7 +154,387 @@ static void sha512_blocks(uint64_t state[8], const uint8_t *p, size_t nblocks)
     pasarela_wipe(w, sizeof w);
 }
 
-void pasarela_sha512_init(pasarela_sha512_ctx *ctx)
+#if defined(PAS_SHA512_AVX2)
+/* ---- x86-64, AVX2 + BMI2 (used when cpu has PASARELA_CPU_AVX2) ----
+ *
+ * The rounds run on scalar registers with BMI2 rorx (rotates into a fresh register) and BMI1
+ * andn. They are arranged so that both dependency chains through a round take four cycles:
+ *     e' = ((d + h + W[t]+K[t]) + Ch(e, f, g)) + S1(e)
+ *     a' = (((e' - d) + (b & c)) + (a & (b ^ c))) + S0(a)
+ * (Maj(a, b, c) = (a & (b ^ c)) + (b & c): the two terms never share a bit; b ^ c is the previous
+ * round's a ^ b, and b & c = ~(b ^ c) & b). PAS_PIN keeps compilers from reassociating those sums
+ * into longer chains.
+ *
+ * The message schedule runs on ymm registers, two blocks at a time: lane 0 of a register holds two
+ * schedule words of one block, lane 1 the same two words of the next block (or a copy of the one
+ * block when there is no next). PSTEP computes the next two words of both blocks,
+ *     W[t..t+1] = W[t-16..t-15] + W[t-7..t-6] + s0(W[t-15..t-14]) + s1(W[t-2..t-1]),
+ * from the last eight such "rows" kept in x0..x7, and stores W + K for the rounds to read with
+ * one memory-operand add: table row j = {W[2j]+K[2j], W[2j+1]+K[2j+1] of the first block, the same
+ * of the second}, 40 rows per pair of blocks.
+ *
+ * Only the first block of an update computes the schedule of its own pair during its rounds (two
+ * rows per four rounds). From then on the work is spread evenly: the second block of pair i
+ * computes the first 16 computed rows of pair i + 1 and the first block of pair i + 1 the other 16,
+ * one row per four rounds, so every round has a little vector work next to it. */
+#define PAS_AVX2_FN __attribute__((target("avx2,bmi,bmi2")))
+
+/* Pins a value in a register at this point: compilers cannot reassociate across it (emits nothing). */
+#define PAS_PIN(v) __asm__("" : "+r"(v))
+/* Anchors a schedule step among the rounds (emits nothing): without it, compilers hoist the vector
+ * work of several steps into bursts whose waiting instructions stall dispatch of the rounds. */
+#define PAS_VPIN5(v, w, x, y, z) __asm__ __volatile__("" : "+x"(v), "+x"(w), "+x"(x), "+x"(y), "+x"(z))
+
+#define XRND(a, b, c, d, e, f, g, h, wk, ab, bc)                 \
+    do {                                                         \
+        uint64_t t_;                                             \
+        (h) += (wk);                                             \
+        t_ = (d) + (h);                                          \
+        PAS_PIN(t_);                                             \
+        t_ += CH((e), (f), (g));                                 \
+        PAS_PIN(t_);                                             \
+        t_ += BSIG1(e);                                          \
+        (h) = t_ - (d);                                          \
+        (d) = t_;                                                \
+        (h) += ~(bc) & (b);                                      \
+        PAS_PIN(h);                                              \
+        (h) += (a) & (bc);                                       \
+        PAS_PIN(h);                                              \
+        (ab) = (a) ^ (b);                                        \
+        (h) += BSIG0(a);                                         \
+    } while (0)
+
+/* Eight rounds; W(i) is W[t] + K[t] of the i-th of them. */
+#define XRND8(W)                                                 \
+    do {                                                         \
+        XRND(a, b, c, d, e, f, g, h, W(0), x, y);                \
+        XRND(h, a, b, c, d, e, f, g, W(1), y, x);                \
+        XRND(g, h, a, b, c, d, e, f, W(2), x, y);                \
+        XRND(f, g, h, a, b, c, d, e, W(3), y, x);                \
+        XRND(e, f, g, h, a, b, c, d, W(4), x, y);                \
+        XRND(d, e, f, g, h, a, b, c, W(5), y, x);                \
+        XRND(c, d, e, f, g, h, a, b, W(6), x, y);                \
+        XRND(b, c, d, e, f, g, h, a, W(7), y, x);                \
+    } while (0)
+
+/* Round t of a 16-round stretch reads its W + K from the rows at w (w = table, or table + 2 for the
+ * second lane); XW8 is the same eight rounds later. */
+#define XW(i) w[4 * ((i) >> 1) + ((i) & 1)]
+#define XW8(i) w[16 + 4 * ((i) >> 1) + ((i) & 1)]
+#define XW16(i) w[32 + 4 * ((i) >> 1) + ((i) & 1)]
+
+#define XLOAD_STATE()                                            \
+    do {                                                         \
+        a = state[0], b = state[1], c = state[2], d = state[3];  \
+        e = state[4], f = state[5], g = state[6], h = state[7];  \
+        y = b ^ c;                                               \
+    } while (0)
+#define XADD_STATE()                                             \
+    do {                                                         \
+        state[0] += a;                                           \
+        state[1] += b;                                           \
+        state[2] += c;                                           \
+        state[3] += d;                                           \
+        state[4] += e;                                           \
+        state[5] += f;                                           \
+        state[6] += g;                                           \
+        state[7] += h;                                           \
+    } while (0)
+
+static inline PAS_AVX2_FN __m256i ssig0_4(__m256i x, __m256i rot8)
+{
+    __m256i t = _mm256_xor_si256(_mm256_srli_epi64(x, 1), _mm256_slli_epi64(x, 63));
+    t = _mm256_xor_si256(t, _mm256_srli_epi64(x, 7));
+    return _mm256_xor_si256(t, _mm256_shuffle_epi8(x, rot8)); /* rotr 8 = a byte shuffle */
+}
+
+static inline PAS_AVX2_FN __m256i ssig1_4(__m256i x)
+{
+    __m256i t = _mm256_xor_si256(_mm256_srli_epi64(x, 19), _mm256_slli_epi64(x, 45));
+    __m256i u = _mm256_xor_si256(_mm256_srli_epi64(x, 61), _mm256_slli_epi64(x, 3));
+    return _mm256_xor_si256(_mm256_xor_si256(t, u), _mm256_srli_epi64(x, 6));
+}
+
+static inline PAS_AVX2_FN __m256i kpair(const uint64_t *k) /* {k[0], k[1], k[0], k[1]} */
+{
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)k));
+}
+
+/* {lo[1], hi[0] | lo[3], hi[2]}: the two words that straddle lo and hi in each lane (vpalignr by
+ * 8 bytes, done with vshufpd, which competes less with the byte shuffles for execution ports). */
+static inline PAS_AVX2_FN __m256i mid2(__m256i lo, __m256i hi)
+{
+    return _mm256_castpd_si256(_mm256_shuffle_pd(_mm256_castsi256_pd(lo), _mm256_castsi256_pd(hi), 5));
+}
+
+#define PAS_ROT8 _mm256_setr_epi8(1, 2, 3, 4, 5, 6, 7, 0, 9, 10, 11, 12, 13, 14, 15, 8, \
+                                  1, 2, 3, 4, 5, 6, 7, 0, 9, 10, 11, 12, 13, 14, 15, 8)
+
+/* The next row from the ring X0..X7 (oldest first): stored with K added (kp: K of the row) at dst,
+ * and in place of X0. */
+#define PSTEP_AT(X0, X1, X2, X3, X4, X5, X6, X7, dst, kp)                                                  \
+    do {                                                                                                  \
+        __m256i n_;                                                                                       \
+        PAS_VPIN5(X0, X1, X4, X5, X7);                                                                    \
+        n_ = _mm256_add_epi64(X0, mid2(X4, X5));                                                          \
+        n_ = _mm256_add_epi64(n_, ssig0_4(mid2(X0, X1), rot8));                                           \
+        n_ = _mm256_add_epi64(n_, ssig1_4(X7));                                                           \
+        X0 = n_;                                                                                          \
+        _mm256_store_si256((__m256i *)(void *)(dst), _mm256_add_epi64(n_, kpair(kp)));                    \
+    } while (0)
+/* Row `row` (>= 8) of table wt. */
+#define PSTEP(X0, X1, X2, X3, X4, X5, X6, X7, row) \
+    PSTEP_AT(X0, X1, X2, X3, X4, X5, X6, X7, wt + 4 * (row), K512 + 2 * (row))
+/* Row j of the eight that follow the stretch at w (k: K of the first of them). */
+#define PSTEPW(X0, X1, X2, X3, X4, X5, X6, X7, j) \
+    PSTEP_AT(X0, X1, X2, X3, X4, X5, X6, X7, w + 32 + 4 * (j), k + 2 * (j))
+
+/* Loads rows 0..7 (the message words) of the pair (p0, p1): into table wt with K added, and as
+ * plain words into X0..X7. */
+#define PAIR_LOAD(X0, X1, X2, X3, X4, X5, X6, X7, wt, p0, p1)   \
+    do {                                                       \
+        X0 = pair_row((wt), (p0), (p1), 0);                    \
+        X1 = pair_row((wt), (p0), (p1), 1);                    \
+        X2 = pair_row((wt), (p0), (p1), 2);                    \
+        X3 = pair_row((wt), (p0), (p1), 3);                    \
+        X4 = pair_row((wt), (p0), (p1), 4);                    \
+        X5 = pair_row((wt), (p0), (p1), 5);                    \
+        X6 = pair_row((wt), (p0), (p1), 6);                    \
+        X7 = pair_row((wt), (p0), (p1), 7);                    \
+    } while (0)
+
+static inline PAS_AVX2_FN __m256i pair_row(uint64_t *wt, const uint8_t *p0, const uint8_t *p1, int j)
+{
+    const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
+                                           7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
+    __m256i v = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p0 + 16 * j))),
+        _mm_loadu_si128((const __m128i *)(const void *)(p1 + 16 * j)), 1);
+    v = _mm256_shuffle_epi8(v, bswap);
+    _mm256_store_si256((__m256i *)(void *)(wt + 4 * j), _mm256_add_epi64(v, kpair(K512 + 2 * j)));
+    return v;
+}
+
+/* Rows 0..7 of the pair (p0, p1) into table wt and the ring (for blk_half to continue). */
+static PAS_AVX2_FN void pair_load(uint64_t *wt, __m256i ring[8], const uint8_t *p0, const uint8_t *p1)
+{
+    PAIR_LOAD(ring[0], ring[1], ring[2], ring[3], ring[4], ring[5], ring[6], ring[7], wt, p0, p1);
+}
+
+/* Zeroes n aligned 32-byte units; the empty asm that may read them keeps the stores. */
+static inline PAS_AVX2_FN void wipe32(void *p, size_t n)
+{
+    __m256i *q = (__m256i *)p;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        _mm256_store_si256(q + i, _mm256_setzero_si256());
+    }
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+/* The first block of an update, at p0 (p1: the next block, or p0 again): loads the pair into table
+ * wt and reads lane 0 of it while computing rows 8..39, each eight rounds before its first use.
+ * When it is also the last block (last != 0), it wipes the table. */
+static PAS_AVX2_FN __attribute__((noinline)) void blk_full(uint64_t state[8], uint64_t *wt, const uint8_t *p0,
+                                                          const uint8_t *p1, int last)
+{
+    const __m256i rot8 = PAS_ROT8;
+    __m256i x0, x1, x2, x3, x4, x5, x6, x7;
+    uint64_t *w = wt;
+    const uint64_t *k = K512 + 16;
+    uint64_t a, b, c, d, e, f, g, h, x, y;
+
+    PAIR_LOAD(x0, x1, x2, x3, x4, x5, x6, x7, wt, p0, p1);
+    XLOAD_STATE();
+    do { /* 16 rounds reading the 8 rows at w, computing the 8 rows after them */
+        PAS_PIN(w); /* read the rows back from memory rather than carry them in registers */
+        PSTEPW(x0, x1, x2, x3, x4, x5, x6, x7, 0);
+        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
+        PSTEPW(x1, x2, x3, x4, x5, x6, x7, x0, 1);
+        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
+        PSTEPW(x2, x3, x4, x5, x6, x7, x0, x1, 2);
+        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
+        PSTEPW(x3, x4, x5, x6, x7, x0, x1, x2, 3);
+        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
+        PSTEPW(x4, x5, x6, x7, x0, x1, x2, x3, 4);
+        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
+        PSTEPW(x5, x6, x7, x0, x1, x2, x3, x4, 5);
+        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
+        PSTEPW(x6, x7, x0, x1, x2, x3, x4, x5, 6);
+        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
+        PSTEPW(x7, x0, x1, x2, x3, x4, x5, x6, 7);
+        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
+        w += 32;
+        k += 16;
+    } while (k != K512 + 80);
+    PAS_PIN(w);
+    XRND8(XW);
+    XRND8(XW8);
+    XADD_STATE();
+    if (last) {
+        wipe32(wt, 40);
+    }
+}
+
+/* A later block: reads the rows at wr while computing rows row0 .. row0 + 15 of table wt (one
+ * every four rounds of the first 64), continuing the ring. */
+static PAS_AVX2_FN __attribute__((noinline)) void blk_half(uint64_t state[8], const uint64_t *wr, uint64_t *wt,
+                                                          __m256i ring[8], int row0)
+{
+    const __m256i rot8 = PAS_ROT8;
+    __m256i x0 = ring[0], x1 = ring[1], x2 = ring[2], x3 = ring[3];
+    __m256i x4 = ring[4], x5 = ring[5], x6 = ring[6], x7 = ring[7];
+    const uint64_t *w;
+    uint64_t a, b, c, d, e, f, g, h, x, y;
+    int r;
+
+    XLOAD_STATE();
+    for (r = 0; r < 2; r++) {
+        const int q = row0 + 8 * r;
+        w = wr + 64 * r;
+        PAS_PIN(w);
+        PSTEP(x0, x1, x2, x3, x4, x5, x6, x7, q);
+        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
+        PSTEP(x1, x2, x3, x4, x5, x6, x7, x0, q + 1);
+        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
+        PSTEP(x2, x3, x4, x5, x6, x7, x0, x1, q + 2);
+        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
+        PSTEP(x3, x4, x5, x6, x7, x0, x1, x2, q + 3);
+        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
+        PSTEP(x4, x5, x6, x7, x0, x1, x2, x3, q + 4);
+        XRND(a, b, c, d, e, f, g, h, XW16(0), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW16(1), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW16(2), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW16(3), y, x);
+        PSTEP(x5, x6, x7, x0, x1, x2, x3, x4, q + 5);
+        XRND(e, f, g, h, a, b, c, d, XW16(4), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW16(5), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW16(6), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW16(7), y, x);
+        PSTEP(x6, x7, x0, x1, x2, x3, x4, x5, q + 6);
+        XRND(a, b, c, d, e, f, g, h, XW16(8), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW16(9), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW16(10), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW16(11), y, x);
+        PSTEP(x7, x0, x1, x2, x3, x4, x5, x6, q + 7);
+        XRND(e, f, g, h, a, b, c, d, XW16(12), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW16(13), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW16(14), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW16(15), y, x);
+    }
+    w = wr + 128;
+    PAS_PIN(w);
+    XRND8(XW);
+    XRND8(XW8);
+    XADD_STATE();
+    ring[0] = x0, ring[1] = x1, ring[2] = x2, ring[3] = x3;
+    ring[4] = x4, ring[5] = x5, ring[6] = x6, ring[7] = x7;
+}
+
+/* A block with all its rows ready and no schedule work left to carry. Unless NULL, it wipes the
+ * rows of table zcur (its own) as soon as it has read them, and all of table zother and the ring
+ * zring, as it goes. */
+static PAS_AVX2_FN __attribute__((noinline)) void blk_plain(uint64_t state[8], const uint64_t *wr, uint64_t *zcur,
+                                                           uint64_t *zother, __m256i *zring)
+{
+    const uint64_t *w;
+    uint64_t a, b, c, d, e, f, g, h, x, y;
+    int r;
+
+    XLOAD_STATE();
+    for (r = 0; r < 5; r++) {
+        w = wr + 32 * r;
+        PAS_PIN(w);
+        if (zother != NULL) {
+            wipe32(zother + 32 * r, 8);
+        }
+        if (zring != NULL && r == 1) {
+            wipe32(zring, 8);
+        }
+        XRND8(XW);
+        XRND8(XW8);
+        if (zcur != NULL) {
+            wipe32(zcur + 32 * r, 8);
+        }
+    }
+    XADD_STATE();
+}
+
+/* nblocks >= 1 blocks: the first at `first`, the others consecutive at p. Blocks 2i and 2i+1 form
+ * pair i, whose rows live in table[i % 2]. The schedule rows and the ring are wiped before return,
+ * by the last block as it goes when that is a plain block or a lone first block, else at the end. */
+static PAS_AVX2_FN void sha512_blocks_avx2(uint64_t state[8], const uint8_t *first, const uint8_t *p, size_t nblocks)
+{
+    uint64_t table[2][160] __attribute__((aligned(32)));
+    __m256i ring[8];
+    size_t i;
+
+#define XBLOCK(k) ((k) == 0 ? first : p + 128 * ((k) - 1))
+    blk_full(state, table[0], first, nblocks >= 2 ? p : first, nblocks == 1);
+    for (i = 1; i < nblocks; i++) {
+        uint64_t *cur = table[(i >> 1) & 1], *other = table[((i >> 1) + 1) & 1];
+        if (i & 1) {
+            if (i + 1 < nblocks) { /* start pair i/2 + 1: blocks i + 1 and i + 2 (or i + 1 twice) */
+                pair_load(other, ring, XBLOCK(i + 1), XBLOCK(i + 2 < nblocks ? i + 2 : i + 1));
+                blk_half(state, cur + 2, other, ring, 8);
+            } else if (i == 1) { /* the last block, and no ring or second table in use */
+                blk_plain(state, cur + 2, cur, NULL, NULL);
+            } else { /* the last block */
+                blk_plain(state, cur + 2, cur, other, ring);
+            }
+        } else {
+            blk_half(state, cur, cur, ring, 24);
+        }
+    }
+#undef XBLOCK
+    if (nblocks > 1 && (nblocks & 1)) { /* ended on the first block of a pair */
+        wipe32(table, sizeof table / 32);
+        wipe32(ring, 8);
+    }
+    _mm256_zeroall(); /* no message-derived words left in vector registers */
+}
+#endif
+
+/* nblocks whole blocks: the first at `first` (the context's buffer, or the input), then consecutive
+ * ones at p. */
+static void sha512_blocks(unsigned cpu, uint64_t state[8], const uint8_t *first, const uint8_t *p, size_t nblocks)
+{
+    if (nblocks == 0) {
+        return;
+    }
+#if defined(PAS_SHA512_AVX2)
+    if (cpu & PASARELA_CPU_AVX2) {
+        sha512_blocks_avx2(state, first, p, nblocks);
+        return;
+    }
+#else
+    (void)cpu;
+#endif
+    sha512_blocks_scalar(state, first, 1);
+    sha512_blocks_scalar(state, p, nblocks - 1);
+}
+
+void pasarela_sha512_init(pasarela_sha512_ctx *ctx, unsigned cpu)
 {
     ctx->state[0] = UINT64_C(0x6a09e667f3bcc908);
     ctx->state[1] = UINT64_C(0xbb67ae8584caa73b);
@@ -161,6 +546,7 @@ void pasarela_sha512_init(pasarela_sha512_ctx *ctx)
     ctx->state[7] = UINT64_C(0x5be0cd19137e2179);
     ctx->length = 0;
     ctx->used = 0;
+    ctx->cpu = cpu;
 }
 
 void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t n)
@@ -170,7 +556,7 @@ void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t 
     }
     ctx->length += (uint64_t)n;
     if (ctx->used > 0) {
-        size_t take = 128u - ctx->used;
+        size_t take = 128u - ctx->used, more;
         if (take > n) {
             take = n;
         }
@@ -181,11 +567,14 @@ void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t 
         if (ctx->used < 128u) {
             return;
         }
-        sha512_blocks(ctx->state, ctx->block, 1);
+        /* the completed buffer, then the whole blocks that follow it, in one call */
+        more = n / 128u;
+        sha512_blocks(ctx->cpu, ctx->state, ctx->block, in, 1u + more);
+        in += more * 128u;
+        n -= more * 128u;
         ctx->used = 0;
-    }
-    if (n >= 128u) {
-        sha512_blocks(ctx->state, in, n / 128u);
+    } else if (n >= 128u) {
+        sha512_blocks(ctx->cpu, ctx->state, in, in + 128, n / 128u);
         in += n & ~(size_t)127u;
         n &= 127u;
     }
@@ -197,20 +586,23 @@ void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t 
 
 void pasarela_sha512_final(pasarela_sha512_ctx *ctx, uint8_t out[64])
 {
+    uint8_t last[128]; /* second padding block, when the length does not fit in the first */
     size_t used = ctx->used;
+    uint8_t *len_block = ctx->block;
     int i;
 
     ctx->block[used++] = 0x80;
     if (used > 112u) {
         memset(ctx->block + used, 0, 128u - used);
-        sha512_blocks(ctx->state, ctx->block, 1);
-        used = 0;
+        memset(last, 0, 112u);
+        len_block = last;
+    } else {
+        memset(ctx->block + used, 0, 112u - used);
     }
-    memset(ctx->block + used, 0, 112u - used);
     /* 128-bit big-endian bit length. */
-    store64_be(ctx->block + 112, ctx->length >> 61);
-    store64_be(ctx->block + 120, ctx->length << 3);
-    sha512_blocks(ctx->state, ctx->block, 1);
+    store64_be(len_block + 112, ctx->length >> 61);
+    store64_be(len_block + 120, ctx->length << 3);
+    sha512_blocks(ctx->cpu, ctx->state, ctx->block, last, len_block == last ? 2u : 1u);
     for (i = 0; i < 8; i++) {
         store64_be(out + 8 * i, ctx->state[i]);
     }
@@ -221,7 +613,7 @@ void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64])
 {
     pasarela_sha512_ctx ctx;
 
-    pasarela_sha512_init(&ctx);
+    pasarela_sha512_init(&ctx, pasarela_cpu_features());
     pasarela_sha512_update(&ctx, in, n);
     pasarela_sha512_final(&ctx, out);
 }

@@ -1,15 +1,18 @@
-/* test_primitives.c — known-answer and consistency tests for md5.c, sha512.c, base64.c, hex.c, util.c.
+/* test_primitives.c — known-answer and consistency tests for md5.c, sha512.c (+ cpu.c), base64.c, hex.c, util.c.
  *
  * Build and run from the repository root (no Makefile needed):
  *
  *   gcc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -Wconversion -Wshadow \
  *       -DPASARELA_VERSION='"0.0.0"' -Icsrc \
- *       csrc/md5.c csrc/sha512.c csrc/base64.c csrc/hex.c csrc/util.c csrc/tests/test_primitives.c \
+ *       csrc/md5.c csrc/sha512.c csrc/cpu.c csrc/base64.c csrc/hex.c csrc/util.c csrc/tests/test_primitives.c \
  *       -o /tmp/test_primitives && /tmp/test_primitives
  *
  * With sanitizers: add -g -fsanitize=address,undefined -fno-sanitize-recover=all.
  * Under valgrind: build without sanitizers, then valgrind --error-exitcode=1 /tmp/test_primitives
  * Same with clang instead of gcc.
+ *
+ * SHA-512 is tested on every block function this CPU can run: the portable one (cpu = 0) and,
+ * when pasarela_cpu_features() reports PASARELA_CPU_AVX2, the AVX2/BMI2 one.
  *
  * Prints "N passed, N failed" as the last line; exits non-zero on any failure.
  */
@@ -97,7 +100,20 @@ static void test_md5(void)
 }
 
 /* ---------------------------------------------------------------- SHA-512 */
-static void test_sha512(void)
+/* The sets of feature bits to run SHA-512 with: the portable code, and what the CPU offers. */
+static unsigned g_sha_cpus[2];
+static size_t g_sha_ncpus;
+
+/* One-shot SHA-512 on the block function selected by cpu. */
+static void sha512_cpu(unsigned cpu, const uint8_t *in, size_t n, uint8_t out[64])
+{
+    pasarela_sha512_ctx ctx;
+    pasarela_sha512_init(&ctx, cpu);
+    pasarela_sha512_update(&ctx, in, n);
+    pasarela_sha512_final(&ctx, out);
+}
+
+static void test_sha512(unsigned cpu)
 {
     static const char *abc_hex =
         "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
@@ -121,18 +137,18 @@ static void test_sha512(void)
     static const size_t steps[] = {1, 3, 7, 127, 129, 255, 997, 13, 128, 256, 1};
     size_t si = 0;
 
-    pasarela_sha512((const uint8_t *)"abc", 3, d);
+    sha512_cpu(cpu, (const uint8_t *)"abc", 3, d);
     check_digest(d, 64, abc_hex, "sha512 abc");
-    pasarela_sha512((const uint8_t *)two_block, strlen(two_block), d);
+    sha512_cpu(cpu, (const uint8_t *)two_block, strlen(two_block), d);
     check_digest(d, 64, two_block_hex, "sha512 896-bit message");
-    pasarela_sha512((const uint8_t *)"", 0, d);
+    sha512_cpu(cpu, (const uint8_t *)"", 0, d);
     check_digest(d, 64, empty_hex, "sha512 empty");
-    pasarela_sha512(NULL, 0, d);
+    sha512_cpu(cpu, NULL, 0, d);
     check_digest(d, 64, empty_hex, "sha512 NULL,0");
 
     /* one million 'a', in updates of odd sizes */
     memset(chunk, 'a', sizeof chunk);
-    pasarela_sha512_init(&ctx);
+    pasarela_sha512_init(&ctx, cpu);
     for (done = 0; done < 1000000u; done += step) {
         step = steps[si++ % (sizeof steps / sizeof steps[0])];
         if (step > 1000000u - done) {
@@ -154,8 +170,8 @@ static void test_sha512(void)
         size_t i, j;
         memset(buf, 'a', sizeof buf);
         for (i = 0; i < sizeof lens / sizeof lens[0]; i++) {
-            pasarela_sha512(buf, lens[i], d);
-            pasarela_sha512_init(&ctx);
+            sha512_cpu(cpu, buf, lens[i], d);
+            pasarela_sha512_init(&ctx, cpu);
             for (j = 0; j < lens[i]; j++) {
                 pasarela_sha512_update(&ctx, buf + j, 1);
             }
@@ -163,12 +179,12 @@ static void test_sha512(void)
             check(memcmp(d, d2, 64) == 0, "sha512 byte-at-a-time vs one-shot at padding boundary");
         }
         /* SHA-512 of 112 'a' and 128 'a' against known values (from hashlib) */
-        pasarela_sha512(buf, 112, d);
+        sha512_cpu(cpu, buf, 112, d);
         check_digest(d, 64,
                      "c01d080efd492776a1c43bd23dd99d0a2e626d481e16782e75d54c2503b5dc32"
                      "bd05f0f1ba33e568b88fd2d970929b719ecbb152f58f130a407c8830604b70ca",
                      "sha512 112 a");
-        pasarela_sha512(buf, 128, d);
+        sha512_cpu(cpu, buf, 128, d);
         check_digest(d, 64,
                      "b73d1929aa615934e61a871596b3f3b33359f42b8175602e89f7e06e5f658a24"
                      "3667807ed300314b95cacdd579f3e33abdfbe351909519a846d465c59582f321",
@@ -199,6 +215,7 @@ static void test_streaming_random(void)
     rng_fill(&s, buf, sizeof buf);
     for (iter = 0; iter < 300; iter++) {
         size_t n = (size_t)(rng_next(&s) % (sizeof buf + 1));
+        unsigned cpu = g_sha_cpus[(size_t)iter % g_sha_ncpus];
         uint8_t d1[64], d2[64], m1[16], m2[16];
         pasarela_sha512_ctx sc;
         pasarela_md5_ctx mc;
@@ -206,7 +223,7 @@ static void test_streaming_random(void)
 
         pasarela_sha512(buf, n, d1);
         pasarela_md5(buf, n, m1);
-        pasarela_sha512_init(&sc);
+        pasarela_sha512_init(&sc, cpu);
         pasarela_md5_init(&mc);
         while (off < n) {
             uint64_t r = rng_next(&s);
@@ -230,6 +247,112 @@ static void test_streaming_random(void)
     }
     check(sha_ok, "sha512 streaming random splits == one-shot");
     check(md5_ok, "md5 streaming random splits == one-shot");
+}
+
+/* SHA-512 of data fed as pieces of the given sizes, cycled (a size of 0 is an empty update). */
+static void sha512_pieces(unsigned cpu, const uint8_t *in, size_t n, const size_t *sizes, size_t nsizes,
+                          uint8_t out[64])
+{
+    pasarela_sha512_ctx ctx;
+    size_t off = 0, k = 0;
+    pasarela_sha512_init(&ctx, cpu);
+    while (off < n) {
+        size_t piece = sizes[k++ % nsizes];
+        if (piece > n - off) {
+            piece = n - off;
+        }
+        pasarela_sha512_update(&ctx, in + off, piece);
+        off += piece;
+    }
+    pasarela_sha512_final(&ctx, out);
+}
+
+/* Every SHA-512 block function against known answers and against each other: lengths that end
+ * on and around block and pair boundaries, up to 16 KiB in one update, and random lengths
+ * 0..2000 with random splits (the multi-block code paths depend on how many blocks one update
+ * call carries: 1, 2, odd, even, many). */
+static void test_sha512_paths(void)
+{
+    static const struct {
+        size_t n;
+        const char *hex;
+    } kat[] = {
+        {129, "3b4b9bd80fbe01c18522b33a74ecd25ce0927d56641198145cc9ce00bb9f1ce0"
+              "9c7fbfb33a10a2d8e7dca80599a2f2eaa37694d8141cd91fc275e392edbfee2f"},
+        {256, "bcc898e92ab47027e2566b566891899ab4c609d8c93fbc04737972465bcb2a11"
+              "76f04afbf54aa34ea61cc2a58174ea4e1da54d7307853dc7112daed156f598b1"},
+        {384, "14bbefb83e3ae69104ff1c5397304c2332517f27d17d08d325fb5765f830aa0b"
+              "f83bec062ae1046243ebe3b33f4517d11904c92e0db2499b234aa3833c4c017c"},
+        {640, "63b6432970be2409dc5e4d4d14de51bbe3242092edded8d849f216344af7c94b"
+              "1d2e488d63462f31f12303641b0778e5ef0de65d3a28c4934776cd57abe665a9"},
+        {1023, "f43e1e731788c9ea65d763a4ba49ed056d2502ccb381dd218f9244030238a50c"
+               "2ade385e3de9848acb8319329c40cc8be27cccc3471cb6616054c9f297987ba8"},
+        {2000, "e6ecd2551015b7ab0b008c1acb7f824bf69bd046c7029f48e21f2dd80694f0b4"
+               "1da03afdc4f4f2c89a4a25c2db631515f87e9e3f32da580f2153106a27767f17"},
+        {16384, "d123406726a9db166102bf898706abef38df8887810e463ccfcc8a8ceba93b73"
+                "75255cc5e55af4c1e416f542cffa30c38727797c63a3326460147b8bbee48e9b"},
+    };
+    static const size_t split_a[] = {16384};               /* everything in one call */
+    static const size_t split_b[] = {1, 127, 256, 0, 384}; /* partial block, then 2 and 3 blocks */
+    static const size_t split_c[] = {128, 640, 5, 1024};   /* 1, 5, partial, 8 blocks */
+    static const size_t *const splits[] = {split_a, split_b, split_c};
+    static const size_t nsplits[] = {1, 5, 4};
+    static uint8_t buf[16384];
+    uint64_t s = UINT64_C(0x0123456789ABCDEF);
+    size_t i, j, c;
+    int kat_ok = 1, cross_ok = 1, iter;
+    char what[96];
+
+    for (i = 0; i < sizeof buf; i++) {
+        buf[i] = (uint8_t)((i * i * 31u + i * 7u + 3u) & 0xffu);
+    }
+    for (c = 0; c < g_sha_ncpus; c++) {
+        for (i = 0; i < sizeof kat / sizeof kat[0]; i++) {
+            for (j = 0; j < sizeof splits / sizeof splits[0]; j++) {
+                uint8_t d[64];
+                char hex[129];
+                sha512_pieces(g_sha_cpus[c], buf, kat[i].n, splits[j], nsplits[j], d);
+                to_hex(d, 64, hex);
+                if (strcmp(hex, kat[i].hex) != 0) {
+                    kat_ok = 0;
+                    printf("  cpu %u, %u bytes, split %u: got %s\n", g_sha_cpus[c], (unsigned)kat[i].n,
+                           (unsigned)j, hex);
+                }
+            }
+        }
+    }
+    snprintf(what, sizeof what, "sha512 known answers 129..16384 bytes, 3 splits, %u block function(s)",
+             (unsigned)g_sha_ncpus);
+    check(kat_ok, what);
+
+    /* random lengths 0..2000 and random splits: every block function == the portable one-shot */
+    rng_fill(&s, buf, sizeof buf);
+    for (iter = 0; iter < 1500; iter++) {
+        size_t n = (size_t)(rng_next(&s) % 2001u);
+        size_t off = (size_t)(rng_next(&s) % 64u); /* unaligned input too */
+        uint8_t ref[64];
+        sha512_cpu(0, buf + off, n, ref);
+        for (c = 0; c < g_sha_ncpus; c++) {
+            uint8_t d[64];
+            size_t sizes[3];
+            sizes[0] = (size_t)(rng_next(&s) % 700u);
+            sizes[1] = (size_t)(rng_next(&s) % 300u);
+            sizes[2] = (size_t)(rng_next(&s) % 2100u) + 1u;
+            sha512_cpu(g_sha_cpus[c], buf + off, n, d);
+            if (memcmp(d, ref, 64) != 0) {
+                cross_ok = 0;
+                printf("  cpu %u, one-shot of %u bytes differs from the portable code\n", g_sha_cpus[c],
+                       (unsigned)n);
+            }
+            sha512_pieces(g_sha_cpus[c], buf + off, n, sizes, 3, d);
+            if (memcmp(d, ref, 64) != 0) {
+                cross_ok = 0;
+                printf("  cpu %u, %u bytes in pieces of %u/%u/%u differs from the portable code\n",
+                       g_sha_cpus[c], (unsigned)n, (unsigned)sizes[0], (unsigned)sizes[1], (unsigned)sizes[2]);
+            }
+        }
+    }
+    check(cross_ok, "sha512 random lengths 0..2000, random splits: all block functions agree");
 }
 
 /* ---------------------------------------------------------------- Base64 */
@@ -432,9 +555,20 @@ static void test_util(void)
 
 int main(void)
 {
+    size_t i;
+
     test_md5();
     test_md5_wipe();
-    test_sha512();
+    g_sha_cpus[0] = 0;
+    g_sha_ncpus = 1;
+    if (pasarela_cpu_features() & PASARELA_CPU_AVX2) {
+        g_sha_cpus[g_sha_ncpus++] = PASARELA_CPU_AVX2;
+    }
+    printf("sha512 block functions under test: portable%s\n", g_sha_ncpus > 1 ? ", AVX2+BMI2" : "");
+    for (i = 0; i < g_sha_ncpus; i++) {
+        test_sha512(g_sha_cpus[i]);
+    }
+    test_sha512_paths();
     test_streaming_random();
     test_base64();
     test_hex();

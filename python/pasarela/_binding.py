@@ -11,7 +11,8 @@ import threading
 from typing import Any, NamedTuple, Optional
 
 from ._version import __version__
-from .errors import NativeError, PayloadError, TimestampError
+from .errors import AuthError, NativeError, PayloadError, TimestampError
+from .terminal.inbound import BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, SIGNATURE_MISMATCH
 from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
@@ -144,6 +145,63 @@ def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: bytes) 
         _check_timestamp(status, timestamp)
         raise _fail(status)
     return ffi.buffer(w.out, out_len[0])[:]
+
+
+_REFUSALS = {
+    lib.PASARELA_E_BAD_HEX: "data is not <iv hex>:<ciphertext hex>",
+    lib.PASARELA_E_BAD_LENGTH: "ciphertext is not a non-zero multiple of 16 bytes",
+    lib.PASARELA_E_BAD_PADDING: BAD_PADDING,
+    lib.PASARELA_E_JSON_SYNTAX: NOT_JSON,
+    lib.PASARELA_E_JSON_NOT_OBJECT: NOT_OBJECT,
+    lib.PASARELA_E_KEY_MEMBER: KEY_IN_PLAINTEXT,
+    lib.PASARELA_E_SIGNATURE: SIGNATURE_MISMATCH,
+}
+
+
+def open_request(credentials: Credentials, timestamp: int, data: bytes, signature: bytes) -> tuple[bool, bytes]:
+    """Decrypt and verify in one C call, as the JavaScript server does.
+
+    (True, canonical text) when the request verifies; (False, decrypted plaintext) when its
+    canonical form needs the pure-Python path (then verify it with verify()). Refusals raise AuthError.
+    """
+    w = _workspace
+    n = len(data) // 2
+    if n > w.json_capacity:
+        w.grow(n)
+    ws = w.ws
+    status = lib.pasarela_open(credentials.struct, ws, timestamp, data, len(data), signature)
+    if status == _OK:
+        return True, ffi.buffer(w.plaintext, ws.plaintext_len)[:]
+    if status == _JSON_UNSUPPORTED:
+        return False, ffi.buffer(w.out, ws.out_len)[:]
+    reason = _REFUSALS.get(status)
+    if reason is None:
+        _check_timestamp(status, timestamp)
+        raise _fail(status)
+    raise AuthError(reason)
+
+
+def verify(credentials: Credentials, timestamp: int, canonical: bytes, signature: bytes) -> None:
+    """Raises AuthError unless signature is the signature of canonical JSON object text."""
+    status = lib.pasarela_verify(credentials.struct, timestamp, canonical, len(canonical), signature)
+    if status != _OK:
+        reason = _REFUSALS.get(status)
+        if reason is None:
+            raise _fail(status)
+        raise AuthError(reason)
+
+
+def decrypt_data(credentials: Credentials, timestamp: int, data: bytes) -> bytes:
+    """The plaintext of ``<iv_hex>:<ct_hex>`` under the aesKey of (credentials, timestamp)."""
+    out = ffi.new("uint8_t[]", max(len(data) // 2, 1))
+    out_len = ffi.new("size_t *")
+    status = lib.pasarela_decrypt_data(credentials.struct, timestamp, data, len(data), out, len(out), out_len)
+    if status != _OK:
+        reason = _REFUSALS.get(status)
+        if reason is None:
+            raise _fail(status)
+        raise AuthError(reason)
+    return ffi.buffer(out, out_len[0])[:]
 
 
 class Canonical(NamedTuple):

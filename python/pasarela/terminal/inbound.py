@@ -16,7 +16,20 @@ from urllib.parse import parse_qs
 from ..errors import AuthError
 from .request import BODY_METHODS
 
-__all__ = ["DEFAULT_TOLERANCE", "Body", "Inbound", "Params", "header", "read_data", "read_request"]
+__all__ = [
+    "BAD_PADDING",
+    "DEFAULT_TOLERANCE",
+    "KEY_IN_PLAINTEXT",
+    "NOT_JSON",
+    "NOT_OBJECT",
+    "SIGNATURE_MISMATCH",
+    "Body",
+    "Inbound",
+    "Params",
+    "header",
+    "read_data",
+    "read_request",
+]
 
 DEFAULT_TOLERANCE = 300
 """Seconds a timestamp may differ from the server's clock (spec section 8: plus or minus 5 minutes)."""
@@ -34,8 +47,15 @@ class Inbound(NamedTuple):
     method: str
     timestamp: int
     signature: str  # the hex after "Basic "
-    iv: bytes
-    ciphertext: bytes
+    data: str  # <iv_hex>:<ciphertext_hex>, not yet checked (see read_data)
+
+
+# Why a request was refused, for the operator (AuthError.reason); shared by both implementations.
+BAD_PADDING = "bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)"
+NOT_JSON = "plaintext is not JSON"
+NOT_OBJECT = "plaintext is not a JSON object"
+KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
+SIGNATURE_MISMATCH = "signature does not match the payload"
 
 
 def header(headers: Mapping[str, str], name: str) -> Optional[str]:
@@ -116,5 +136,4 @@ def read_request(method: str, headers: Mapping[str, str], body: Body = None, par
     signature = authorization[6:]
     if not _SIGNATURE.fullmatch(signature):
         raise AuthError("Authorization is not 'Basic ' and 128 lowercase hex digits")
-    iv, ciphertext = read_data(_data_field(method, body, params))
-    return Inbound(method, timestamp, signature, iv, ciphertext)
+    return Inbound(method, timestamp, signature, _data_field(method, body, params))

@@ -15,7 +15,18 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional, Union
 
 from ..errors import AuthError, PayloadError
-from .inbound import DEFAULT_TOLERANCE, Body, Params, read_request
+from .inbound import (
+    BAD_PADDING,
+    DEFAULT_TOLERANCE,
+    KEY_IN_PLAINTEXT,
+    NOT_JSON,
+    NOT_OBJECT,
+    SIGNATURE_MISMATCH,
+    Body,
+    Params,
+    read_data,
+    read_request,
+)
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
@@ -115,7 +126,7 @@ def decrypt(aes_key: bytes, iv: bytes, ciphertext: bytes) -> bytes:
     try:
         return bytes(unpadder.update(padded) + unpadder.finalize())
     except ValueError:
-        raise AuthError("bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)") from None
+        raise AuthError(BAD_PADDING) from None
 
 
 def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]:
@@ -124,14 +135,14 @@ def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]
     try:
         canonical = canonicalize_text(plaintext)
     except PayloadError as exc:
-        raise AuthError(f"plaintext is not JSON ({exc.reason})") from None
+        raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
     if not canonical.startswith(b"{"):
-        raise AuthError("plaintext is not a JSON object")
+        raise AuthError(NOT_OBJECT)
     payload: dict[str, Any] = json.loads(canonical.decode("utf-8"))
     if "key" in payload:
-        raise AuthError("plaintext has a key member: requestData must be encrypted without it")
+        raise AuthError(KEY_IN_PLAINTEXT)
     if not hmac.compare_digest(sign(canonical, encoded_key), signature):
-        raise AuthError("signature does not match the payload")
+        raise AuthError(SIGNATURE_MISMATCH)
     return payload
 
 
@@ -169,7 +180,7 @@ class Terminal:
         """
         inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
         derived = self._derive(inbound.timestamp)
-        plaintext = decrypt(derived.aes_key, inbound.iv, inbound.ciphertext)
+        plaintext = decrypt(derived.aes_key, *read_data(inbound.data))
         return verify(plaintext, derived.encoded_key, inbound.signature)
 
     def _derive(self, timestamp: int) -> Derived:
