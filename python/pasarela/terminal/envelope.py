@@ -20,7 +20,7 @@ import orjson
 from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, Body, Params, read_request
+from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, read_request
 from .ivs import fresh_iv
 from .request import (
     KEY_REASON,
