@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Optional, Union
@@ -20,7 +19,7 @@ import orjson
 from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, read_request
+from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
 from .ivs import fresh_iv
 from .request import (
     KEY_REASON,
@@ -125,24 +124,13 @@ def _canonical_text(text: bytes) -> bytes:
     return canonical.text
 
 
-_TWENTY_DIGITS = re.compile(rb"[0-9]{20}").search
-
-
 def _parse_canonical(text: bytes) -> dict[str, Any]:
-    """The payload of canonical JSON object text, exactly as json.loads (the reference) returns it.
-
-    orjson is faster and agrees with json.loads except on lone surrogates (it refuses them) and on
-    integers of 20 digits or more (it returns floats): those texts go to json.loads.
-    """
-    if not _TWENTY_DIGITS(text):
-        try:
-            payload: dict[str, Any] = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            return payload
-    parsed: dict[str, Any] = json.loads(text.decode("utf-8"))
-    return parsed
+    """parse_payload (the reference's), with orjson where it can: it returns the same values."""
+    try:
+        payload: dict[str, Any] = orjson.loads(text)
+    except orjson.JSONDecodeError:  # lone surrogates
+        return parse_payload(text)
+    return payload
 
 
 class Terminal:

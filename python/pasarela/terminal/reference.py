@@ -24,6 +24,7 @@ from .inbound import (
     SIGNATURE_MISMATCH,
     Body,
     Params,
+    parse_payload,
     read_data,
     read_request,
 )
@@ -138,7 +139,7 @@ def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]
         raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
     if not canonical.startswith(b"{"):
         raise AuthError(NOT_OBJECT)
-    payload: dict[str, Any] = json.loads(canonical.decode("utf-8"))
+    payload = parse_payload(canonical)
     if "key" in payload:
         raise AuthError(KEY_IN_PLAINTEXT)
     if not hmac.compare_digest(sign(canonical, encoded_key), signature):
