@@ -1,9 +1,14 @@
-/* sha512.c — streaming SHA-512 (FIPS 180-4), portable C tuned for 64-bit targets.
+/* sha512.c — streaming SHA-512 (FIPS 180-4).
  *
- * The 80 rounds are fully unrolled via macros over a 16-word rolling message schedule, with the
- * working variables renamed instead of shifted. Rotates are written so compilers emit ror, and
- * big-endian loads use __builtin_bswap64 where available. The only table is the K constants,
- * indexed by round number, never by data. */
+ * Two block functions, chosen per context by the cpu bits given to pasarela_sha512_init:
+ *  - portable C tuned for 64-bit targets: the 80 rounds are fully unrolled via macros over a 16-word
+ *    rolling message schedule, with the working variables renamed instead of shifted. Rotates are
+ *    written so compilers emit ror, and big-endian loads use __builtin_bswap64 where available;
+ *  - on x86-64 with GCC or clang, when cpu has PASARELA_CPU_AVX2: scalar rounds with BMI2 and the
+ *    message schedule on AVX2 (see the comment at sha512_blocks_avx2's section), compiled with a
+ *    target attribute, so the rest of the library needs no -m flags.
+ * The only tables are the K constants, indexed by round number, never by data; neither path
+ * branches on data. */
 #include <string.h>
 
 #include "internal.h"
@@ -451,38 +456,32 @@ static PAS_AVX2_FN __attribute__((noinline)) void blk_half(uint64_t state[8], co
     ring[4] = x4, ring[5] = x5, ring[6] = x6, ring[7] = x7;
 }
 
-/* A block with all its rows ready and no schedule work left to carry. Unless NULL, it wipes the
- * rows of table zcur (its own) as soon as it has read them, and all of table zother and the ring
- * zring, as it goes. */
-static PAS_AVX2_FN __attribute__((noinline)) void blk_plain(uint64_t state[8], const uint64_t *wr, uint64_t *zcur,
-                                                           uint64_t *zother, __m256i *zring)
+/* The last block of an update when it is the second of its pair: all its rows are ready and there is
+ * no schedule work left, so it wipes as it goes: the rows of its own table zcur once it has read
+ * them, the other table and the ring (no conditions, so that compilers keep one copy of the loop). */
+static PAS_AVX2_FN __attribute__((noinline)) void blk_last(uint64_t state[8], const uint64_t *wr, uint64_t *zcur,
+                                                          uint64_t *zother, __m256i zring[8])
 {
     const uint64_t *w;
     uint64_t a, b, c, d, e, f, g, h, x, y;
     int r;
 
+    wipe32(zring, 8);
     XLOAD_STATE();
     for (r = 0; r < 5; r++) {
         w = wr + 32 * r;
         PAS_PIN(w);
-        if (zother != NULL) {
-            wipe32(zother + 32 * r, 8);
-        }
-        if (zring != NULL && r == 1) {
-            wipe32(zring, 8);
-        }
+        wipe32(zother + 32 * r, 8);
         XRND8(XW);
         XRND8(XW8);
-        if (zcur != NULL) {
-            wipe32(zcur + 32 * r, 8);
-        }
+        wipe32(zcur + 32 * r, 8);
     }
     XADD_STATE();
 }
 
 /* nblocks >= 1 blocks: the first at `first`, the others consecutive at p. Blocks 2i and 2i+1 form
- * pair i, whose rows live in table[i % 2]. The schedule rows and the ring are wiped before return,
- * by the last block as it goes when that is a plain block or a lone first block, else at the end. */
+ * pair i, whose rows live in table[i % 2]. The schedule rows and the ring are wiped before return:
+ * by blk_last as it goes when the last block is the second of a pair, else at the end. */
 static PAS_AVX2_FN void sha512_blocks_avx2(uint64_t state[8], const uint8_t *first, const uint8_t *p, size_t nblocks)
 {
     uint64_t table[2][160] __attribute__((aligned(32)));
@@ -497,10 +496,8 @@ static PAS_AVX2_FN void sha512_blocks_avx2(uint64_t state[8], const uint8_t *fir
             if (i + 1 < nblocks) { /* start pair i/2 + 1: blocks i + 1 and i + 2 (or i + 1 twice) */
                 pair_load(other, ring, XBLOCK(i + 1), XBLOCK(i + 2 < nblocks ? i + 2 : i + 1));
                 blk_half(state, cur + 2, other, ring, 8);
-            } else if (i == 1) { /* the last block, and no ring or second table in use */
-                blk_plain(state, cur + 2, cur, NULL, NULL);
-            } else { /* the last block */
-                blk_plain(state, cur + 2, cur, other, ring);
+            } else { /* the last block (when nblocks == 2, `other` and the ring were unused) */
+                blk_last(state, cur + 2, cur, other, ring);
             }
         } else {
             blk_half(state, cur, cur, ring, 24);
