@@ -170,14 +170,23 @@ void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasar
     pasarela_hex_encode(digest, sizeof digest, signature_hex);
 }
 
+/* Everything a seal needs from (credentials, timestamp): derived once, reused by a batch. */
+typedef struct sealing_keys {
+    pasarela_derived derived;
+    pasarela_aes256_schedule schedule;
+} sealing_keys;
+
+static int prepare_keys(const pasarela_credentials *c, uint64_t timestamp, sealing_keys *k) {
+    int rc = pasarela_derive_secrets(c, timestamp, &k->derived);
+    if (rc == PASARELA_OK) rc = pasarela_aes256_expand(c->cpu, k->derived.aes_key, &k->schedule);
+    return rc;
+}
+
 /* data = hex(iv) ":" hex(AES-256-CBC-PKCS7(aesKey, iv, plaintext)) */
-static int encrypt_to_hex(unsigned cpu, const pasarela_derived *d, const uint8_t *plaintext, size_t n,
-                          const uint8_t iv[PASARELA_IV_LEN], char *data) {
-    pasarela_aes256_schedule ks;
+static void encrypt_to_hex(unsigned cpu, const pasarela_aes256_schedule *ks, const uint8_t *plaintext, size_t n,
+                           const uint8_t iv[PASARELA_IV_LEN], char *data) {
     uint8_t chain[PASARELA_IV_LEN];
     uint8_t block[256];
-    int rc = pasarela_aes256_expand(cpu, d->aes_key, &ks);
-    if (rc != PASARELA_OK) return rc;
     pasarela_hex_encode(iv, PASARELA_IV_LEN, data);
     data[2 * PASARELA_IV_LEN] = ':';
     data += 2 * PASARELA_IV_LEN + 1;
@@ -185,7 +194,7 @@ static int encrypt_to_hex(unsigned cpu, const pasarela_derived *d, const uint8_t
     size_t whole = n - n % 16;
     for (size_t done = 0; done < whole;) {
         size_t chunk = whole - done < sizeof block ? whole - done : sizeof block;
-        pasarela_aes256_cbc_encrypt_blocks(cpu, &ks, chain, plaintext + done, chunk / 16, block);
+        pasarela_aes256_cbc_encrypt_blocks(cpu, ks, chain, plaintext + done, chunk / 16, block);
         pasarela_hex_encode(block, chunk, data);
         data += 2 * chunk;
         done += chunk;
@@ -194,52 +203,110 @@ static int encrypt_to_hex(unsigned cpu, const pasarela_derived *d, const uint8_t
     uint8_t pad = (uint8_t)(16 - n % 16);
     memcpy(block, plaintext + whole, n % 16);
     memset(block + n % 16, pad, pad);
-    pasarela_aes256_cbc_encrypt_blocks(cpu, &ks, chain, block, 1, block);
+    pasarela_aes256_cbc_encrypt_blocks(cpu, ks, chain, block, 1, block);
     pasarela_hex_encode(block, 16, data);
-    pasarela_wipe(&ks, sizeof ks);
     pasarela_wipe(block, sizeof block);
-    return PASARELA_OK;
+}
+
+/* Writes the signature and the POST body {"data":"<iv_hex>:<ct_hex>"}: PASARELA_SEALED_LEN(n) chars. */
+static void seal_with(unsigned cpu, const sealing_keys *k, const uint8_t *plaintext, size_t n,
+                      const uint8_t iv[PASARELA_IV_LEN], char *out) {
+    static const char body_open[] = "{\"data\":\"";
+    char *body = out + PASARELA_SIGNATURE_HEX_LEN;
+    size_t end = PASARELA_BODY_DATA_OFFSET + PASARELA_DATA_LEN(n);
+    memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
+    encrypt_to_hex(cpu, &k->schedule, plaintext, n, iv, body + PASARELA_BODY_DATA_OFFSET);
+    body[end] = '"';
+    body[end + 1] = '}';
+    pasarela_sign(cpu, plaintext, n, &k->derived, out);
 }
 
 static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
 
 int pasarela_seal(const pasarela_credentials *c, uint64_t timestamp, const uint8_t *plaintext, size_t plaintext_len,
                   const uint8_t iv[PASARELA_IV_LEN], char *out, size_t out_cap, size_t *out_len) {
-    static const char body_open[] = "{\"data\":\"";
-    pasarela_derived d;
+    sealing_keys keys;
     int rc;
     if (c == NULL || plaintext == NULL || iv == NULL || out == NULL || out_len == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
     if (out_cap < PASARELA_SEALED_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
-    rc = pasarela_derive_secrets(c, timestamp, &d);
+    rc = prepare_keys(c, timestamp, &keys);
     if (rc == PASARELA_OK) {
-        char *body = out + PASARELA_SIGNATURE_HEX_LEN;
-        memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
-        rc = encrypt_to_hex(c->cpu, &d, plaintext, plaintext_len, iv, body + PASARELA_BODY_DATA_OFFSET);
-        if (rc == PASARELA_OK) {
-            size_t end = PASARELA_BODY_DATA_OFFSET + PASARELA_DATA_LEN(plaintext_len);
-            body[end] = '"';
-            body[end + 1] = '}';
-            pasarela_sign(c->cpu, plaintext, plaintext_len, &d, out);
-            *out_len = PASARELA_SEALED_LEN(plaintext_len);
-        }
+        seal_with(c->cpu, &keys, plaintext, plaintext_len, iv, out);
+        *out_len = PASARELA_SEALED_LEN(plaintext_len);
     }
-    pasarela_wipe(&d, sizeof d);
+    pasarela_wipe(&keys, sizeof keys);
     return rc;
+}
+
+/* Canonical JSON object text of json into plaintext (capacity PASARELA_JSON_OUT_MAX(json_len)). */
+static int canonical_object(const uint8_t *json, size_t json_len, unsigned json_flags, uint8_t *plaintext,
+                            size_t plaintext_cap, size_t *plaintext_len, void *scratch, size_t scratch_cap,
+                            size_t *error_offset) {
+    int top_level_key = 0;
+    int rc = pasarela_json_canonicalize(json, json_len, json_flags, plaintext, plaintext_cap, plaintext_len, scratch,
+                                        scratch_cap, error_offset, &top_level_key);
+    if (rc != PASARELA_OK) return rc;
+    if (!is_object_text(plaintext, *plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
+    return top_level_key ? PASARELA_E_KEY_MEMBER : PASARELA_OK;
 }
 
 int pasarela_seal_json(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const uint8_t *json,
                        size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN]) {
-    int top_level_key = 0;
-    int rc;
     if (ws == NULL) return PASARELA_E_INVALID_ARGUMENT;
-    rc = pasarela_json_canonicalize(json, json_len, json_flags, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
-                                    ws->scratch, ws->scratch_cap, &ws->error_offset, &top_level_key);
+    int rc = canonical_object(json, json_len, json_flags, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
+                              ws->scratch, ws->scratch_cap, &ws->error_offset);
     if (rc != PASARELA_OK) return rc;
-    if (!is_object_text(ws->plaintext, ws->plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
-    if (top_level_key) return PASARELA_E_KEY_MEMBER;
     return pasarela_seal(c, timestamp, ws->plaintext, ws->plaintext_len, iv, ws->out, ws->out_cap, &ws->out_len);
+}
+
+size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
+                                const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
+                                const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
+                                size_t *out_lens) {
+    sealing_keys keys;
+    const pasarela_credentials *keys_for = NULL; /* keys hold the secrets of (keys_for, keys_timestamp) */
+    uint64_t keys_timestamp = 0;
+    size_t plaintext_used = 0, out_used = 0, done = 0;
+    if (credentials == NULL || timestamps == NULL || json_lens == NULL || ivs == NULL || ws == NULL ||
+        statuses == NULL || plaintext_lens == NULL || out_lens == NULL || (json == NULL && n > 0))
+        return 0;
+    for (; done < n; done++) {
+        size_t len = json_lens[done];
+        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len);
+        /* stop where the next item might not fit: the caller calls again for the rest */
+        if (ws->plaintext_cap - plaintext_used < plaintext_max ||
+            ws->out_cap - out_used < PASARELA_SEALED_LEN(plaintext_max) || ws->scratch_cap < PASARELA_JSON_SCRATCH_SIZE(len))
+            break;
+        const pasarela_credentials *c = credentials[done];
+        uint8_t *plaintext = ws->plaintext + plaintext_used;
+        size_t plaintext_len = 0;
+        int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
+                           : canonical_object(json, len, json_flags, plaintext, plaintext_max, &plaintext_len,
+                                              ws->scratch, ws->scratch_cap, &ws->error_offset);
+        if (rc == PASARELA_OK && (c != keys_for || timestamps[done] != keys_timestamp)) {
+            keys_for = NULL;
+            rc = prepare_keys(c, timestamps[done], &keys);
+            if (rc == PASARELA_OK) {
+                keys_for = c;
+                keys_timestamp = timestamps[done];
+            }
+        }
+        if (rc == PASARELA_OK) {
+            seal_with(c->cpu, &keys, plaintext, plaintext_len, ivs + PASARELA_IV_LEN * done, ws->out + out_used);
+            plaintext_lens[done] = plaintext_len;
+            out_lens[done] = PASARELA_SEALED_LEN(plaintext_len);
+            plaintext_used += plaintext_len;
+            out_used += out_lens[done];
+        } else {
+            plaintext_lens[done] = out_lens[done] = 0;
+        }
+        statuses[done] = rc;
+        json += len;
+    }
+    pasarela_wipe(&keys, sizeof keys);
+    return done;
 }
 
 size_t pasarela_sealed_len(size_t plaintext_len) { return PASARELA_SEALED_LEN(plaintext_len); }

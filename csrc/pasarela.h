@@ -159,6 +159,18 @@ int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspa
                        const uint8_t *json, size_t json_len, unsigned json_flags,
                        const uint8_t iv[PASARELA_IV_LEN]);
 
+/* Many requests in one call (the GIL is released once): item i seals json_lens[i] bytes of the
+ * concatenated JSON texts with credentials[i], timestamps[i] and the 16 bytes at ivs + 16 i, as
+ * pasarela_seal_json would. Plaintexts are written one after another to ws->plaintext and sealed
+ * requests to ws->out; statuses[i], plaintext_lens[i] and out_lens[i] (0 on failure) tell where.
+ * Consecutive items with the same credentials and timestamp share one key derivation. Stops before
+ * an item that might not fit in the workspace and returns how many items it processed: call again
+ * with the rest (0 means the workspace is too small for the next item). */
+size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
+                                const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
+                                const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
+                                size_t *out_lens);
+
 /* ---- open (terminal side) ---- */
 /* Decrypts "<iv_hex>:<ct_hex>" with the aesKey of (credentials, timestamp) into out (at least
  * (data_len - 33) / 2 bytes); *out_len excludes the padding. */

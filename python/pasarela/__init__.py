@@ -10,7 +10,7 @@ See README.md for the whole tour.
 from ._version import __version__
 from .errors import AuthError, CredentialsError, NativeError, PasarelaError, PayloadError, TimestampError
 from .terminal.diagnose import Diagnosis, diagnose
-from .terminal.envelope import Terminal, canonical_json
+from .terminal.envelope import Terminal, canonical_json, seal_batch
 from .terminal.request import Sealed
 
 __all__ = [
@@ -26,4 +26,5 @@ __all__ = [
     "__version__",
     "canonical_json",
     "diagnose",
+    "seal_batch",
 ]
