@@ -121,7 +121,11 @@ typedef struct base64_sha512 {
     char text[1024];
 } base64_sha512;
 
-static void b64sha_update(base64_sha512 *h, const uint8_t *in, size_t n) {
+typedef size_t (*base64_encoder)(const uint8_t *in, size_t n, char *out);
+
+/* encode: pasarela_base64_encode for secret-derived bytes, pasarela_base64_encode_public otherwise
+ * (a group that straddles two pieces always takes the constant-time encoder). */
+static void b64sha_update(base64_sha512 *h, const uint8_t *in, size_t n, base64_encoder encode) {
     while (h->carry_len > 0 && h->carry_len < 3 && n > 0) {
         h->carry[h->carry_len++] = *in++;
         n--;
@@ -134,7 +138,7 @@ static void b64sha_update(base64_sha512 *h, const uint8_t *in, size_t n) {
     while (n >= 3) {
         size_t chunk = n - n % 3;
         if (chunk > sizeof h->text / 4 * 3) chunk = sizeof h->text / 4 * 3;
-        size_t written = pasarela_base64_encode(in, chunk, h->text);
+        size_t written = encode(in, chunk, h->text);
         pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, written);
         in += chunk;
         n -= chunk;
@@ -162,10 +166,10 @@ void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasar
     int empty = n == 2; /* "{}": no comma before the key */
     pasarela_sha512_init(&h.sha, cpu);
     h.carry_len = 0;
-    b64sha_update(&h, plaintext, n - 1);
-    b64sha_update(&h, key_open + empty, sizeof key_open - 1 - (size_t)empty);
-    b64sha_update(&h, (const uint8_t *)d->encoded_key, sizeof d->encoded_key);
-    b64sha_update(&h, key_close, sizeof key_close - 1);
+    b64sha_update(&h, plaintext, n - 1, pasarela_base64_encode_public);
+    b64sha_update(&h, key_open + empty, sizeof key_open - 1 - (size_t)empty, pasarela_base64_encode_public);
+    b64sha_update(&h, (const uint8_t *)d->encoded_key, sizeof d->encoded_key, pasarela_base64_encode);
+    b64sha_update(&h, key_close, sizeof key_close - 1, pasarela_base64_encode_public);
     b64sha_final(&h, digest);
     pasarela_hex_encode(digest, sizeof digest, signature_hex);
 }
