@@ -153,8 +153,27 @@ static size_t utf8_sequence(const uint8_t *in, size_t avail) {
     return 0;
 }
 
+/* A string written by a trusted serializer (PASARELA_JSON_SHORTEST_DIGITS) is already escaped as
+ * JSON.stringify escapes: copied as it is, up to its closing quote. */
+static int trusted_string_token(state *s) {
+    size_t end = s->pos + 1;
+    for (;;) {
+        const uint8_t *quote = memchr(s->in + end, '"', s->n - end);
+        if (quote == NULL) return PASARELA_E_JSON_SYNTAX;
+        end = (size_t)(quote - s->in);
+        size_t backslashes = 0;
+        while (s->in[end - 1 - backslashes] == '\\') backslashes++;
+        end++;
+        if (backslashes % 2 == 0) break; /* not an escaped quote */
+    }
+    put(s, s->in + s->pos, end - s->pos);
+    s->pos = end;
+    return PASARELA_OK;
+}
+
 /* s->pos is at the opening quote. */
 static int string_token(state *s) {
+    if (s->flags & PASARELA_JSON_SHORTEST_DIGITS) return trusted_string_token(s);
     int rc;
     s->pos++;
     if ((rc = put_byte(s, '"')) != PASARELA_OK) return rc;
@@ -261,8 +280,33 @@ static int put_js_number(state *s, int negative, const uint8_t *digits, int k, i
     return put(s, buf, w);
 }
 
+/* A number a trusted serializer wrote is already what Number.prototype.toString writes unless it
+ * has an exponent or ends in ".0" (orjson writes 1e21 as 1e21, 100.0 as 100.0, 1e-7 as 1e-7). */
+static size_t trusted_plain_number(const state *s) {
+    size_t p = s->pos;
+    while (p < s->n) {
+        uint8_t c = s->in[p];
+        if (c == 'e' || c == 'E') return 0;
+        if (!is_digit(c) && c != '.' && c != '-') break;
+        p++;
+    }
+    size_t len = p - s->pos;
+    if (len >= 2 && s->in[p - 1] == '0' && s->in[p - 2] == '.') return 0;
+    return len;
+}
+
 /* s->pos is at '-' or a digit. */
 static int number_token(state *s) {
+    if (s->flags & PASARELA_JSON_SHORTEST_DIGITS) {
+        size_t len = trusted_plain_number(s);
+        int has_point = len > 0 && memchr(s->in + s->pos, '.', len) != NULL;
+        /* integers keep the range check below; "-0" needs rewriting */
+        if (len > 0 && has_point && !(s->in[s->pos] == '-' && s->in[s->pos + 1] == '0' && len <= 3)) {
+            put(s, s->in + s->pos, len);
+            s->pos += len;
+            return PASARELA_OK;
+        }
+    }
     const uint8_t *in = s->in;
     size_t p = s->pos, start = s->pos;
     int negative = 0, is_integer = 1;
@@ -394,7 +438,9 @@ static int close_object(state *s, const frame *f) {
     if (count < 2) return PASARELA_OK;
     for (size_t i = 1; i < count; i++)
         if (m[i].order < m[i - 1].order) in_order = 0;
-    if (count <= 16) {
+    if (s->flags & PASARELA_JSON_SHORTEST_DIGITS) {
+        /* a trusted serializer writes no duplicate keys (a Python dict has none) */
+    } else if (count <= 16) {
         for (size_t i = 1; i < count; i++)
             for (size_t j = 0; j < i; j++)
                 if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;

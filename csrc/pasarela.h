@@ -102,9 +102,11 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
 
 /* ---- JSON (JSON.stringify form) ---- */
 /* Rewrites JSON text into exactly what JSON.stringify(JSON.parse(text)) gives. With
- * PASARELA_JSON_SHORTEST_DIGITS the caller vouches that every number already carries its shortest
- * round-trip digits (as orjson, Python's repr and JavaScript write them); without it, numbers with
- * more than 15 significant digits or outside the normal double range give PASARELA_E_JSON_UNSUPPORTED.
+ * PASARELA_JSON_SHORTEST_DIGITS the caller vouches that the text was written by a serializer that
+ * writes shortest round-trip digits, strings escaped as JSON.stringify escapes them, and no duplicate
+ * keys (orjson and JavaScript do): numbers are then only re-formatted and strings copied. Without it
+ * everything is checked, and numbers with more than 15 significant digits or outside the normal double
+ * range give PASARELA_E_JSON_UNSUPPORTED.
  * The result has numbers in Number.prototype.toString form, integer-like keys first in ascending
  * order, strings re-escaped. scratch must be aligned to 8 bytes. Integer literals beyond
  * +-(2^53-1) give PASARELA_E_JSON_UNSAFE_INTEGER; duplicate keys and nesting deeper than 1000 give
