@@ -25,11 +25,10 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from naive import naive_open, naive_seal  # noqa: E402
-from payloads import SIZES, payload_of_size  # noqa: E402
-
-import pasarela  # noqa: E402
-from pasarela import canonical_json, reference  # noqa: E402
+import pasarela
+from naive import naive_open, naive_seal
+from pasarela import canonical_json, reference
+from payloads import SIZES, payload_of_size
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
@@ -86,33 +85,41 @@ def primitives_sum_ns(plaintext_size: int) -> float:
     return openssl_ns("md5", max(key, 32)) + openssl_ns("sha512", signed_base64) + openssl_ns("aes-256-cbc", padded)
 
 
+Calls = dict[str, tuple[Callable[[], object], int]]
+
+
+def _calls(size: int, terminal: pasarela.Terminal, others: list[pasarela.Terminal], ref: reference.Terminal) -> Calls:
+    """name -> (call, requests per call) for one payload size."""
+    payload = payload_of_size(size)
+    assert len(canonical_json(payload)) == size
+    iv = bytes(range(16))
+    batch = [payload] * BATCH
+    pairs = [(others[i % 4], payload) for i in range(BATCH)]
+    sealed = terminal.seal(payload, timestamp=TIMESTAMP)
+    headers, body = sealed.headers, sealed.body or b""
+    return {
+        "naive seal": (lambda: naive_seal(BUSINESS_CODE, SERIAL, payload, TIMESTAMP, iv), 1),
+        "reference seal": (lambda: ref.seal(payload, timestamp=TIMESTAMP, iv=iv), 1),
+        "seal": (lambda: terminal.seal(payload), 1),
+        "seal_many": (lambda: terminal.seal_many(batch, timestamp=TIMESTAMP), BATCH),
+        "seal_batch": (lambda: pasarela.seal_batch(pairs, timestamp=TIMESTAMP), BATCH),
+        "naive open": (lambda: naive_open(BUSINESS_CODE, SERIAL, headers, body), 1),
+        "reference open": (lambda: ref.open("POST", headers, body, now=TIMESTAMP), 1),
+        "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
+    }
+
+
 def measure(quick: bool) -> dict[str, dict[int, float]]:
     budget = 0.3 if quick else 1.5
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     others = [pasarela.Terminal(f"bc-{i}", f"SN-{i}") for i in range(4)]
     ref = reference.Terminal(BUSINESS_CODE, SERIAL)
-    iv = bytes(range(16))
     rows: dict[str, dict[int, float]] = {name: {} for name in (
         "naive seal", "reference seal", "seal", "seal_many", "seal_batch", "primitives sum",
         "naive open", "reference open", "open")}
     progress = _progress(len(rows) * len(SIZES))
     for size in SIZES:
-        payload = payload_of_size(size)
-        assert len(canonical_json(payload)) == size
-        batch = [payload] * BATCH
-        pairs = [(others[i % 4], payload) for i in range(BATCH)]
-        sealed = terminal.seal(payload, timestamp=TIMESTAMP)
-        headers, body = sealed.headers, sealed.body or b""
-        calls: dict[str, tuple[Callable[[], object], int]] = {
-            "naive seal": (lambda: naive_seal(BUSINESS_CODE, SERIAL, payload, TIMESTAMP, iv), 1),
-            "reference seal": (lambda: ref.seal(payload, timestamp=TIMESTAMP, iv=iv), 1),
-            "seal": (lambda: terminal.seal(payload), 1),
-            "seal_many": (lambda: terminal.seal_many(batch, timestamp=TIMESTAMP), BATCH),
-            "seal_batch": (lambda: pasarela.seal_batch(pairs, timestamp=TIMESTAMP), BATCH),
-            "naive open": (lambda: naive_open(BUSINESS_CODE, SERIAL, headers, body), 1),
-            "reference open": (lambda: ref.open("POST", headers, body, now=TIMESTAMP), 1),
-            "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
-        }
+        calls = _calls(size, terminal, others, ref)
         for name, (call, items) in calls.items():
             rows[name][size] = median_ns(call, items, budget)
             progress.update()

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
-from naive import naive_open
-from payloads import SIZES, payload_of_size
 
 import pasarela
+from naive import naive_open
 from pasarela import reference
+from payloads import SIZES, payload_of_size
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
