@@ -34,8 +34,7 @@ typedef enum pasarela_status {
     PASARELA_E_BAD_HEX = 10,          /* data is not <32 hex>:<hex>, or odd/invalid hex */
     PASARELA_E_BAD_LENGTH = 11,       /* ciphertext is empty or not a multiple of 16 bytes */
     PASARELA_E_BAD_PADDING = 12,      /* PKCS#7 padding check failed */
-    PASARELA_E_SIGNATURE = 13,        /* signature does not match */
-    PASARELA_E_NONCANONICAL = 14      /* JSON is valid but not byte-identical to JSON.stringify(JSON.parse(it)) */
+    PASARELA_E_SIGNATURE = 13         /* signature does not match */
 } pasarela_status;
 
 /* Sizes. */

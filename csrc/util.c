@@ -94,8 +94,6 @@ const char *pasarela_strerror(int status)
         return "bad PKCS#7 padding";
     case PASARELA_E_SIGNATURE:
         return "signature does not match";
-    case PASARELA_E_NONCANONICAL:
-        return "JSON is not in canonical JSON.stringify form";
     default:
         return "unknown status";
     }

@@ -541,7 +541,7 @@ static void test_util(void)
     pasarela_wipe(NULL, 0);
 
     ok = 1;
-    for (st = PASARELA_OK; st <= PASARELA_E_NONCANONICAL; st++) {
+    for (st = PASARELA_OK; st <= PASARELA_E_SIGNATURE; st++) {
         const char *m = pasarela_strerror(st);
         if (m == NULL || strcmp(m, "unknown status") == 0 || m[0] == '\0') {
             ok = 0;
