@@ -104,13 +104,23 @@ def _check_timestamp(status: int, timestamp: int) -> None:
         raise TimestampError(f"timestamp {timestamp} is not 10 digits of whole UTC seconds")
 
 
-def seal_json(credentials: Credentials, timestamp: int, json: bytes, shortest_digits: bool,
-              iv: bytes) -> Optional[tuple[bytes, bytes]]:
-    """(plaintext, sealed) from one C call that canonicalizes JSON object text, signs and encrypts it.
+class SealOutput(NamedTuple):
+    plaintext: bytes  # the canonical JSON that was encrypted and (with the key) signed
+    signature: str  # 128 lowercase hex
+    body: bytes  # {"data":"<iv_hex>:<ct_hex>"}
 
-    sealed is the 128-hex signature followed by the POST body. Returns None when the C path does
-    not handle this text (duplicate keys, very deep nesting, numbers it cannot prove exact): the
-    caller then takes the pure-Python path.
+
+def _output(plaintext: bytes, out: Any, out_len: int) -> SealOutput:
+    return SealOutput(plaintext, ffi.unpack(out, SIGNATURE_HEX_LEN).decode("ascii"),
+                      ffi.buffer(out + SIGNATURE_HEX_LEN, out_len - SIGNATURE_HEX_LEN)[:])
+
+
+def seal_json(credentials: Credentials, timestamp: int, json: bytes, shortest_digits: bool,
+              iv: bytes) -> Optional[SealOutput]:
+    """One C call that canonicalizes JSON object text, then signs and encrypts it.
+
+    Returns None when the C path does not handle this text (duplicate keys, very deep nesting,
+    numbers it cannot prove exact): the caller then takes the pure-Python path.
     """
     w = _workspace
     if len(json) > w.json_capacity:
@@ -129,11 +139,11 @@ def seal_json(credentials: Credentials, timestamp: int, json: bytes, shortest_di
             raise PayloadError("$.key", KEY_REASON)
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return ffi.buffer(w.plaintext, ws.plaintext_len)[:], ffi.buffer(w.out, ws.out_len)[:]
+    return _output(ffi.buffer(w.plaintext, ws.plaintext_len)[:], w.out, ws.out_len)
 
 
-def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: bytes) -> bytes:
-    """The 128-hex signature followed by the POST body, for canonical JSON object text."""
+def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: bytes) -> SealOutput:
+    """Sign and encrypt canonical JSON object text (exactly what JSON.stringify writes)."""
     w = _workspace
     if len(plaintext) > w.ws.plaintext_cap:
         w.grow(len(plaintext))
@@ -144,16 +154,16 @@ def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: bytes) 
     if status != _OK:
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return ffi.buffer(w.out, out_len[0])[:]
+    return _output(plaintext, w.out, out_len[0])
 
 
 _BATCH_JSON_CAPACITY = 16384  # a workspace of ~0.5 MiB per thread; each call fills it, then Python calls again
 
 
 def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons: list[bytes],
-                    ivs: bytes) -> list[Optional[tuple[bytes, bytes]]]:
+                    ivs: bytes) -> list[Optional[SealOutput]]:
     """pasarela_seal_json for many compact JSON texts (orjson output) in as few C calls as the workspace
-    allows, the GIL released during each. Item i: (plaintext, sealed) or None when it needs the single path."""
+    allows, the GIL released during each. Item i: its SealOutput, or None when it needs the single path."""
     n = len(jsons)
     w = _workspace
     if w.json_capacity < _BATCH_JSON_CAPACITY:
@@ -166,7 +176,7 @@ def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
-    results: list[Optional[tuple[bytes, bytes]]] = []
+    results: list[Optional[SealOutput]] = []
     start = offset = 0
     while start < n:
         ws = w.ws
@@ -183,7 +193,8 @@ def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons
         for i in range(start, start + done):
             if statuses[i] == _OK:
                 p_end, o_end = p + plaintext_lens[i], o + out_lens[i]
-                results.append((plaintexts[p:p_end], outs[o:o_end]))
+                results.append(SealOutput(plaintexts[p:p_end], outs[o:o + SIGNATURE_HEX_LEN].decode("ascii"),
+                                          outs[o + SIGNATURE_HEX_LEN:o_end]))
                 p, o = p_end, o_end
             else:
                 results.append(None)

@@ -178,9 +178,8 @@ class Terminal:
         if raw is not None:  # one C call: canonicalize, sign, encrypt
             out = _binding.seal_json(self._native, ts, raw, type(payload) is dict, iv)
             if out is not None:
-                return Sealed(self, method, ts, iv, out[0], out[1])
-        plaintext = canonical_json(payload)
-        return Sealed(self, method, ts, iv, plaintext, _binding.seal(self._native, ts, plaintext, iv))
+                return Sealed(self, method, ts, iv, *out)
+        return Sealed(self, method, ts, iv, *_binding.seal(self._native, ts, canonical_json(payload), iv))
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -249,7 +248,7 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
     sealed: list[Optional[Sealed]] = [None] * len(payloads)
     for i, result in zip(batched, results):
         if result is not None:
-            sealed[i] = Sealed(terminals[i], method, ts, ivs[16 * i:16 * i + 16], result[0], result[1])
+            sealed[i] = Sealed(terminals[i], method, ts, ivs[16 * i:16 * i + 16], *result)
     # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
     # which seals it or raises the precise error
     return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts,

@@ -114,22 +114,21 @@ class Sealed:
     __slots__ = ("_terminal", "body", "headers", "iv", "method", "params", "plaintext", "signature", "timestamp")
 
     def __init__(self, terminal: _Deriver, method: str, timestamp: int, iv: bytes, plaintext: bytes,
-                 sealed: bytes) -> None:
-        """sealed: the 128-hex signature followed by the POST body {"data":"<iv_hex>:<ct_hex>"}."""
+                 signature: str, body: bytes) -> None:
+        """body: the POST body {"data":"<iv_hex>:<ct_hex>"} (for GET its data goes to params)."""
         self._terminal = terminal
         self.method = method
         self.timestamp = timestamp
         self.iv = iv
         self.plaintext = plaintext
-        signature = sealed[:128].decode("ascii")
         self.signature = signature
         self.headers = {"Authorization": "Basic " + signature, "timestamp": str(timestamp),
                         "Content-Type": "application/json"}
         if method == "GET":
             self.body: Optional[bytes] = None
-            self.params: Optional[dict[str, str]] = {"data": sealed[137:-2].decode("ascii")}
+            self.params: Optional[dict[str, str]] = {"data": body[9:-2].decode("ascii")}
         else:
-            self.body = sealed[128:]
+            self.body = body
             self.params = None
 
     @property
