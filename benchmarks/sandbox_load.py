@@ -139,8 +139,11 @@ def _own_sandbox(db: str) -> Iterator[str]:
     command = [sys.executable, "-m", "pasarela.sandbox", "--port", "0", "--db", db, "--log-level", "error"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
-        ready, _, _ = select.select([process.stdout], [], [], _STARTUP_SECONDS)
-        line = process.stdout.readline() if ready and process.stdout is not None else ""
+        stdout = process.stdout
+        if stdout is None:
+            raise RuntimeError("no pipe to the sandbox")
+        ready, _, _ = select.select([stdout], [], [], _STARTUP_SECONDS)
+        line = stdout.readline() if ready else ""
         if " listening on " not in line:
             raise SystemExit(f"the sandbox did not start: {line!r}")
         yield line.rsplit(" ", 1)[1].strip()

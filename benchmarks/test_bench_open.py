@@ -1,6 +1,6 @@
 """Terminal.open: the C core against the pure-Python reference and the naive implementation.
 
-Run: python3 -m pytest benchmarks/test_open.py --benchmark-enable
+Run: python3 -m pytest benchmarks/test_bench_open.py --benchmark-enable
 The naive opener uses json.dumps where the server uses JSON.stringify, so payloads here have no
 integral floats (where the two differ) and all three accept the same requests.
 """
