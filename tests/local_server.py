@@ -32,6 +32,7 @@ class LocalServer:
     def __init__(self, app: App, *, max_lifetime: float = 60.0) -> None:
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else keep-alive answers wait ~40 ms
         self._socket.bind(("127.0.0.1", 0))
         self._socket.listen(64)
         self.port: int = self._socket.getsockname()[1]

@@ -242,3 +242,12 @@ def test_init_refusals() -> None:
     refused("metadata", lambda: TransferInitRequest(token="t", amount=COP, metadata={"when": object()}))
     refused("metadata", lambda: TransferInitRequest(token="t", amount=COP, metadata=["x"]))  # type: ignore[arg-type]
     refused("fullResponse", lambda: TransferInitRequest(token="t", amount=COP, full_response="v2"))  # type: ignore[arg-type]
+
+
+def test_http_url_refuses_malformed_ipv6_host() -> None:
+    from pasarela.errors import ValidationError
+    from pasarela.transfers.fields import http_url
+
+    with pytest.raises(ValidationError) as info:
+        http_url("https://]", "callbackUrl")
+    assert info.value.field == "callbackUrl"

@@ -79,6 +79,13 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0 if verdict.valid else 1
 
 
+def _sandbox(args: argparse.Namespace) -> int:
+    """Runs the sandbox (imported only here: it needs the ``sandbox`` extra); it parses its own options."""
+    from .sandbox.server import main as sandbox_main
+
+    return sandbox_main(args.options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pasarela", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
@@ -101,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     diag.add_argument("--business-code", help="default: $PASARELA_BUSINESS_CODE")
     diag.add_argument("--terminal-serial", help="default: $PASARELA_TERMINAL_SERIAL")
     diag.set_defaults(run=_diagnose)
+
+    # Options (and --help) are the sandbox's own, parsed by it: this parser takes nothing as an option.
+    box = commands.add_parser("sandbox", help="run the local simulator of the service (pasarela sandbox --help)",
+                              add_help=False, prefix_chars="\0")
+    box.add_argument("options", nargs="*", help="the sandbox's options")
+    box.set_defaults(run=_sandbox)
     return parser
 
 

@@ -58,7 +58,10 @@ def choice(value: object, field: str, allowed: Collection[str]) -> str:
 def http_url(value: object, field: str) -> str:
     """An absolute http or https URL with a host."""
     checked = text(value, field)
-    parts = urlsplit(checked)
+    try:
+        parts = urlsplit(checked)
+    except ValueError:  # e.g. "https://]": an invalid IPv6 host
+        raise ValidationError(field, "must be an absolute http(s) URL") from None
     if parts.scheme not in ("http", "https") or not parts.netloc or any(ch.isspace() for ch in checked):
         raise ValidationError(field, "must be an absolute http(s) URL")
     return checked

@@ -1,0 +1,103 @@
+"""The payer page the sandbox hosts: the bank's virtual portal (Ecuador redirect), the wallet the
+deep link opens (Ecuador wallet), and the page a Colombia QR points to.
+
+``GET /sandbox/pay/{token}`` shows the transfer and two buttons; the form posts ``action=pay`` or
+``action=decline`` to the same address. Paying follows the spec's test rule (documentNumber
+999999990 is declined, any other approved); declining always declines. The payment is completed
+(:mod:`.payments`, webhook included) and the payer is sent back by a 303 to
+``callbackUrl?token=<token>`` (spec 3, rule 2), or shown the result when the token request had no
+callbackUrl. The token in the address is the only credential, as for a real portal.
+"""
+
+from __future__ import annotations
+
+import html
+from decimal import Decimal
+from typing import Optional
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .asgi_io import Reply
+from .auth import KeyRule
+from .context import Context
+from .errors import SandboxError
+from .payments import pay
+from .routing import Call, Route
+from .scenarios import Outcome
+from .store import Transfer
+
+__all__ = ["callback_location", "routes"]
+
+_TITLES = {
+    "bank": "Banco Sandbox: virtual portal",
+    "wallet": "Sandbox wallet",
+    "qr": "Bre-B QR payment",
+    "clabe": "Sandbox bank: CLABE transfer",
+}
+_ACTIONS: dict[str, Optional[Outcome]] = {"pay": None, "decline": Outcome.DECLINED}
+"""What each button does: paying leaves the outcome to the test rule."""
+_STYLE = "body{font-family:sans-serif;max-width:32em;margin:3em auto}button{font-size:1.1em;margin-right:1em}"
+
+
+def callback_location(callback_url: str, token: str) -> str:
+    """``callback_url`` with its ``token`` query parameter set to ``token`` (other parameters kept)."""
+    parts = urlsplit(callback_url)
+    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if name != "token"]
+    query.append(("token", token))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
+
+
+def _page(status: int, title: str, body: str) -> Reply:
+    return Reply.html(status, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+                              f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+                              f"<h1>{html.escape(title)}</h1>{body}</body></html>")
+
+
+def _total(transfer: Transfer) -> str:
+    figures = (Decimal(str(transfer.amount[name])) for name in ("subtotalIva0", "subtotalIva", "iva"))
+    return f"{sum(figures, Decimal(0))} {transfer.currency}"
+
+
+class PayerPage:
+    def __init__(self, context: Context) -> None:
+        self._context = context
+
+    def _transfer(self, token: str) -> Transfer:
+        with self._context.store.read() as tx:
+            transfer = tx.transfer(token)
+        if transfer is None:
+            raise SandboxError.not_found("no transfer was started with this token")
+        return transfer
+
+    async def show(self, call: Call) -> Reply:
+        try:
+            transfer = self._transfer(call.params["token"])
+        except SandboxError as exc:
+            return _page(exc.status, "Payment not found", f"<p>{html.escape(exc.message)}</p>")
+        facts = (f"<p>Amount: <strong>{html.escape(_total(transfer))}</strong></p>"
+                 f"<p>Reference: {html.escape(transfer.reference)}</p>"
+                 f"<p>Status: <strong>{html.escape(transfer.status.value)}</strong></p>")
+        if transfer.status.is_final:
+            return _page(200, _TITLES[transfer.variant], facts)
+        form = ('<form method="post"><button name="action" value="pay">Pay</button>'
+                '<button name="action" value="decline">Decline</button></form>')
+        return _page(200, _TITLES[transfer.variant], facts + form)
+
+    async def submit(self, call: Call) -> Reply:
+        action = call.request.form().get("action")
+        try:
+            if action not in _ACTIONS:
+                raise SandboxError.invalid("action", "must be pay or decline")
+            paid = pay(self._context, call.params["token"], _ACTIONS[action])
+        except SandboxError as exc:
+            return _page(exc.status, "Payment not completed", f"<p>{html.escape(exc.message)}</p>")
+        if paid.callback_url is not None:
+            return Reply.redirect(callback_location(paid.callback_url, paid.token))
+        return _page(200, _TITLES[paid.variant], f"<p>Status: <strong>{html.escape(paid.status.value)}</strong></p>")
+
+
+def routes(context: Context) -> list[Route]:
+    page = PayerPage(context)
+    return [
+        Route("GET", "/sandbox/pay/{token}", KeyRule.NONE, page.show),
+        Route("POST", "/sandbox/pay/{token}", KeyRule.NONE, page.submit),
+    ]

@@ -1,0 +1,127 @@
+"""The card payments API with network tokens (spec 2.2, 2.3, 4.2).
+
+Every charge is approved. The ``network`` object appears when a network token was used, and says
+which way: ``tmsIntegration`` is ``transport`` when the card token carried a network token
+(``isNetworkToken: true``; ``wallet`` is its ``networkToken.source``, ``walletId`` its own, "04"
+when not given) and ``creation`` when the charge asked for ``capabilities: ["networkToken"]`` on a
+plain card (``wallet`` "pasarela-sandbox", ``walletId`` "04"). A network token that is transported
+and also asked for is not created again: it stays ``transport``. The masked number shows the first
+6 and last 4 digits of the number the card token was made with. The sandbox keeps only those digits,
+never the card number, CVV or cryptogram.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from ..cards.models import Card, NetworkTokenData
+from ..cards.validation import NETWORK_TOKEN_CAPABILITY
+from .asgi_io import Reply
+from .auth import KeyRule
+from .context import Context, digits, new_token
+from .errors import SandboxError
+from .routing import Call, Route
+from .store import Tx
+from .wire import card_token_request, charge_request, tokenless_charge_request
+
+__all__ = ["network_info", "routes"]
+
+CREATION_WALLET = "pasarela-sandbox"
+DEFAULT_WALLET_ID = "04"
+
+
+def _card_facts(card: Card, is_network_token: bool, network_token: Optional[NetworkTokenData]) -> dict[str, Any]:
+    return {
+        "bin": card.number[:6],
+        "lastFour": card.number[-4:],
+        "length": len(card.number),
+        "isNetworkToken": is_network_token,
+        "source": network_token.source if network_token is not None else None,
+        "walletId": network_token.wallet_id if network_token is not None else None,
+    }
+
+
+def network_info(card: Mapping[str, Any], capabilities: tuple[str, ...]) -> Optional[dict[str, Any]]:
+    """The ``network`` object of a charge, or ``None`` when no network token was involved."""
+    if card["isNetworkToken"]:
+        wallet, wallet_id = card["source"] or "merchant", card["walletId"] or DEFAULT_WALLET_ID
+        integration = "transport"
+    elif NETWORK_TOKEN_CAPABILITY in capabilities:
+        wallet, wallet_id, integration = CREATION_WALLET, DEFAULT_WALLET_ID, "creation"
+    else:
+        return None
+    return {
+        "wallet": wallet,
+        "walletId": wallet_id,
+        "isNetworkToken": True,
+        "tmsMaskedCardNumber": card["bin"] + "X" * (card["length"] - 10) + card["lastFour"],
+        "tmsLastFourDigits": card["lastFour"],
+        "tmsBin": card["bin"],
+        "tmsIntegration": integration,
+    }
+
+
+def _approve(tx: Tx, kind: str, network: Optional[dict[str, Any]], now: float) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "ticketNumber": digits(18),
+        "transactionReference": str(uuid.uuid4()),
+        "approvalCode": digits(6),
+        "transactionStatus": "APPROVAL",
+    }
+    if network is not None:
+        answer["network"] = network
+    tx.add_charge(answer["transactionReference"], kind, answer["ticketNumber"], answer, now)
+    return answer
+
+
+class CardApi:
+    def __init__(self, context: Context) -> None:
+        self._context = context
+
+    async def create_token(self, call: Call) -> Reply:
+        request = card_token_request(call.body)
+        facts = _card_facts(request.card, request.is_network_token, request.network_token)
+        facts["currency"] = request.currency
+        token = new_token()
+        with self._context.store.write() as tx:
+            tx.add_card_token(token, facts, self._context.clock.now())
+        return Reply.json(201, {"token": token})
+
+    def _charge_with_token(self, call: Call, kind: str) -> Reply:
+        request = charge_request(call.body)
+        with self._context.store.write() as tx:
+            token = tx.card_token(request.token)
+            if token is None:
+                raise SandboxError.invalid("token", "is not a card token of this sandbox")
+            if token.used:
+                raise SandboxError.invalid("token", "was already used: card tokens are single-use")
+            if request.amount.currency != token.card["currency"]:
+                raise SandboxError.invalid("amount.currency", "differs from the currency of the card token")
+            tx.use_card_token(request.token)
+            answer = _approve(tx, kind, network_info(token.card, request.capabilities), self._context.clock.now())
+        return Reply.json(201, answer)
+
+    async def charge(self, call: Call) -> Reply:
+        return self._charge_with_token(call, "charge")
+
+    async def pre_authorize(self, call: Call) -> Reply:
+        return self._charge_with_token(call, "preAuthorization")
+
+    async def charge_tokenless(self, call: Call) -> Reply:
+        request = tokenless_charge_request(call.body)
+        facts = _card_facts(request.card, request.is_network_token, request.network_token)
+        with self._context.store.write() as tx:
+            answer = _approve(tx, "tokenless", network_info(facts, request.capabilities), self._context.clock.now())
+        return Reply.json(201, answer)
+
+
+def routes(context: Context) -> list[Route]:
+    api = CardApi(context)
+    return [
+        Route("POST", "/card/v1/tokens", KeyRule.PUBLIC, api.create_token, "CardTokenRequest"),
+        Route("POST", "/card/v1/charges", KeyRule.PRIVATE, api.charge, "ChargeRequest"),
+        Route("POST", "/card/v1/preAuthorization", KeyRule.PRIVATE, api.pre_authorize, "ChargeRequest"),
+        Route("POST", "/card/v2/charges", KeyRule.PRIVATE, api.charge_tokenless, "TokenlessChargeRequest"),
+    ]

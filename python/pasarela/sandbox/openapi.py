@@ -1,0 +1,497 @@
+"""The sandbox's OpenAPI 3.0 document, served at ``/openapi.json``.
+
+Request bodies are checked against these very schemas (:mod:`.schema_check`), so what the document
+promises and what the sandbox enforces are one thing. Rules a schema cannot say (an amount adding up
+to more than zero, a cryptogram only with ``isNetworkToken``) come from the client's own models and
+are answered with the same 400 naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._version import __version__
+
+__all__ = ["COMPONENTS", "document"]
+
+_MAX_AMOUNT = 999_999_999_999
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = (), *, closed: bool = False,
+            description: str = "") -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _string(pattern: str = "", description: str = "", **extra: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", **extra}
+    if pattern:
+        schema["pattern"] = pattern
+    if description:
+        schema["description"] = description
+    return schema
+
+
+_TEXT = _string(r"\S", minLength=1, maxLength=255)
+_MONEY = {"type": "number", "minimum": 0, "maximum": _MAX_AMOUNT, "multipleOf": 0.01}
+_UUID = _string("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_EPOCH_MS = {"type": "integer", "minimum": 0, "description": "epoch milliseconds"}
+_AMOUNT_MEMBERS = {"subtotalIva": _MONEY, "subtotalIva0": _MONEY, "iva": _MONEY}
+_NETWORK_TOKEN_CURRENCIES = ["COP", "CLP", "PEN", "MXN"]
+_TRANSFER_STATUSES = ["initialized", "PAID", "rejected"]
+
+COMPONENTS: dict[str, Any] = {
+    # --- requests
+    "ExtraTaxes": _object({name: _MONEY for name in ("propina", "tasaAeroportuaria", "agenciaDeViaje", "iac")}),
+    "TransferAmount": _object(
+        {**_AMOUNT_MEMBERS, "ice": _MONEY, "extraTaxes": _ref("ExtraTaxes")},
+        ("subtotalIva", "subtotalIva0", "iva"),
+        description="Spec 2.4. Colombia QR test scenarios are chosen by subtotalIva0 + subtotalIva + iva.",
+    ),
+    "TransferFlow": _object(
+        {"processorName": {"type": "string", "enum": ["BRE-B"]}, "type": {"type": "string", "enum": ["QR"]}},
+        ("processorName", "type"),
+    ),
+    "TransferTokenRequest": _object(
+        {
+            "userType": {"type": "string", "enum": ["1"]},
+            "documentType": _TEXT,
+            "documentNumber": _string(r"\S", "999999990 is declined (Mexico, Ecuador)", minLength=1, maxLength=255),
+            "paymentDescription": _TEXT,
+            "email": _string(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$", maxLength=255),
+            "currency": {"type": "string", "enum": ["MXN", "USD", "COP"],
+                         "description": "MXN Mexico (CLABE), USD Ecuador, COP Colombia QR (needs flow)"},
+            "amount": _ref("TransferAmount"),
+            "callbackUrl": _string(r"^https?://[^\s/?#]+[^\s]*$", maxLength=2048),
+            "bankId": _TEXT,
+            "flow": _ref("TransferFlow"),
+        },
+        ("currency", "amount"),
+    ),
+    "TransferInitRequest": _object(
+        {
+            "token": _TEXT,
+            "amount": _ref("TransferAmount"),
+            "metadata": {"type": "object"},
+            "fullResponse": {"type": "string", "enum": ["v2"]},
+        },
+        ("token", "amount"),
+    ),
+    "Card": _object(
+        {
+            "name": _TEXT,
+            "number": _string("^[0-9]{12,19}$", "card number, or network token number with isNetworkToken"),
+            "expiryMonth": _string("^(0[1-9]|1[0-2])$"),
+            "expiryYear": _string("^[0-9]{2}$"),
+            "cvv": _string("^[0-9]{3,4}$"),
+            "cryptogram": _string("^[A-Za-z0-9]{20,28}$", "network token cryptogram (isNetworkToken only)"),
+        },
+        ("name", "number", "expiryMonth", "expiryYear"),
+    ),
+    "NetworkToken": _object(
+        {
+            "deviceType": _TEXT,
+            "requestorId": _TEXT,
+            "source": _TEXT,
+            "walletId": {"type": "string", "enum": ["01", "04"]},
+            "authenticationLevel": _TEXT,
+            "mvv": _string("^[0-9]{10}$", "Visa cards only (numbers starting with 4)"),
+        }
+    ),
+    "CardTokenRequest": _object(
+        {
+            "card": _ref("Card"),
+            "totalAmount": _MONEY,
+            "currency": {"type": "string", "enum": _NETWORK_TOKEN_CURRENCIES},
+            "isNetworkToken": {"type": "boolean"},
+            "networkToken": _ref("NetworkToken"),
+        },
+        ("card", "totalAmount", "currency"),
+    ),
+    "ChargeAmount": _object(
+        {**_AMOUNT_MEMBERS, "ice": _MONEY, "extraTaxes": _ref("ExtraTaxes"),
+         "currency": {"type": "string", "enum": ["COP", "CLP", "PEN", "MXN", "USD"]}},
+        ("subtotalIva", "subtotalIva0", "iva", "currency"),
+    ),
+    "Capabilities": {"type": "array", "items": {"type": "string", "enum": ["networkToken"]}, "maxItems": 1,
+                     "uniqueItems": True,
+                     "description": "networkToken: also tokenize the card with a network token (Creation)"},
+    "ChargeRequest": _object(
+        {"token": _TEXT, "amount": _ref("ChargeAmount"), "capabilities": _ref("Capabilities")},
+        ("token", "amount"),
+        description="Other members of a charge are not shown in the spec: they are accepted and ignored.",
+    ),
+    "TokenlessChargeRequest": _object(
+        {
+            "card": _ref("Card"),
+            "amount": _ref("ChargeAmount"),
+            "isNetworkToken": {"type": "boolean"},
+            "networkToken": _ref("NetworkToken"),
+            "capabilities": _ref("Capabilities"),
+        },
+        ("card", "amount"),
+    ),
+    "PaymentRequest": _object(
+        {
+            "token": _TEXT,
+            "clabe": _string("^[0-9]{18}$", "Mexico: the CLABE the payer pays"),
+            "referenceCode": _string("^[0-9]{6}$", "Ecuador wallet: the 6-digit code"),
+            "outcome": {"type": "string", "enum": ["approved", "declined"],
+                        "description": "default: the spec's rule (documentNumber 999999990 declined, else approved)"},
+        },
+        description="Exactly one of token, clabe, referenceCode.",
+    ),
+    "ClockAdvance": _object({"seconds": {"type": "number", "minimum": 0, "maximum": 31_536_000}}, ("seconds",)),
+    # --- responses
+    "Error": _object(
+        {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
+        ("code", "message"),
+        closed=True,
+    ),
+    "AuthFailure": _object(
+        {"type": {"type": "string", "enum": ["AUTH"]}, "code": {"type": "string", "enum": ["AUTH-001"]},
+         "message": {"type": "string", "enum": ["Invalid or expired credentials"]}},
+        ("type", "code", "message"),
+        closed=True,
+    ),
+    "Token": _object({"token": _string("^[0-9a-f]{32}$")}, ("token",), closed=True),
+    "MexicoClabe": _object(
+        {
+            "bank": {"type": "string"},
+            "referenceNumber": _string("^[0-9]{7}$"),
+            "referenceProcessor": _string("^[0-9]{18}$", "the CLABE, with a correct check digit"),
+            "ticketNumber": _string("^[0-9]{18}$"),
+            "transactionReference": _UUID,
+        },
+        ("bank", "referenceNumber", "referenceProcessor", "ticketNumber", "transactionReference"),
+        closed=True,
+    ),
+    "EcuadorRedirect": _object({"redirectUrl": _string("^https?://")}, ("redirectUrl",), closed=True),
+    "EcuadorWallet": _object(
+        {
+            "qr": _string("^data:image/png;base64,"),
+            "redirectUrl": _string("", "deep link opening the wallet"),
+            "referenceCode": _string("^[0-9]{6}$"),
+        },
+        ("qr", "redirectUrl", "referenceCode"),
+        closed=True,
+    ),
+    "QrDetails": _object(
+        {
+            "status": {"type": "string", "enum": ["initializedTransaction", "PAID", "rejected"]},
+            "amount": _object(
+                {"currency": {"type": "string", "enum": ["COP"]}, **_AMOUNT_MEMBERS},
+                ("currency", "iva", "subtotalIva", "subtotalIva0"),
+                closed=True,
+            ),
+            "created": _EPOCH_MS,
+            "merchantId": {"type": "string"},
+            "merchantName": {"type": "string"},
+        },
+        ("status", "amount", "created", "merchantId", "merchantName"),
+        closed=True,
+    ),
+    "ColombiaQr": _object(
+        {"qr": _string("^data:image/png;base64,"), "transactionReference": _UUID, "details": _ref("QrDetails")},
+        ("qr", "transactionReference"),
+        closed=True,
+    ),
+    "TransferInit": {"anyOf": [_ref("MexicoClabe"), _ref("EcuadorRedirect"), _ref("EcuadorWallet"),
+                               _ref("ColombiaQr")]},
+    "TransferStatus": _object(
+        {
+            "token": {"type": "string"},
+            "transactionReference": _UUID,
+            "status": {"type": "string", "enum": _TRANSFER_STATUSES},
+            "country": {"type": "string", "enum": ["MX", "EC", "CO"]},
+            "currency": {"type": "string", "enum": ["MXN", "USD", "COP"]},
+            "amount": {"type": "object"},
+            "ticketNumber": _string("^[0-9]{18}$"),
+            "created": _EPOCH_MS,
+            "updated": _EPOCH_MS,
+            "cancelled": {"type": "boolean"},
+            "qrStatus": {"type": "string", "enum": ["valid", "expired", "cancelled"],
+                         "description": "Colombia QR and Ecuador wallet"},
+            "qrExpiresAt": _EPOCH_MS,
+        },
+        ("token", "transactionReference", "status", "country", "currency", "amount", "ticketNumber", "created",
+         "updated", "cancelled"),
+        closed=True,
+        description="The status record (its fields are not shown in the spec: this is the sandbox's).",
+    ),
+    "NetworkInfo": _object(
+        {
+            "wallet": {"type": "string"},
+            "walletId": {"type": "string"},
+            "isNetworkToken": {"type": "boolean"},
+            "tmsMaskedCardNumber": _string("^[0-9]{6}X+[0-9]{4}$"),
+            "tmsLastFourDigits": _string("^[0-9]{4}$"),
+            "tmsBin": _string("^[0-9]{6}$"),
+            "tmsIntegration": {"type": "string", "enum": ["transport", "creation"]},
+        },
+        ("wallet", "walletId", "isNetworkToken", "tmsMaskedCardNumber", "tmsLastFourDigits", "tmsBin",
+         "tmsIntegration"),
+        closed=True,
+    ),
+    "ChargeResult": _object(
+        {
+            "ticketNumber": _string("^[0-9]{18}$"),
+            "transactionReference": _UUID,
+            "approvalCode": _string("^[0-9]{6}$"),
+            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+            "network": _ref("NetworkInfo"),
+        },
+        ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus"),
+        closed=True,
+    ),
+    "Webhook": _object(
+        {
+            "id": {"type": "string"},
+            "token": {"type": "string"},
+            "status": {"type": "string", "enum": ["approvedTransaction", "declinedTransaction"]},
+            "delivered": {"type": "boolean"},
+            "attempts": {"type": "integer", "minimum": 0},
+            "created": _EPOCH_MS,
+            "nextAttemptAt": _EPOCH_MS,
+            "deliveredAt": _EPOCH_MS,
+            "lastError": {"type": "string"},
+        },
+        ("id", "token", "status", "delivered", "attempts", "created"),
+        closed=True,
+    ),
+    "WebhookList": _object(
+        {"webhookUrl": {"type": "boolean", "description": "whether a webhook URL is configured"},
+         "webhooks": {"type": "array", "items": _ref("Webhook")}},
+        ("webhookUrl", "webhooks"),
+        closed=True,
+    ),
+    "Clock": _object({"now": _EPOCH_MS}, ("now",), closed=True),
+    "TerminalEnvelope": _object(
+        {"data": _string("^[0-9a-f]{32}:[0-9a-f]+$", "<iv_hex>:<ciphertext_hex>")}, ("data",), closed=True
+    ),
+}
+
+_JSON = "application/json"
+_HTML = "text/html"
+
+
+def _response(description: str, schema: str, media: str = _JSON) -> dict[str, Any]:
+    return {"description": description, "content": {media: {"schema": _ref(schema)}}}
+
+
+def _html(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {_HTML: {"schema": {"type": "string"}}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _response(description, "Error")
+
+
+_UNAUTHORIZED = _error("the merchant key header is missing or wrong")
+_INVALID = _error("the body breaks the schema or a rule of the spec; field names it")
+_TOKEN_PARAMETER = {"name": "token", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+Security = list[dict[str, list[str]]]
+_PUBLIC: Security = [{"PublicMerchantId": []}]
+_PRIVATE: Security = [{"PrivateMerchantId": []}]
+_TERMINAL: Security = [{"TerminalSignature": [], "TerminalTimestamp": []}]
+
+
+_FLOW = {"processorName": "BRE-B", "type": "QR"}
+_EXAMPLES: dict[str, dict[str, Any]] = {
+    "TransferTokenRequest": {
+        "colombiaQrPaid": {"summary": "Colombia QR, sum 10000: PAID with a webhook", "value": {
+            "currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 10000, "iva": 0}, "flow": _FLOW}},
+        "mexico": {"summary": "Mexico CLABE (documentNumber 999999990 would be declined)", "value": {
+            "currency": "MXN", "amount": {"subtotalIva": 1000, "subtotalIva0": 0, "iva": 160}, "userType": "1",
+            "documentType": "CURP", "documentNumber": "123456789", "email": "payer@example.com"}},
+        "ecuador": {"summary": "Ecuador: bank redirect or wallet, by the configured processor", "value": {
+            "currency": "USD", "amount": {"subtotalIva": 100, "subtotalIva0": 0, "iva": 15}, "userType": "1",
+            "documentType": "CI", "documentNumber": "123456789",
+            "callbackUrl": "https://shop.example/return"}},
+    },
+    "CardTokenRequest": {
+        "transport": {"summary": "Transport: a network token and its cryptogram", "value": {
+            "card": {"name": "Ana Gomez", "number": "4000000000000002", "expiryMonth": "12", "expiryYear": "29",
+                     "cryptogram": "AgAAAAAAAIR8CQrXcIhbQAAAAAA"},
+            "totalAmount": 119000, "currency": "COP", "isNetworkToken": True,
+            "networkToken": {"walletId": "01", "mvv": "0123456789"}}},
+        "card": {"summary": "A plain card (ask for networkToken in the charge: Creation)", "value": {
+            "card": {"name": "Ana Gomez", "number": "5100000000000008", "expiryMonth": "12", "expiryYear": "29",
+                     "cvv": "123"},
+            "totalAmount": 119000, "currency": "COP"}},
+    },
+    "ClockAdvance": {"tenMinutes": {"summary": "let a Colombia QR expire", "value": {"seconds": 600}}},
+}
+
+
+def _json_body(schema: str) -> dict[str, Any]:
+    media: dict[str, Any] = {"schema": _ref(schema)}
+    if schema in _EXAMPLES:
+        media["examples"] = _EXAMPLES[schema]
+    return {"required": True, "content": {_JSON: media}}
+
+
+def _operation(operation_id: str, summary: str, security: Security, responses: dict[str, Any], *,
+               body: str = "", parameters: tuple[dict[str, Any], ...] = (), tags: tuple[str, ...] = ()
+               ) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": operation_id, "summary": summary, "security": security,
+                                 "responses": responses}
+    if body:
+        operation["requestBody"] = _json_body(body)
+    if parameters:
+        operation["parameters"] = list(parameters)
+    if tags:
+        operation["tags"] = list(tags)
+    return operation
+
+
+def _charge(operation_id: str, summary: str, body: str) -> dict[str, Any]:
+    return {"post": _operation(operation_id, summary, _PRIVATE, {
+        "201": _response("approved: ticketNumber, transactionReference, and network when a network token was used",
+                         "ChargeResult"),
+        "400": _INVALID, "401": _UNAUTHORIZED}, body=body, tags=("cards",))}
+
+
+def _status(operation_id: str, summary: str, security: Security) -> dict[str, Any]:
+    return {"get": _operation(operation_id, summary, security, {
+        "200": _response("the status record", "TransferStatus"),
+        "401": _UNAUTHORIZED, "404": _error("no transfer was started with this token")},
+        parameters=(_TOKEN_PARAMETER,), tags=("transfers",))}
+
+
+def _terminal_get(operation_id: str, summary: str) -> dict[str, Any]:
+    return {"get": _operation(operation_id, summary, _TERMINAL, {
+        "200": _response("the payload, echoed encrypted with the request's key", "TerminalEnvelope"),
+        "400": _response("encrypted error naming the missing field", "TerminalEnvelope"),
+        "401": _response("AUTH-001, whatever the cause", "AuthFailure")},
+        parameters=({"name": "data", "in": "query", "required": True,
+                     "schema": _string("^[0-9a-f]{32}:[0-9a-f]+$")},), tags=("terminal",))}
+
+
+def _linked(response: dict[str, Any], links: dict[str, Any]) -> dict[str, Any]:
+    """A response with OpenAPI links: how its values feed the next call (also drives stateful API tests)."""
+    return {**response, "links": links}
+
+
+_BY_TOKEN = {"token": "$request.body#/token"}
+_TRANSFER_LINKS = {
+    "TransferStatus": {"operationId": "transferStatus", "parameters": _BY_TOKEN},
+    "Status": {"operationId": "status", "parameters": _BY_TOKEN},
+    "CancelTransfer": {"operationId": "cancelTransfer", "parameters": _BY_TOKEN},
+    "PayTransfer": {"operationId": "payTransfer", "requestBody": _BY_TOKEN},
+    "PayerPage": {"operationId": "payerPage", "parameters": _BY_TOKEN},
+}
+
+_PATHS: dict[str, Any] = {
+    "/transfer/v1/tokens": {"post": _operation("createTransferToken", "Transfer token (spec 2.5)", _PUBLIC, {
+        "201": _linked(_response("the token, for init, status and cancel", "Token"), {
+            "InitTransfer": {"operationId": "initTransfer",
+                             "requestBody": {"token": "$response.body#/token", "amount": "$request.body#/amount"}}}),
+        "400": _INVALID, "401": _UNAUTHORIZED}, body="TransferTokenRequest", tags=("transfers",))},
+    "/transfer/v1/init": {"post": _operation(
+        "initTransfer", "Start the transfer (spec 2.6, 2.7; Colombia scenarios of 8)", _PRIVATE, {
+        "201": _linked(_response("Mexico CLABE, Ecuador redirect or wallet, or Colombia QR", "TransferInit"),
+                       _TRANSFER_LINKS),
+        "400": _error("schema error, unknown or used token, or QR-CODE-0059 (Colombia sum 99999999)"),
+        "401": _UNAUTHORIZED,
+        "500": _error("QR-CODE-0001 (Colombia sum 11000)"),
+        "504": _error("TIMEOUT (Colombia sum 13000): sent only after the configured delay, unanswered until then"),
+    }, body="TransferInitRequest", tags=("transfers",))},
+    "/transfer/v1/status/{token}": _status("transferStatus", "Transfer status", _PRIVATE),
+    "/status/{token}": _status("status", "Transfer status (either merchant key)",
+                               [{"PrivateMerchantId": []}, {"PublicMerchantId": []}]),
+    "/transfer/v1/cancel/{token}": {"patch": _operation("cancelTransfer", "Cancel a transfer that is not final",
+                                                        _PRIVATE, {
+        "204": {"description": "cancelled: the QR is invalidated, the payer can no longer pay"},
+        "400": _error("T023: Transaction has a final status."),
+        "401": _UNAUTHORIZED, "404": _error("no transfer was started with this token")},
+        parameters=(_TOKEN_PARAMETER,), tags=("transfers",))},
+    "/card/v1/tokens": {"post": _operation("createCardToken", "Card token (spec 2.2)", _PUBLIC, {
+        "201": _linked(_response("the card token", "Token"), {
+            "Charge": {"operationId": "charge", "requestBody": {
+                "token": "$response.body#/token",
+                "amount": {"subtotalIva": 0, "subtotalIva0": "$request.body#/totalAmount", "iva": 0,
+                           "currency": "$request.body#/currency"}}}}),
+        "400": _INVALID, "401": _UNAUTHORIZED},
+        body="CardTokenRequest", tags=("cards",))},
+    "/card/v1/charges": _charge("charge", "Charge a card token (spec 2.3)", "ChargeRequest"),
+    "/card/v1/preAuthorization": _charge("preAuthorize", "Pre-authorize a card token", "ChargeRequest"),
+    "/card/v2/charges": _charge("chargeTokenless", "Tokenless charge, network-token fields allowed",
+                                "TokenlessChargeRequest"),
+    "/sandbox/v1/payments": {"post": _operation(
+        "payTransfer", "Simulator: the payer pays (CLABE, wallet, QR, bank) or is declined", _PRIVATE, {
+            "200": _response("the transfer after the payment (a webhook is on its way)", "TransferStatus"),
+            "400": _INVALID, "401": _UNAUTHORIZED, "404": _error("no such transfer"),
+            "409": _error("already final, cancelled, QR expired, or a scenario that stays initialized")},
+        body="PaymentRequest", tags=("simulator",))},
+    "/sandbox/v1/clock": {"post": _operation(
+        "advanceClock", "Simulator: move the clock forward (QR expiry)", _PRIVATE, {
+            "200": _response("the sandbox's now", "Clock"), "400": _INVALID, "401": _UNAUTHORIZED},
+        body="ClockAdvance", tags=("simulator",))},
+    "/sandbox/v1/webhooks": {"get": _operation(
+        "listWebhooks", "Simulator: the webhook outbox, newest first", _PRIVATE, {
+            "200": _response("deliveries and their state", "WebhookList"), "401": _UNAUTHORIZED},
+        tags=("simulator",))},
+    "/sandbox/pay/{token}": {
+        "get": {"operationId": "payerPage", "summary": "Payer page: the bank portal, the wallet, the QR's landing page",
+                "security": [], "tags": ["simulator"], "parameters": [_TOKEN_PARAMETER],
+                "responses": {"200": _html("the transfer, and Pay and Decline buttons"),
+                              "404": _html("no such transfer")}},
+        "post": {"operationId": "payerPageSubmit", "summary": "Payer page form: pay or decline, then callbackUrl",
+                 "security": [], "tags": ["simulator"], "parameters": [_TOKEN_PARAMETER],
+                 "requestBody": {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": _object(
+                     {"action": {"type": "string", "enum": ["pay", "decline"]}}, ("action",))}}},
+                 "responses": {
+                     "303": {"description": "back to callbackUrl?token=...",
+                             "headers": {"Location": {"schema": {"type": "string"}}}},
+                     "200": _html("the result (the token request had no callbackUrl)"),
+                     "400": _html("action missing"), "404": _html("no such transfer"),
+                     "409": _html("already final, cancelled, QR expired, or a scenario that stays initialized")}},
+    },
+    "/openapi.json": {"get": {"operationId": "openapi", "summary": "This document", "security": [],
+                              "responses": {"200": {"description": "OpenAPI 3.0", "content": {
+                                  _JSON: {"schema": {"type": "object", "required": ["openapi", "paths"]}}}}}}},
+    "/terminal/v1/sync/charge": {"post": _operation(
+        "terminalCharge", "Terminal API (any POST, PUT or PATCH path under /terminal/): the payload echoed",
+        _TERMINAL, {"200": _response("the payload, encrypted with the request's key", "TerminalEnvelope"),
+                    "401": _response("AUTH-001, whatever the cause", "AuthFailure")},
+        body="TerminalEnvelope", tags=("terminal",))},
+    "/terminal/v1/sync/abort": _terminal_get("terminalSyncAbort", "Abort; identifier inside the payload, or {}"),
+    "/terminal/v1/async/abort": _terminal_get("terminalAsyncAbort", "Abort; identifier inside the payload, or {}"),
+    "/terminal/v1/print/status": _terminal_get("terminalPrintStatus", "Print job status; printJobId inside"),
+}
+
+
+def document() -> dict[str, Any]:
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "pasarela sandbox",
+            "version": __version__,
+            "description": "A local, stateful simulator of the payment service: cards (4.2), transfers (4.3) with "
+                           "the test behaviours of section 8, webhooks (6), and the terminal API (4.1, 5.1). "
+                           "See docs/sandbox.md.",
+        },
+        "paths": _PATHS,
+        "components": {
+            "schemas": COMPONENTS,
+            "securitySchemes": {
+                "PublicMerchantId": {"type": "apiKey", "in": "header", "name": "Public-Merchant-Id"},
+                "PrivateMerchantId": {"type": "apiKey", "in": "header", "name": "Private-Merchant-Id"},
+                "TerminalSignature": {"type": "apiKey", "in": "header", "name": "Authorization",
+                                      "description": "Basic <SHA-512 hex of the signed payload> (spec 5.1)"},
+                "TerminalTimestamp": {"type": "apiKey", "in": "header", "name": "timestamp",
+                                      "description": "Unix seconds, 10 digits"},
+            },
+        },
+    }

@@ -1,0 +1,158 @@
+"""``pasarela sandbox`` / ``python -m pasarela.sandbox``: run the sandbox under uvicorn on 127.0.0.1.
+
+Every option has a default, and the start-up banner prints each value in force, except the secrets
+(private key, webhook secret, business code), of which it says only where they came from. Those
+three can also come from the environment (command lines are visible to other users):
+PASARELA_SANDBOX_PRIVATE_KEY, PASARELA_SANDBOX_WEBHOOK_SECRET, PASARELA_BUSINESS_CODE (the variable
+``pasarela seal`` reads, so both agree), and PASARELA_TERMINAL_SERIAL for the serial.
+
+SIGINT (Ctrl-C) and SIGTERM stop it gracefully (pending webhooks stay in the outbox for the next
+start); as uvicorn does, the process then ends by the signal it received (SIGINT: exit status 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Optional, TextIO
+
+from .._version import __version__
+from ..errors import ConfigurationError
+from .config import ECUADOR_PROCESSORS, SandboxConfig
+
+__all__ = ["DEFAULT_DB", "DEFAULT_PORT", "build_parser", "main"]
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8790
+DEFAULT_DB = "pasarela-sandbox.sqlite3"
+_DEFAULTS = SandboxConfig()
+_SECRETS = (
+    ("private_key", "--private-key", "PASARELA_SANDBOX_PRIVATE_KEY"),
+    ("webhook_secret", "--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),
+    ("business_code", "--business-code", "PASARELA_BUSINESS_CODE"),
+)
+
+
+def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="A local, stateful simulator of the payment service on 127.0.0.1 (see docs/sandbox.md).",
+    )
+    add = parser.add_argument
+    add("--port", type=int, default=DEFAULT_PORT, help=f"TCP port; 0 picks a free one (default {DEFAULT_PORT})")
+    add("--db", default=DEFAULT_DB, help=f"SQLite file, or :memory: (default {DEFAULT_DB})")
+    add("--public-key", default=_DEFAULTS.public_key, help=f"public merchant key (default {_DEFAULTS.public_key})")
+    add("--private-key", help="private merchant key (default: $PASARELA_SANDBOX_PRIVATE_KEY, else the documented one)")
+    add("--webhook-url", help="where transfer webhooks are POSTed (default: none, they wait in the outbox)")
+    add("--webhook-secret", help="HMAC key of the webhook signatures (default: $PASARELA_SANDBOX_WEBHOOK_SECRET, "
+                                 "else the documented one)")
+    add("--business-code", help="the terminal's business code (default: $PASARELA_BUSINESS_CODE, else the "
+                                "documented one)")
+    add("--terminal-serial", default=os.environ.get("PASARELA_TERMINAL_SERIAL", _DEFAULTS.terminal_serial),
+        help=f"the terminal's serial (default: $PASARELA_TERMINAL_SERIAL, else {_DEFAULTS.terminal_serial})")
+    add("--ecuador-processor", choices=ECUADOR_PROCESSORS, default=_DEFAULTS.ecuador_processor,
+        help=f"Ecuador variant: bank redirect or wallet (default {_DEFAULTS.ecuador_processor})")
+    add("--merchant-name", default=_DEFAULTS.merchant_name, help=f"default {_DEFAULTS.merchant_name!r}")
+    add("--timeout-delay", type=float, default=_DEFAULTS.timeout_delay,
+        help=f"seconds the 13000 scenario leaves init unanswered (default {_DEFAULTS.timeout_delay:g})")
+    add("--webhook-backoff", type=float, default=_DEFAULTS.webhook_backoff,
+        help=f"seconds before the first webhook retry, doubled each time (default {_DEFAULTS.webhook_backoff:g})")
+    add("--webhook-backoff-max", type=float, default=_DEFAULTS.webhook_backoff_max,
+        help=f"longest wait between webhook retries (default {_DEFAULTS.webhook_backoff_max:g})")
+    add("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+        help="default warning")
+    parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
+    return parser
+
+
+def _secret(args: argparse.Namespace, attribute: str, variable: str) -> tuple[str, str]:
+    """The value and where it came from (for the banner, which never shows the value)."""
+    given = getattr(args, attribute)
+    if given is not None:
+        return given, "given; not shown"
+    if os.environ.get(variable):
+        return os.environ[variable], f"from ${variable}; not shown"
+    return str(getattr(_DEFAULTS, attribute)), "the documented default; not shown"
+
+
+def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
+    secrets = {attribute: _secret(args, attribute, variable) for attribute, _, variable in _SECRETS}
+    config = SandboxConfig(
+        public_key=args.public_key,
+        private_key=secrets["private_key"][0],
+        webhook_secret=secrets["webhook_secret"][0],
+        business_code=secrets["business_code"][0],
+        webhook_url=args.webhook_url,
+        terminal_serial=args.terminal_serial,
+        ecuador_processor=args.ecuador_processor,
+        merchant_name=args.merchant_name,
+        timeout_delay=args.timeout_delay,
+        webhook_backoff=args.webhook_backoff,
+        webhook_backoff_max=args.webhook_backoff_max,
+    )
+    return config, {option: secrets[attribute][1] for attribute, option, _ in _SECRETS}
+
+
+def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str, str]) -> None:
+    url = f"http://{HOST}:{port}"
+    lines = [
+        f"pasarela sandbox {__version__} listening on {url}",
+        f"  OpenAPI document  {url}/openapi.json",
+        f"  --port            {args.port}" + (f" (picked {port})" if args.port == 0 else ""),
+        f"  --db              {args.db}",
+        f"  --public-key      {args.public_key}",
+        *(f"  {option:<17} ({source})" for option, source in secrets.items() if option == "--private-key"),
+        f"  --webhook-url     {args.webhook_url or '(none: webhooks wait in the outbox)'}",
+        *(f"  {option:<17} ({source})" for option, source in secrets.items() if option != "--private-key"),
+        f"  --terminal-serial {args.terminal_serial}",
+        f"  --ecuador-processor {args.ecuador_processor}",
+        f"  --merchant-name   {args.merchant_name}",
+        f"  --timeout-delay   {args.timeout_delay:g}",
+        f"  --webhook-backoff {args.webhook_backoff:g} (max {args.webhook_backoff_max:g})",
+    ]
+    out.write("\n".join(lines) + "\n")
+    out.flush()
+
+
+def _listen(port: int) -> socket.socket:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: without it a keep-alive client waits ~40 ms (Nagle meets
+    # delayed ACK) on every answer after the first, since asyncio leaves a socket it did not create alone.
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    listener.bind((HOST, port))
+    listener.listen(2048)
+    return listener
+
+
+def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox") -> int:
+    args = build_parser(prog).parse_args(argv)
+    try:
+        import uvicorn
+
+        from .service import Sandbox
+    except ImportError as exc:
+        print(f"{prog}: error: {exc.name or exc} is missing: pip install 'pasarela[sandbox]'", file=sys.stderr)
+        return 2
+    try:
+        config, secrets = _config(args)
+        sandbox = Sandbox(config, db=args.db)
+        listener = _listen(args.port)
+    except (ConfigurationError, OSError, ValueError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _banner(sys.stdout, args, listener.getsockname()[1], secrets)
+    server = uvicorn.Server(uvicorn.Config(sandbox.app, log_level=args.log_level, access_log=False, lifespan="on"))
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:  # uvicorn shut down gracefully, then re-raised Ctrl-C: no traceback
+        return 130
+    finally:
+        sandbox.close()
+        listener.close()
+    return 0

@@ -1,0 +1,71 @@
+"""One sandbox: configuration, storage, clock, webhook dispatcher and the ASGI app, started together.
+
+    with Sandbox(SandboxConfig(webhook_url="http://127.0.0.1:9000/hooks"), db=":memory:") as sandbox:
+        serve(sandbox.app)          # any ASGI server; `pasarela sandbox` uses uvicorn
+
+Under a server that runs the ASGI lifespan protocol, the app also starts and stops the dispatcher
+itself, so ``Sandbox(...).app`` alone is enough there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from types import TracebackType
+from typing import Callable, Optional, Union
+
+from .app import SandboxApp
+from .clock import SandboxClock
+from .config import SandboxConfig
+from .context import Context
+from .store import Store
+from .webhooks import Backoff, Dispatcher, HttpSender, Sender
+
+__all__ = ["Sandbox"]
+
+
+class Sandbox:
+    """``clock`` is the base clock (Unix seconds; the simulator's offset is added to it), ``sender``
+    delivers webhooks (default: HTTP), ``backoff`` spaces their retries (default: from the config)."""
+
+    def __init__(
+        self,
+        config: Optional[SandboxConfig] = None,
+        *,
+        db: Union[str, os.PathLike[str]] = ":memory:",
+        clock: Callable[[], float] = time.time,
+        sender: Optional[Sender] = None,
+        backoff: Optional[Backoff] = None,
+    ) -> None:
+        self.config = config if config is not None else SandboxConfig()
+        self.store = Store(db)
+        self.clock = SandboxClock(clock)
+        self.dispatcher = Dispatcher(
+            self.store, self.config, self.clock, sender or HttpSender(self.config.webhook_timeout), backoff
+        )
+        self.app = SandboxApp(Context(self.config, self.store, self.clock, self.dispatcher.notify))
+        self.app.on_startup.append(self.start)
+        self.app.on_shutdown.append(self.stop)
+
+    def start(self) -> None:
+        """Start delivering webhooks (pending ones from an earlier run first)."""
+        self.dispatcher.start()
+
+    def stop(self) -> None:
+        self.dispatcher.stop()
+
+    def close(self) -> None:
+        self.stop()
+        self.store.close()
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.config!r}, db={self.store.path!r})"

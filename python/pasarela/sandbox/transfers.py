@@ -1,0 +1,223 @@
+"""The bank transfer API (spec 4.3): token, init, both status queries, cancel.
+
+Init answers by country (read from the token's currency): Mexico a CLABE, Ecuador the bank
+redirect or the wallet (the processor configured with ``--ecuador-processor``), Colombia a QR,
+with the test scenarios of section 8 (:mod:`.scenarios`). Every answer links to the payer page
+(:mod:`.bank_page`) at the address the caller reached the sandbox by.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, Optional
+
+from .asgi_io import Reply, Request
+from .auth import KeyRule
+from .clabe import SANDBOX_BANK, make_clabe
+from .context import Context, digits, new_token
+from .errors import SandboxError
+from .jsontext import plain
+from .qr import png_data_uri
+from .routing import Call, Route
+from .scenarios import ColombiaScenario, colombia_scenario
+from .states import QR_VALIDITY_SECONDS, PaymentWindow, TransferStatus, cancel
+from .store import Transfer, TransferToken, Tx
+from .webhooks import enqueue_event
+from .wire import client_rules, transfer_init_request, transfer_token_request
+
+__all__ = ["payer_page_url", "routes", "status_record"]
+
+_COUNTRIES = {"MXN": "MX", "USD": "EC", "COP": "CO"}
+_CODE_ATTEMPTS = 50
+
+
+def payer_page_url(request: Request, token: str) -> str:
+    return f"{request.host}/sandbox/pay/{token}"
+
+
+def status_record(transfer: Transfer, now: float) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "token": transfer.token,
+        "transactionReference": transfer.reference,
+        "status": transfer.status.value,
+        "country": transfer.country,
+        "currency": transfer.currency,
+        "amount": dict(transfer.amount),
+        "ticketNumber": transfer.ticket_number,
+        "created": int(transfer.created * 1000),
+        "updated": int(transfer.updated * 1000),
+        "cancelled": transfer.window.cancelled,
+    }
+    if transfer.variant in ("qr", "wallet"):
+        record["qrStatus"] = transfer.window.qr_status(now)
+        if transfer.window.expires_at is not None:
+            record["qrExpiresAt"] = int(transfer.window.expires_at * 1000)
+    return record
+
+
+class TransferApi:
+    def __init__(self, context: Context) -> None:
+        self._context = context
+
+    async def create_token(self, call: Call) -> Reply:
+        body = call.body
+        transfer_token_request(body)  # the client's rules, per country
+        token = new_token()
+        with self._context.store.write() as tx:
+            tx.add_transfer_token(token, plain(body), self._context.clock.now())
+        return Reply.json(201, {"token": token})
+
+    async def init(self, call: Call) -> Reply:
+        request = transfer_init_request(call.body)
+        amount_wire = request.amount.to_wire(with_currency=False)
+        now = self._context.clock.now()
+        with self._context.store.write() as tx:
+            token = _usable_token(tx, request.token)
+            currency = str(token.request["currency"])
+            with client_rules():
+                request.amount.check_currency(currency)
+            _check_same_total(token, request.amount.total)
+            scenario = None
+            if currency == "COP":
+                scenario = colombia_scenario(request.amount.subtotal_iva0, request.amount.subtotal_iva,
+                                             request.amount.iva)
+                refusal = scenario.refusal()
+                if refusal is not None:
+                    raise refusal
+            transfer = self._new_transfer(tx, token, currency, amount_wire, request.metadata, scenario, now)
+            tx.add_transfer(transfer)
+            tx.use_transfer_token(token.token)
+            if scenario is not None and scenario.immediate_outcome is not None:
+                final = TransferStatus.after(scenario.immediate_outcome)
+                tx.set_status(transfer.token, final, now)
+                enqueue_event(tx, transfer, final, now)
+        if scenario is not None and scenario.immediate_outcome is not None:
+            self._context.webhook_queued()
+        if scenario is not None and scenario.http_status is None:
+            return await self._time_out(call)
+        return Reply.json(201, self._init_answer(call.request, transfer, request.full_response))
+
+    def _new_transfer(self, tx: Tx, token: TransferToken, currency: str, amount_wire: Mapping[str, Any],
+                      metadata: Optional[Mapping[str, Any]], scenario: Optional[ColombiaScenario],
+                      now: float) -> Transfer:
+        country = _COUNTRIES[currency]
+        variant = {"MX": "clabe", "CO": "qr"}.get(country, self._context.config.ecuador_processor)
+        return Transfer(
+            token=token.token,
+            reference=str(uuid.uuid4()),
+            country=country,
+            variant=variant,
+            status=TransferStatus.INITIALIZED,
+            currency=currency,
+            amount=amount_wire,
+            ticket_number=digits(18),
+            created=now,
+            updated=now,
+            window=PaymentWindow(
+                cancelled=False,
+                locked=scenario is not None and scenario.locked,
+                expires_at=now + QR_VALIDITY_SECONDS if variant == "qr" else None,
+            ),
+            document_number=token.request.get("documentNumber"),
+            callback_url=token.request.get("callbackUrl"),
+            clabe=make_clabe(token.token) if variant == "clabe" else None,
+            reference_code=_free_reference_code(tx) if variant == "wallet" else None,
+            metadata=None if metadata is None else dict(metadata),
+        )
+
+    def _init_answer(self, request: Request, transfer: Transfer, full_response: bool) -> dict[str, Any]:
+        page = payer_page_url(request, transfer.token)
+        if transfer.variant == "clabe":
+            return {
+                "bank": SANDBOX_BANK[0],
+                "referenceNumber": digits(7),
+                "referenceProcessor": transfer.clabe,
+                "ticketNumber": transfer.ticket_number,
+                "transactionReference": transfer.reference,
+            }
+        if transfer.variant == "bank":
+            return {"redirectUrl": page}
+        if transfer.variant == "wallet":
+            return {"qr": png_data_uri(page), "redirectUrl": page, "referenceCode": transfer.reference_code}
+        answer: dict[str, Any] = {"qr": png_data_uri(page), "transactionReference": transfer.reference}
+        if full_response:
+            answer["details"] = {
+                "status": TransferStatus.INITIALIZED.details_status,
+                "amount": {"currency": transfer.currency, "iva": transfer.amount["iva"],
+                           "subtotalIva": transfer.amount["subtotalIva"],
+                           "subtotalIva0": transfer.amount["subtotalIva0"]},
+                "created": int(transfer.created * 1000),
+                "merchantId": self._context.config.public_key,
+                "merchantName": self._context.config.merchant_name,
+            }
+        return answer
+
+    async def _time_out(self, call: Call) -> Reply:
+        """The 13000 scenario: no answer within the delay (the transaction stays initialized)."""
+        delay = self._context.config.timeout_delay
+        try:
+            await asyncio.wait_for(_disconnected(call), timeout=delay)
+        except asyncio.TimeoutError:
+            raise SandboxError(504, "TIMEOUT", f"the processor did not answer within {delay:g} s; "
+                                               "the transaction stays initialized") from None
+        return Reply(0)  # the client left: nothing to send
+
+    async def status(self, call: Call) -> Reply:
+        with self._context.store.read() as tx:
+            transfer = tx.transfer(call.params["token"])
+        if transfer is None:
+            raise SandboxError.not_found("no transfer was started with this token")
+        return Reply.json(200, status_record(transfer, self._context.clock.now()))
+
+    async def cancel(self, call: Call) -> Reply:
+        now = self._context.clock.now()
+        with self._context.store.write() as tx:
+            transfer = tx.transfer(call.params["token"])
+            if transfer is None:
+                raise SandboxError.not_found("no transfer was started with this token")
+            cancel(transfer.status)
+            tx.cancel_transfer(transfer.token, now)
+        return Reply.empty()
+
+
+async def _disconnected(call: Call) -> None:
+    while (await call.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _usable_token(tx: Tx, token: str) -> TransferToken:
+    found = tx.transfer_token(token)
+    if found is None:
+        raise SandboxError.invalid("token", "is not a transfer token of this sandbox")
+    if found.used:
+        raise SandboxError.invalid("token", "was already used by an init: create a new token")
+    return found
+
+
+def _check_same_total(token: TransferToken, total: Decimal) -> None:
+    with client_rules():
+        token_total = transfer_token_request(token.request).amount.total
+    if token_total != total:
+        raise SandboxError.invalid("amount", "differs from the amount of the token request")
+
+
+def _free_reference_code(tx: Tx) -> str:
+    for _ in range(_CODE_ATTEMPTS):
+        code = digits(6)
+        if tx.payable_by("reference_code", code) is None:
+            return code
+    raise SandboxError(503, "NO_FREE_CODE", "no free 6-digit reference code: start a fresh sandbox database")
+
+
+def routes(context: Context) -> list[Route]:
+    api = TransferApi(context)
+    return [
+        Route("POST", "/transfer/v1/tokens", KeyRule.PUBLIC, api.create_token, "TransferTokenRequest"),
+        Route("POST", "/transfer/v1/init", KeyRule.PRIVATE, api.init, "TransferInitRequest"),
+        Route("GET", "/transfer/v1/status/{token}", KeyRule.PRIVATE, api.status),
+        Route("GET", "/status/{token}", KeyRule.EITHER, api.status),
+        Route("PATCH", "/transfer/v1/cancel/{token}", KeyRule.PRIVATE, api.cancel),
+    ]

@@ -1,0 +1,197 @@
+"""Transfer webhooks (spec 6.1): built and queued with the state change, delivered from the outbox.
+
+The body carries ``token``, ``transactionReference``, ``status`` (``approvedTransaction`` or
+``declinedTransaction``), ``amount``, ``currency``, ``ticketNumber``, ``created`` (epoch ms) and
+the merchant's ``metadata``. It is signed as :mod:`pasarela.transfers.webhook_signature` verifies:
+``X-Kushki-Id`` (the event id, the same on every retry), ``X-Kushki-Signature`` (HMAC-SHA256 of
+``<body>.<id>`` with the webhook secret), ``X-Kushki-SimpleSignature`` (of the id) and
+``X-Kushki-Key`` (the public merchant key).
+
+:class:`Dispatcher` POSTs each pending event until the receiver answers 200, waiting
+``backoff * 2**(attempts-1)`` (capped, with jitter) between tries. The outbox lives in SQLite
+(:mod:`.store`): a sandbox killed and restarted delivers every event still pending. Delivery is at
+least once (a kill between the receiver's 200 and the write that records it means one more
+delivery of the same event, same id): an idempotent receiver sees each event exactly once.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import random
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Protocol
+from urllib.parse import urlsplit
+
+from .._version import __version__
+from ..transfers.webhook_signature import WebhookHeaders, body_signature, id_signature
+from .clock import SandboxClock
+from .config import SandboxConfig
+from .jsontext import dumps
+from .states import TransferStatus
+from .store import OutboxEntry, Store, Transfer, Tx
+
+__all__ = ["Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body", "signed_headers"]
+
+_log = logging.getLogger("pasarela.sandbox.webhooks")
+_HEADERS = WebhookHeaders()
+_BATCH = 32
+
+
+def event_body(transfer: Transfer, status: TransferStatus) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "token": transfer.token,
+        "transactionReference": transfer.reference,
+        "status": status.webhook_status,
+        "transactionStatus": status.value,
+        "amount": dict(transfer.amount),
+        "currency": transfer.currency,
+        "ticketNumber": transfer.ticket_number,
+        "created": int(transfer.created * 1000),
+        "paymentMethod": "transfer",
+        "country": transfer.country,
+    }
+    if transfer.metadata is not None:
+        body["metadata"] = dict(transfer.metadata)
+    return body
+
+
+def enqueue_event(tx: Tx, transfer: Transfer, status: TransferStatus, now: float) -> str:
+    """Queue the webhook of ``transfer`` reaching ``status``, in the caller's transaction; returns its id."""
+    event_id = str(uuid.uuid4())
+    tx.enqueue(event_id, transfer.token, dumps(event_body(transfer, status)).encode("utf-8"), now)
+    return event_id
+
+
+def signed_headers(config: SandboxConfig, event_id: str, body: bytes) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": f"pasarela-sandbox/{__version__}",
+        _HEADERS.webhook_id: event_id,
+        _HEADERS.signature: body_signature(config.webhook_secret, body, event_id),
+        _HEADERS.simple_signature: id_signature(config.webhook_secret, event_id),
+        _HEADERS.merchant_id: config.public_key,
+    }
+
+
+class Sender(Protocol):
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+        """POST ``body``; the HTTP status of the answer. Raises OSError when there is none."""
+
+
+class HttpSender:
+    """POSTs over http.client (one connection per delivery; receivers are the merchant's, anywhere)."""
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+        parts = urlsplit(url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = kind(parts.hostname or "", parts.port, timeout=self._timeout)
+        try:
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            connection.request("POST", target, body=body, headers=dict(headers))
+            answer = connection.getresponse()
+            answer.read()
+            return answer.status
+        except http.client.HTTPException as exc:
+            raise OSError(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            connection.close()
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry *n* waits between half and all of ``min(maximum, base * 2**(n-1))`` seconds."""
+
+    base: float
+    maximum: float
+    jitter: Callable[[], float] = random.random
+
+    def delay(self, attempts: int) -> float:
+        ceiling = min(self.maximum, self.base * 2.0 ** min(attempts - 1, 60))
+        return ceiling / 2 + self.jitter() * ceiling / 2
+
+
+class Dispatcher:
+    """Delivers the outbox: a background thread (:meth:`start`), or one pass at a time (:meth:`deliver_due`)."""
+
+    def __init__(self, store: Store, config: SandboxConfig, clock: SandboxClock, sender: Sender,
+                 backoff: Optional[Backoff] = None) -> None:
+        self._store = store
+        self._config = config
+        self._clock = clock
+        self._sender = sender
+        self._backoff = backoff or Backoff(config.webhook_backoff, config.webhook_backoff_max)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def deliver_due(self) -> int:
+        """Try every event due now once; returns how many were delivered."""
+        url = self._config.webhook_url
+        if url is None:
+            return 0
+        delivered = 0
+        with self._store.read() as tx:
+            due = tx.due(self._clock.now(), _BATCH)
+        for entry in due:
+            if self._stopping.is_set():
+                break
+            delivered += self._attempt(url, entry)
+        return delivered
+
+    def _attempt(self, url: str, entry: OutboxEntry) -> int:
+        try:
+            status: Optional[int] = self._sender(url, signed_headers(self._config, entry.id, entry.body), entry.body)
+            error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
+        except OSError as exc:
+            status, error = None, f"{type(exc).__name__}: {exc}"
+        now = self._clock.now()
+        with self._store.write() as tx:
+            if error is None:
+                tx.delivered(entry.id, now)
+            else:
+                tx.failed(entry.id, error, now + self._backoff.delay(entry.attempts + 1))
+        if error is not None:
+            _log.info("webhook %s not delivered (attempt %d): %s", entry.id, entry.attempts + 1, error)
+        return int(error is None)
+
+    def notify(self) -> None:
+        """A webhook was queued: deliver without waiting for the next poll."""
+        self._wake.set()
+
+    def _pause(self) -> float:
+        with self._store.read() as tx:
+            next_due = tx.next_due_at()
+        if next_due is None or self._config.webhook_url is None:
+            return 1.0
+        return min(1.0, max(0.0, next_due - self._clock.now()))
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self.deliver_due()
+                pause = self._pause()
+            except Exception:  # a broken database must not kill the thread silently
+                _log.exception("webhook dispatcher pass failed")
+                pause = 1.0
+            self._wake.wait(pause)
+            self._wake.clear()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._run, name="pasarela-sandbox-webhooks", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stopping.set()
+            self._wake.set()
+            thread.join(timeout)

@@ -1,0 +1,131 @@
+"""Starting the sandbox: ``python -m pasarela.sandbox`` and ``pasarela sandbox`` in a subprocess, the banner of
+defaults (secrets never shown), 127.0.0.1 only, bad options refused. :func:`sandbox_process` is also what the
+restart and schemathesis tests start their sandbox with."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Optional
+
+import httpx
+import pytest
+
+STARTUP_SECONDS = 20.0
+
+
+@dataclass
+class Started:
+    process: subprocess.Popen[str]
+    url: str
+    banner: list[str]
+    errors: IO[bytes]
+    """The sandbox's stderr (a file: a pipe nobody reads would fill up and stall the server)."""
+
+    def log(self) -> str:
+        self.errors.seek(0)
+        return self.errors.read().decode("utf-8", "replace")
+
+
+@contextmanager
+def sandbox_process(options: Sequence[str], *, environment: Optional[dict[str, str]] = None,
+                    command: Sequence[str] = (sys.executable, "-m", "pasarela.sandbox")) -> Iterator[Started]:
+    """A sandbox in its own process, on a free port of 127.0.0.1; killed on exit if still running."""
+    with tempfile.TemporaryFile() as errors, subprocess.Popen(
+        [*command, "--port", "0", *options], stdout=subprocess.PIPE, stderr=errors, text=True,
+        env={**os.environ, **(environment or {})},
+    ) as process:
+        assert process.stdout is not None
+        try:
+            ready, _, _ = select.select([process.stdout], [], [], STARTUP_SECONDS)
+            first = process.stdout.readline() if ready else ""
+            if " listening on " not in first:
+                errors.seek(0)
+                raise AssertionError(f"the sandbox did not start: {first!r} {errors.read()!r}")
+            banner = [first.rstrip("\n")]
+            while not banner[-1].startswith("  --webhook-backoff"):  # the last line; the banner is one write
+                line = process.stdout.readline()
+                if not line:
+                    break
+                banner.append(line.rstrip("\n"))
+            yield Started(process, first.rsplit(" ", 1)[1].strip(), banner, errors)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait(10)
+
+
+def test_python_m_sandbox_prints_its_defaults_serves_and_stops_on_sigterm() -> None:
+    with sandbox_process(["--db", ":memory:"]) as started:
+        assert started.url.startswith("http://127.0.0.1:")
+        text = "\n".join(started.banner)
+        for option in ("--port", "--db", "--public-key", "--private-key", "--webhook-url", "--webhook-secret",
+                       "--business-code", "--terminal-serial", "--ecuador-processor", "--timeout-delay"):
+            assert option in text
+        assert "sandbox-public-key" in text and "SANDBOX-0001" in text and "picked" in text
+        for secret in ("sandbox-private-key", "sandbox-webhook-secret", "sandbox-business-code"):
+            assert secret not in text
+        document = httpx.get(f"{started.url}/openapi.json", timeout=10)
+        assert document.status_code == 200 and document.json()["info"]["title"] == "pasarela sandbox"
+        started.process.send_signal(signal.SIGTERM)
+        assert started.process.wait(15) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after its shutdown
+
+
+def test_pasarela_sandbox_subcommand_takes_secrets_and_never_shows_them(tmp_path: Path) -> None:
+    secrets = {"private": "sk-very-secret-1", "hook": "whsec-very-secret-2", "business": "bc-very-secret-3"}
+    options = ["--db", str(tmp_path / "box.sqlite3"), "--private-key", secrets["private"],
+               "--webhook-url", "http://127.0.0.1:9/hooks", "--ecuador-processor", "wallet"]
+    environment = {"PASARELA_SANDBOX_WEBHOOK_SECRET": secrets["hook"], "PASARELA_BUSINESS_CODE": secrets["business"]}
+    with sandbox_process(options, environment=environment,
+                         command=(sys.executable, "-m", "pasarela", "sandbox")) as started:
+        text = "\n".join(started.banner)
+        assert "(given; not shown)" in text and "(from $PASARELA_SANDBOX_WEBHOOK_SECRET; not shown)" in text
+        assert "--ecuador-processor wallet" in " ".join(text.split())
+        with httpx.Client(base_url=started.url, timeout=10) as client:
+            assert client.get("/status/none", headers={"Private-Merchant-Id": secrets["private"]}).status_code == 404
+            refused = client.get("/status/none", headers={"Private-Merchant-Id": "sandbox-private-key"})
+            assert refused.status_code == 401
+        started.process.send_signal(signal.SIGTERM)
+        out, _ = started.process.communicate(timeout=15)
+        output = text + out + started.log()
+    for secret in secrets.values():
+        assert secret not in output
+
+
+def test_sandbox_listens_on_127_0_0_1_only() -> None:
+    with sandbox_process(["--db", ":memory:"]) as started:
+        port = int(started.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.2", port), timeout=5):
+            pass  # bound to 0.0.0.0 it would answer on every loopback address
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [(["--ecuador-processor", "card"], "invalid choice"),
+     (["--webhook-url", "ftp://example"], "webhook_url must be an absolute http(s) URL"),
+     (["--timeout-delay", "-1"], "timeout_delay must be non-negative")],
+)
+def test_sandbox_refuses_bad_options(options: list[str], message: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", ":memory:", *options],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sandbox_help_describes_the_options_without_secret_defaults() -> None:
+    result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--help"], capture_output=True, text=True,
+                            timeout=60, check=True)
+    for option in ("--port", "--db", "--webhook-url", "--ecuador-processor", "--timeout-delay"):
+        assert option in result.stdout
+    for secret in ("sandbox-private-key", "sandbox-webhook-secret", "sandbox-business-code"):
+        assert secret not in result.stdout
