@@ -1,0 +1,147 @@
+/*
+ * Fuzz target: pasarela_json_canonicalize, the plaintext canonicalizer (JSON text from callers).
+ *
+ * Input: a selector byte, then the JSON text. Selector bit 0: also run the trusted-serializer mode
+ * (PASARELA_JSON_SHORTEST_DIGITS) on the text, memory safety only, as the text breaks its contract;
+ * bit 1: also call with output and scratch one byte short of the documented sizes.
+ * Checks: only documented statuses (never BUFFER_TOO_SMALL at the documented sizes); a result of
+ * the checked mode is well-formed UTF-8 without raw control bytes (JSON.stringify escapes them and
+ * writes no whitespace); canonicalizing it again, in either mode, gives the same bytes (idempotence).
+ */
+#include "fuzz.h"
+
+typedef struct result {
+    int rc;
+    uint8_t *out;
+    size_t len;
+    int top_level_key;
+} result;
+
+static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
+{
+    uint8_t *in = fuzz_copy(data, n);
+    void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
+    size_t error_offset = 0;
+    result r = {0, (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n)), 12345, -1};
+    r.rc = pasarela_json_canonicalize(in, n, flags, r.out, PASARELA_JSON_OUT_MAX(n), &r.len, scratch,
+                                      PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.top_level_key);
+    FUZZ_CHECK(r.rc == PASARELA_OK || r.rc == PASARELA_E_JSON_SYNTAX || r.rc == PASARELA_E_JSON_UNSUPPORTED ||
+               r.rc == PASARELA_E_JSON_UNSAFE_INTEGER);
+    FUZZ_CHECK(r.top_level_key == 0 || r.top_level_key == 1);
+    if (r.rc == PASARELA_OK) {
+        FUZZ_CHECK(r.len <= PASARELA_JSON_OUT_MAX(n) && error_offset == 0);
+    } else {
+        FUZZ_CHECK(r.len == 0 && error_offset <= n);
+    }
+    free(scratch);
+    free(in);
+    return r;
+}
+
+/* Well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), no byte < 0x20. */
+static int is_stringify_text(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        size_t k;
+        uint32_t cp, min;
+        if (c < 0x20)
+            return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            k = 2, cp = c & 0x1Fu, min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            k = 3, cp = c & 0x0Fu, min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            k = 4, cp = c & 0x07u, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (n - i < k)
+            return 0;
+        for (size_t j = 1; j < k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + j] & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* Whether the text has an integer token of 16 or more digits outside strings: JSON.stringify
+ * writes 1e20 as 100000000000000000000, which canonicalizing again refuses as an unsafe integer. */
+static int has_long_integer(const uint8_t *s, size_t n)
+{
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in_string) {
+            if (s[i] == '\\')
+                i++;
+            else if (s[i] == '"')
+                in_string = 0;
+        } else if (s[i] == '"') {
+            in_string = 1;
+        } else if (s[i] >= '0' && s[i] <= '9' && (i == 0 || s[i - 1] < '0' || s[i - 1] > '9')) {
+            size_t j = i;
+            while (j < n && s[j] >= '0' && s[j] <= '9')
+                j++;
+            if (j - i >= 16 && (j == n || (s[j] != '.' && s[j] != 'e')) && (i == 0 || s[i - 1] != '.'))
+                return 1;
+            i = j - 1;
+        }
+    }
+    return 0;
+}
+
+static void check_too_small(const uint8_t *data, size_t n)
+{
+    uint8_t *out = (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n));
+    void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
+    size_t len = 0;
+    FUZZ_CHECK(pasarela_json_canonicalize(data, n, 0, out, PASARELA_JSON_OUT_MAX(n) - 1, &len, scratch,
+                                          PASARELA_JSON_SCRATCH_SIZE(n), NULL, NULL) == PASARELA_E_BUFFER_TOO_SMALL);
+    FUZZ_CHECK(pasarela_json_canonicalize(data, n, 0, out, PASARELA_JSON_OUT_MAX(n), &len, scratch,
+                                          PASARELA_JSON_SCRATCH_SIZE(n) - 1, NULL, NULL) == PASARELA_E_BUFFER_TOO_SMALL);
+    free(scratch);
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_reader reader = {data, size};
+    uint8_t selector = fuzz_u8(&reader);
+    if (selector & 1) {
+        /* The trusted-serializer mode on hostile text: out of contract, so only memory safety and
+         * documented statuses are checked (by canonicalize). */
+        result trusted = canonicalize(reader.data, reader.size, PASARELA_JSON_SHORTEST_DIGITS);
+        free(trusted.out);
+    }
+    if (selector & 2)
+        check_too_small(reader.data, reader.size);
+    result first = canonicalize(reader.data, reader.size, 0);
+    if (first.rc == PASARELA_OK) {
+        FUZZ_CHECK(is_stringify_text(first.out, first.len));
+        /* The result is JSON.stringify output (shortest digits, JSON.stringify escapes, no duplicate
+         * keys): canonicalizing it again, checked or trusted, gives the same bytes. */
+        for (unsigned again_flags = 0; again_flags <= PASARELA_JSON_SHORTEST_DIGITS; again_flags++) {
+            result again = canonicalize(first.out, first.len, again_flags);
+            if (again.rc == PASARELA_E_JSON_UNSAFE_INTEGER) {
+                FUZZ_CHECK(has_long_integer(first.out, first.len));
+            } else {
+                FUZZ_CHECK(again.rc == PASARELA_OK);
+                FUZZ_CHECK(again.len == first.len && memcmp(again.out, first.out, first.len) == 0);
+                FUZZ_CHECK(again.top_level_key == first.top_level_key);
+            }
+            free(again.out);
+        }
+    }
+    free(first.out);
+    return 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * Fuzz target: pasarela_open, the receiving side (the "data" string, the signature header and the
+ * decrypted plaintext are all untrusted), with pasarela_decrypt_data and pasarela_verify.
+ *
+ * Input: selector, timestamp (8 bytes), iv[16], business code and terminal serial (one length byte
+ * each), then the rest. Selector bit 0 chooses the mode, bit 1 folds the timestamp into the valid
+ * range, bit 2 corrupts the signature (sealed mode).
+ *  - raw mode (bit 0 set): the rest is the 128-char signature then the data string, as received;
+ *    only documented statuses, an OK must also pass pasarela_verify, pasarela_decrypt_data must
+ *    agree with the decryption inside pasarela_open, and pasarela_verify takes arbitrary text.
+ *  - sealed mode: the rest is a plaintext, encrypted here under the request's key, so the
+ *    canonicalizer sees arbitrary decrypted bytes; the signature is the right one for its
+ *    canonical form (or one character off with bit 2). The status must be what canonicalizing the
+ *    plaintext predicts, and an OK must give back the canonical text and the plaintext.
+ * Buffers are exact: out as large as the ciphertext, plaintext and scratch as documented for it.
+ */
+#include "fuzz.h"
+
+static const int RAW_STATUSES[] = {PASARELA_OK, PASARELA_E_TIMESTAMP, PASARELA_E_BAD_HEX, PASARELA_E_BAD_LENGTH,
+                                   PASARELA_E_BAD_PADDING, PASARELA_E_JSON_SYNTAX, PASARELA_E_JSON_UNSUPPORTED,
+                                   PASARELA_E_JSON_NOT_OBJECT, PASARELA_E_KEY_MEMBER, PASARELA_E_SIGNATURE};
+
+typedef struct request {
+    char *data;
+    size_t data_len;
+    char *signature; /* PASARELA_SIGNATURE_HEX_LEN chars, no NUL */
+} request;
+
+static int open_request(const pasarela_credentials *c, uint64_t timestamp, const request *q,
+                        pasarela_workspace *ws)
+{
+    size_t ct = q->data_len > 33 ? (q->data_len - 33) / 2 : 0;
+    fuzz_workspace_alloc(ws, PASARELA_JSON_OUT_MAX(ct), PASARELA_JSON_SCRATCH_SIZE(ct), ct);
+    int rc = pasarela_open(c, ws, timestamp, q->data, q->data_len, q->signature);
+    if (rc != PASARELA_OK)
+        FUZZ_CHECK(ws->plaintext_len == 0 || rc == PASARELA_E_SIGNATURE || rc == PASARELA_E_JSON_NOT_OBJECT ||
+                   rc == PASARELA_E_KEY_MEMBER);
+    return rc;
+}
+
+static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_reader *r)
+{
+    request q;
+    pasarela_workspace ws;
+    q.signature = (char *)fuzz_alloc(PASARELA_SIGNATURE_HEX_LEN);
+    fuzz_fill(r, (uint8_t *)q.signature, PASARELA_SIGNATURE_HEX_LEN);
+    q.data_len = r->size;
+    q.data = (char *)fuzz_copy(r->data, r->size);
+    int rc = open_request(c, timestamp, &q, &ws);
+    int known = 0;
+    for (size_t i = 0; i < sizeof RAW_STATUSES / sizeof RAW_STATUSES[0]; i++)
+        known |= rc == RAW_STATUSES[i];
+    FUZZ_CHECK(known);
+    if (rc == PASARELA_E_TIMESTAMP)
+        FUZZ_CHECK(!fuzz_timestamp_valid(timestamp));
+    if (rc == PASARELA_OK)
+        FUZZ_CHECK(pasarela_verify(c, timestamp, ws.plaintext, ws.plaintext_len, q.signature) == PASARELA_OK);
+
+    /* pasarela_decrypt_data on the same data agrees with the decryption inside pasarela_open */
+    size_t ct = ws.out_cap, decrypted_len = 0;
+    uint8_t *decrypted = (uint8_t *)fuzz_alloc(ct);
+    int decrypt_rc = pasarela_decrypt_data(c, timestamp, q.data, q.data_len, decrypted, ct, &decrypted_len);
+    if (rc == PASARELA_E_TIMESTAMP || rc == PASARELA_E_BAD_HEX || rc == PASARELA_E_BAD_LENGTH ||
+        rc == PASARELA_E_BAD_PADDING) {
+        FUZZ_CHECK(decrypt_rc == rc);
+    } else {
+        FUZZ_CHECK(decrypt_rc == PASARELA_OK && decrypted_len == ws.out_len &&
+                   memcmp(decrypted, ws.out, decrypted_len) == 0);
+    }
+    free(decrypted);
+
+    /* pasarela_verify (the fallback path's check) on arbitrary text and signature */
+    int verify_rc = pasarela_verify(c, timestamp, (const uint8_t *)q.data, q.data_len, q.signature);
+    FUZZ_CHECK(verify_rc == PASARELA_OK || verify_rc == PASARELA_E_SIGNATURE ||
+               verify_rc == PASARELA_E_JSON_NOT_OBJECT || verify_rc == PASARELA_E_TIMESTAMP);
+    fuzz_workspace_free(&ws);
+    free(q.data);
+    free(q.signature);
+}
+
+/* What pasarela_open must answer for a correctly encrypted plaintext, from canonicalizing it here. */
+typedef struct expectation {
+    int rc;
+    uint8_t *canonical;
+    size_t canonical_len;
+} expectation;
+
+static expectation expect(const uint8_t *plaintext, size_t n)
+{
+    expectation e;
+    void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
+    int top_level_key = 0;
+    e.canonical = (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n));
+    e.rc = pasarela_json_canonicalize(plaintext, n, 0, e.canonical, PASARELA_JSON_OUT_MAX(n), &e.canonical_len,
+                                      scratch, PASARELA_JSON_SCRATCH_SIZE(n), NULL, &top_level_key);
+    if (e.rc == PASARELA_E_JSON_UNSAFE_INTEGER)
+        e.rc = PASARELA_E_JSON_UNSUPPORTED; /* JSON.parse would round it: the caller's slower path */
+    if (e.rc == PASARELA_OK && (e.canonical_len < 2 || e.canonical[0] != '{'))
+        e.rc = PASARELA_E_JSON_NOT_OBJECT;
+    if (e.rc == PASARELA_OK && top_level_key)
+        e.rc = PASARELA_E_KEY_MEMBER;
+    free(scratch);
+    return e;
+}
+
+static void sealed_mode(const pasarela_credentials *c, uint64_t timestamp, const uint8_t iv[16], int corrupt,
+                        fuzz_reader *r)
+{
+    size_t n = r->size, ct_len = PASARELA_CIPHERTEXT_LEN(n), ct_written = 0;
+    uint8_t *plaintext = fuzz_copy(r->data, n);
+    uint8_t *ciphertext = (uint8_t *)fuzz_alloc(ct_len);
+    uint8_t aes_key[32];
+    request q;
+    pasarela_workspace ws;
+    if (pasarela_derive(c->business_code, c->business_code_len, c->terminal_serial, c->terminal_serial_len,
+                        timestamp, NULL, NULL, aes_key) != PASARELA_OK) {
+        FUZZ_CHECK(!fuzz_timestamp_valid(timestamp));
+        memset(aes_key, 0, sizeof aes_key);
+    }
+    FUZZ_CHECK(pasarela_aes256_cbc_encrypt(c->cpu, aes_key, iv, plaintext, n, ciphertext, ct_len, &ct_written) ==
+               PASARELA_OK && ct_written == ct_len);
+    q.data_len = 33 + 2 * ct_len;
+    q.data = (char *)fuzz_alloc(q.data_len);
+    pasarela_hex_encode(iv, 16, q.data);
+    q.data[32] = ':';
+    pasarela_hex_encode(ciphertext, ct_len, q.data + 33);
+    q.signature = (char *)fuzz_alloc(PASARELA_SIGNATURE_HEX_LEN);
+    memset(q.signature, '0', PASARELA_SIGNATURE_HEX_LEN);
+
+    expectation e = expect(plaintext, n);
+    if (e.rc == PASARELA_OK && fuzz_timestamp_valid(timestamp)) { /* the signature the client would send */
+        char *sealed = (char *)fuzz_alloc(PASARELA_SEALED_LEN(e.canonical_len));
+        size_t sealed_len = 0;
+        FUZZ_CHECK(pasarela_seal(c, timestamp, e.canonical, e.canonical_len, iv, sealed,
+                                 PASARELA_SEALED_LEN(e.canonical_len), &sealed_len) == PASARELA_OK);
+        memcpy(q.signature, sealed, PASARELA_SIGNATURE_HEX_LEN);
+        free(sealed);
+        if (corrupt) {
+            q.signature[n % PASARELA_SIGNATURE_HEX_LEN] ^= 1; /* '0'<->'1', 'a'<->'`', ...: always different */
+            e.rc = PASARELA_E_SIGNATURE;
+        }
+    }
+
+    int rc = open_request(c, timestamp, &q, &ws);
+    if (!fuzz_timestamp_valid(timestamp)) {
+        FUZZ_CHECK(rc == PASARELA_E_TIMESTAMP);
+    } else {
+        FUZZ_CHECK(rc == e.rc);
+        if (rc == PASARELA_OK)
+            FUZZ_CHECK(ws.plaintext_len == e.canonical_len && memcmp(ws.plaintext, e.canonical, e.canonical_len) == 0);
+        if (rc == PASARELA_OK || rc == PASARELA_E_JSON_UNSUPPORTED)
+            FUZZ_CHECK(ws.out_len == n && memcmp(ws.out, plaintext, n) == 0);
+        uint8_t *decrypted = (uint8_t *)fuzz_alloc(ct_len);
+        size_t decrypted_len = 0;
+        FUZZ_CHECK(pasarela_decrypt_data(c, timestamp, q.data, q.data_len, decrypted, ct_len, &decrypted_len) ==
+                   PASARELA_OK && decrypted_len == n && memcmp(decrypted, plaintext, n) == 0);
+        free(decrypted);
+    }
+    fuzz_workspace_free(&ws);
+    free(e.canonical);
+    free(q.signature);
+    free(q.data);
+    free(ciphertext);
+    free(plaintext);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_reader r = {data, size};
+    uint8_t selector = fuzz_u8(&r);
+    uint64_t timestamp = fuzz_timestamp(&r, selector & 2);
+    uint8_t iv[16];
+    fuzz_fill(&r, iv, sizeof iv);
+    pasarela_credentials c = fuzz_credentials(&r, fuzz_cpu());
+    if (selector & 1)
+        raw_mode(&c, timestamp, &r);
+    else
+        sealed_mode(&c, timestamp, iv, selector & 4, &r);
+    fuzz_credentials_free(&c);
+    return 0;
+}

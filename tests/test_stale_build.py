@@ -1,0 +1,84 @@
+"""A stale compiled core fails loudly at import instead of misbehaving.
+
+The C core embeds the package version (PASARELA_VERSION, from _version.py); pasarela._binding
+compares it with pasarela.__version__ at import. Here a copy of the package gets a core compiled
+for another version, and importing it in a fresh interpreter must raise ImportError saying so.
+Needs the source tree (csrc/) and a C compiler, as the build does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from cffi import FFI
+
+import pasarela
+from pasarela import _native
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+STALE_VERSION = "0.0.0+stale"
+
+
+def _build_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("pasarela_build_ffi", CSRC / "build_ffi.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _package_copy(destination: Path) -> Path:
+    """The package's Python files under destination/pasarela, without any compiled module."""
+    source = Path(pasarela.__file__).resolve().parent
+    shutil.copytree(source, destination / "pasarela",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    return destination / "pasarela"
+
+
+def _import_in_subprocess(path: Path) -> subprocess.CompletedProcess[str]:
+    """Imports pasarela in a fresh interpreter with path first on sys.path (-I: no PYTHONPATH, no cwd)."""
+    code = f"import sys; sys.path.insert(0, {str(path)!r}); import pasarela; print(pasarela.__file__)"
+    return subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_import_of_a_core_built_for_another_version_raises_import_error(tmp_path: Path) -> None:
+    build = _build_script()
+    _package_copy(tmp_path / "pkg")
+    ffi = FFI()
+    ffi.cdef((CSRC / "pasarela_cdef.h").read_text(encoding="utf-8"))
+    ffi.set_source(
+        "pasarela._native",
+        '#include "pasarela.h"',
+        sources=[str(CSRC / name) for name in build.SOURCES],
+        include_dirs=[str(CSRC)],
+        define_macros=[("PASARELA_VERSION", f'"{STALE_VERSION}"')],
+        extra_compile_args=["/Od"] if sys.platform == "win32" else ["-O0"],  # only its version matters here
+        py_limited_api=True,
+    )
+    ffi.compile(tmpdir=str(tmp_path / "pkg"))
+
+    result = _import_in_subprocess(tmp_path / "pkg")
+
+    assert result.returncode != 0, result.stdout
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("ImportError: "), result.stderr
+    assert f"built for pasarela {STALE_VERSION} but this is pasarela {pasarela.__version__}" in last_line
+    assert "stale" in last_line and "rebuild" in last_line
+
+
+def test_import_of_a_core_built_for_this_version_succeeds(tmp_path: Path) -> None:
+    """The control: the same copy with the current build of the core imports from where it was put."""
+    package = _package_copy(tmp_path / "pkg")
+    native = Path(_native.__file__)
+    shutil.copy2(native, package / native.name)
+
+    result = _import_in_subprocess(tmp_path / "pkg")
+
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).resolve() == (package / "__init__.py").resolve()
