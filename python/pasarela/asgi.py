@@ -23,9 +23,10 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Collection, MutableMapping
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Union
 from urllib.parse import parse_qs
 
+from ._asgi_body import read_body
 from .errors import AUTH_001_BODY, AuthError
 from .terminal.inbound import DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
@@ -68,7 +69,7 @@ class TerminalAuthMiddleware:
         if scope["type"] != "http" or scope.get("path") in self._exempt:
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive, self._max_body_bytes)
+        body = await read_body(receive, self._max_body_bytes)
         if body is None:  # the client went away
             return
         if len(body) > self._max_body_bytes:
@@ -95,21 +96,6 @@ class TerminalAuthMiddleware:
         inner["pasarela.payload"] = payload
         inner["pasarela.timestamp"] = int(headers["timestamp"])
         await self.app(inner, _replay_body(forwarded, receive), send)
-
-
-async def _read_body(receive: Receive, limit: int) -> Optional[bytes]:
-    """The request body, or None when the client disconnected; stops reading once past limit."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = bytes(message.get("body", b""))
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit or not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs
 
+from .._asgi_body import read_body as read_limited
 from .errors import SandboxError
 from .jsontext import dumps
 
@@ -114,19 +115,10 @@ def scope_request(scope: Scope, body: bytes) -> Request:
 
 async def read_body(receive: Receive, limit: int = MAX_BODY_BYTES) -> Optional[bytes]:
     """The whole body; ``None`` when the client went away; more than ``limit`` bytes is a 413."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = bytes(message.get("body", b""))
-        size += len(chunk)
-        if size > limit:
-            raise SandboxError(413, "BODY_TOO_LARGE", f"the body is larger than {limit} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    body = await read_limited(receive, limit)
+    if body is not None and len(body) > limit:
+        raise SandboxError(413, "BODY_TOO_LARGE", f"the body is larger than {limit} bytes")
+    return body
 
 
 async def send_reply(send: Send, reply: Reply) -> None:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from .._asgi_body import read_body
 from ..errors import ConfigurationError, ResponseShapeError, WebhookSignatureError
 from ..http.response_reader import ResponseReader
 from .pending import TransferGuard
@@ -200,8 +201,10 @@ class TransferWebhookReceiver:
         if scope["method"] != "POST":
             await _respond(send, WebhookReply.of(405, "POST only"))
             return
-        body = await _read_body(receive, self._max_body_bytes)
-        if body is None:
+        body = await read_body(receive, self._max_body_bytes)
+        if body is None:  # the sender went away
+            return
+        if len(body) > self._max_body_bytes:
             await _respond(send, WebhookReply.of(413, "body too large"))
             return
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
@@ -217,23 +220,6 @@ def _refuse_awaitable(outcome: object) -> None:
 
 def _reply_for(admitted: Union[WebhookReply, TransferEvent]) -> WebhookReply:
     return admitted if isinstance(admitted, WebhookReply) else WebhookReply.of(200, "received")
-
-
-async def _read_body(receive: Callable[[], Awaitable[Mapping[str, Any]]], limit: int) -> Optional[bytes]:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 async def _respond(send: Callable[[Mapping[str, Any]], Awaitable[None]], reply: WebhookReply) -> None:

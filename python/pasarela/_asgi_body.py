@@ -1,0 +1,23 @@
+"""Reading an ASGI request body with a size limit (shared by the middleware, the webhook receiver and
+the sandbox)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from typing import Any, Callable, Optional
+
+
+async def read_body(receive: Callable[[], Awaitable[Mapping[str, Any]]], limit: int) -> Optional[bytes]:
+    """The request body, or None when the client went away. Reading stops once past ``limit``: a
+    result longer than ``limit`` means the body was too large (answer 413)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = bytes(message.get("body", b""))
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit or not message.get("more_body", False):
+            return b"".join(chunks)
