@@ -13,7 +13,10 @@ from pathlib import Path
 from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ["util.c", "cpu.c", "md5.c", "sha512.c", "base64.c", "hex.c", "aes.c", "json.c", "envelope.c", "open.c"]
+SOURCES = [
+    "util.c", "cpu.c", "md5.c", "sha512.c", "sha512_many.c", "base64.c", "hex.c", "aes.c", "aes_many.c", "json.c",
+    "envelope.c", "open.c",
+]
 
 
 def read_version(version_py: str) -> str:

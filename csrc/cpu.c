@@ -86,6 +86,11 @@ unsigned pasarela_cpu_features(void)
     if ((ecx & (1u << 27)) && (ecx & (1u << 28)) && (ebx7 & (1u << 5)) && (ebx7 & (1u << 3)) &&
         (ebx7 & (1u << 8)) && (pas_xgetbv0() & 6u) == 6u)
         features |= PASARELA_CPU_AVX2;
+    /* AVX-512 F (leaf 7 EBX bit 16), BW (bit 30), VL (bit 31), and an OS that saves the opmask and
+     * ZMM state too: XCR0 bits 1, 2 (XMM, YMM), 5, 6, 7 (opmask, ZMM0-15 upper halves, ZMM16-31). */
+    if ((ecx & (1u << 27)) && (ecx & (1u << 28)) && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) &&
+        (ebx7 & (1u << 31)) && (pas_xgetbv0() & 0xe6u) == 0xe6u)
+        features |= PASARELA_CPU_AVX512;
     return features;
 #elif defined(PAS_CPU_ARM)
 #if defined(_WIN32)

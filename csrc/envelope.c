@@ -52,24 +52,21 @@ static size_t utf16_length(const uint8_t *utf8, size_t n) {
     return units;
 }
 
-static int derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
-                  size_t terminal_serial_len, uint64_t timestamp, pasarela_derived *d) {
+/* password = MD5 hex of (businessCode + terminalSerial + formattedDate), right-padded with '0' to at
+ * least 32 characters, counted as JavaScript's padEnd counts them: in UTF-16 code units. Depends on the
+ * UTC minute of the timestamp only. */
+static int derive_password(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
+                           size_t terminal_serial_len, uint64_t timestamp, char password[PASARELA_PASSWORD_HEX_LEN]) {
     static const uint8_t zeros[32] = {
         '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0',
         '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'};
     char date[PASARELA_FORMATTED_DATE_LEN];
-    char ts[TIMESTAMP_DIGITS];
     uint8_t digest[16];
-    uint8_t password_and_ts[PASARELA_PASSWORD_HEX_LEN + TIMESTAMP_DIGITS];
     pasarela_md5_ctx md5;
     int rc;
     if ((business_code == NULL && business_code_len > 0) || (terminal_serial == NULL && terminal_serial_len > 0))
         return PASARELA_E_INVALID_ARGUMENT;
     if ((rc = pasarela_formatted_date(timestamp, date)) != PASARELA_OK) return rc;
-    put_decimal(timestamp, ts, TIMESTAMP_DIGITS);
-
-    /* password = MD5 hex of (businessCode + terminalSerial + formattedDate), right-padded with '0' to at
-     * least 32 characters, counted as JavaScript's padEnd counts them: in UTF-16 code units */
     size_t key_len = utf16_length(business_code, business_code_len) +
                      utf16_length(terminal_serial, terminal_serial_len) + sizeof date;
     pasarela_md5_init(&md5);
@@ -78,21 +75,33 @@ static int derive(const uint8_t *business_code, size_t business_code_len, const 
     pasarela_md5_update(&md5, (const uint8_t *)date, sizeof date);
     if (key_len < sizeof zeros) pasarela_md5_update(&md5, zeros, sizeof zeros - key_len);
     pasarela_md5_final(&md5, digest);
-    pasarela_hex_encode(digest, sizeof digest, d->password);
+    pasarela_hex_encode(digest, sizeof digest, password);
+    pasarela_wipe(digest, sizeof digest);
+    return PASARELA_OK;
+}
 
+/* The values that depend on the second: d->password is set, timestamp valid. */
+static void derive_from_password(uint64_t timestamp, pasarela_derived *d) {
+    char ts[TIMESTAMP_DIGITS];
+    uint8_t password_and_ts[PASARELA_PASSWORD_HEX_LEN + TIMESTAMP_DIGITS];
+    put_decimal(timestamp, ts, TIMESTAMP_DIGITS);
     /* encodedKeyTimestamp = Base64(password + timestamp) */
     memcpy(password_and_ts, d->password, PASARELA_PASSWORD_HEX_LEN);
     memcpy(password_and_ts + PASARELA_PASSWORD_HEX_LEN, ts, TIMESTAMP_DIGITS);
     pasarela_base64_encode(password_and_ts, sizeof password_and_ts, d->encoded_key);
-
     /* aesKey = first 32 characters of (timestamp + "___" + password) */
     memcpy(d->aes_key, ts, TIMESTAMP_DIGITS);
     memcpy(d->aes_key + TIMESTAMP_DIGITS, "___", 3);
     memcpy(d->aes_key + TIMESTAMP_DIGITS + 3, d->password, PASARELA_AES_KEY_LEN - TIMESTAMP_DIGITS - 3);
-
-    pasarela_wipe(digest, sizeof digest);
     pasarela_wipe(password_and_ts, sizeof password_and_ts);
-    return PASARELA_OK;
+}
+
+static int derive(const uint8_t *business_code, size_t business_code_len, const uint8_t *terminal_serial,
+                  size_t terminal_serial_len, uint64_t timestamp, pasarela_derived *d) {
+    int rc = derive_password(business_code, business_code_len, terminal_serial, terminal_serial_len, timestamp,
+                             d->password);
+    if (rc == PASARELA_OK) derive_from_password(timestamp, d);
+    return rc;
 }
 
 int pasarela_derive_secrets(const pasarela_credentials *c, uint64_t timestamp, pasarela_derived *d) {
@@ -113,206 +122,320 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len, cons
     return rc;
 }
 
-/* SHA-512 over the Base64 text of a byte stream fed in pieces, without materializing the text. */
-typedef struct base64_sha512 {
-    pasarela_sha512_ctx sha;
-    uint8_t carry[3];
-    size_t carry_len;
-    char text[1024];
-} base64_sha512;
+/* ---- the keys of (credentials, timestamp), cached in the workspace ---- */
 
-typedef size_t (*base64_encoder)(const uint8_t *in, size_t n, char *out);
+/* What ws->keys holds: the keys of the credentials with this id and cpu at this timestamp (id 0: none). */
+typedef struct key_cache {
+    uint64_t id;
+    uint64_t timestamp;
+    unsigned cpu;
+    pasarela_sealing_keys keys;
+} key_cache;
 
-/* encode: pasarela_base64_encode for secret-derived bytes, pasarela_base64_encode_public otherwise
- * (a group that straddles two pieces always takes the constant-time encoder). */
-static void b64sha_update(base64_sha512 *h, const uint8_t *in, size_t n, base64_encoder encode) {
-    while (h->carry_len > 0 && h->carry_len < 3 && n > 0) {
-        h->carry[h->carry_len++] = *in++;
-        n--;
-    }
-    if (h->carry_len == 3) {
-        pasarela_base64_encode(h->carry, 3, h->text);
-        pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, 4);
-        h->carry_len = 0;
-    }
-    while (n >= 3) {
-        size_t chunk = n - n % 3;
-        if (chunk > sizeof h->text / 4 * 3) chunk = sizeof h->text / 4 * 3;
-        size_t written = encode(in, chunk, h->text);
-        pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, written);
-        in += chunk;
-        n -= chunk;
-    }
-    memcpy(h->carry + h->carry_len, in, n);
-    h->carry_len += n;
+size_t pasarela_key_cache_size(void) { return sizeof(key_cache); }
+
+void pasarela_workspace_wipe(pasarela_workspace *ws) {
+    if (ws == NULL) return;
+    if (ws->keys != NULL) pasarela_wipe(ws->keys, ws->keys_cap);
+    if (ws->scratch != NULL) pasarela_wipe(ws->scratch, ws->scratch_cap);
 }
 
-static void b64sha_final(base64_sha512 *h, uint8_t digest[64]) {
-    if (h->carry_len > 0) {
-        size_t written = pasarela_base64_encode(h->carry, h->carry_len, h->text);
-        pasarela_sha512_update(&h->sha, (const uint8_t *)h->text, written);
-    }
-    pasarela_sha512_final(&h->sha, digest);
-    pasarela_wipe(h, sizeof *h);
-}
-
-/* signature = hex(SHA-512(Base64(plaintext with ,"key":"<encodedKey>" spliced before its final brace))) */
-void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d,
-                   char signature_hex[PASARELA_SIGNATURE_HEX_LEN]) {
-    static const uint8_t key_open[] = ",\"key\":\"";
-    static const uint8_t key_close[] = "\"}";
-    base64_sha512 h;
-    uint8_t digest[64];
-    int empty = n == 2; /* "{}": no comma before the key */
-    pasarela_sha512_init(&h.sha, cpu);
-    h.carry_len = 0;
-    b64sha_update(&h, plaintext, n - 1, pasarela_base64_encode_public);
-    b64sha_update(&h, key_open + empty, sizeof key_open - 1 - (size_t)empty, pasarela_base64_encode_public);
-    b64sha_update(&h, (const uint8_t *)d->encoded_key, sizeof d->encoded_key, pasarela_base64_encode);
-    b64sha_update(&h, key_close, sizeof key_close - 1, pasarela_base64_encode_public);
-    b64sha_final(&h, digest);
-    pasarela_hex_encode(digest, sizeof digest, signature_hex);
-}
-
-/* Everything a seal needs from (credentials, timestamp): derived once, reused by a batch. */
-typedef struct sealing_keys {
-    pasarela_derived derived;
-    pasarela_aes256_schedule schedule;
-} sealing_keys;
-
-static int prepare_keys(const pasarela_credentials *c, uint64_t timestamp, sealing_keys *k) {
-    int rc = pasarela_derive_secrets(c, timestamp, &k->derived);
+static int expand_keys(const pasarela_credentials *c, uint64_t timestamp, int have_password,
+                       pasarela_sealing_keys *k) {
+    int rc = PASARELA_OK;
+    if (have_password)
+        derive_from_password(timestamp, &k->derived);
+    else
+        rc = pasarela_derive_secrets(c, timestamp, &k->derived);
     if (rc == PASARELA_OK) rc = pasarela_aes256_expand(c->cpu, k->derived.aes_key, &k->schedule);
+    if (rc != PASARELA_OK) pasarela_wipe(k, sizeof *k);
     return rc;
 }
 
-/* data = hex(iv) ":" hex(AES-256-CBC-PKCS7(aesKey, iv, plaintext)) */
-static void encrypt_to_hex(unsigned cpu, const pasarela_aes256_schedule *ks, const uint8_t *plaintext, size_t n,
-                           const uint8_t iv[PASARELA_IV_LEN], char *data) {
-    uint8_t chain[PASARELA_IV_LEN];
-    uint8_t block[256];
+int pasarela_sealing_keys_for(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp,
+                              pasarela_sealing_keys *local, const pasarela_sealing_keys **keys) {
+    key_cache *cache = NULL;
+    int rc;
+    *keys = local;
+    if (timestamp < MIN_TIMESTAMP || timestamp > MAX_TIMESTAMP) return PASARELA_E_TIMESTAMP;
+    if (c->id != 0 && ws->keys != NULL && ws->keys_cap >= sizeof(key_cache)) cache = (key_cache *)ws->keys;
+    if (cache == NULL) {
+        rc = expand_keys(c, timestamp, 0, local);
+        *keys = local;
+        return rc;
+    }
+    int same_terminal = cache->id == c->id && cache->cpu == c->cpu;
+    if (same_terminal && cache->timestamp == timestamp) {
+        *keys = &cache->keys;
+        return PASARELA_OK;
+    }
+    /* the password depends on the minute only; a valid cached timestamp vouches for this one's range */
+    int same_minute = same_terminal && timestamp / 60 == cache->timestamp / 60;
+    cache->id = 0;
+    rc = expand_keys(c, timestamp, same_minute, &cache->keys);
+    if (rc == PASARELA_OK) {
+        cache->id = c->id;
+        cache->timestamp = timestamp;
+        cache->cpu = c->cpu;
+    }
+    *keys = &cache->keys;
+    return rc;
+}
+
+/* ---- sealing ---- */
+
+/* Base64 of the signed text (the plaintext with ,"key":"<encodedKey>" spliced before its final brace)
+ * into text; returns its length. Characters from *secret_from on derive from the key: wipe them. */
+static size_t signed_base64(const uint8_t *plaintext, size_t n, const pasarela_derived *d, char *text,
+                            size_t *secret_from) {
+    static const uint8_t key_open[] = ",\"key\":\"";
+    uint8_t tail[2 + sizeof key_open - 1 + PASARELA_ENCODED_KEY_LEN + 2];
+    size_t head = n - 1, whole = head - head % 3, t = head - whole;
+    int empty = n == 2; /* "{}": no comma before the key */
+    size_t written = pasarela_base64_encode_public(plaintext, whole, text);
+    memcpy(tail, plaintext + whole, t);
+    memcpy(tail + t, key_open + empty, sizeof key_open - 1 - (size_t)empty);
+    t += sizeof key_open - 1 - (size_t)empty;
+    memcpy(tail + t, d->encoded_key, PASARELA_ENCODED_KEY_LEN);
+    t += PASARELA_ENCODED_KEY_LEN;
+    tail[t++] = '"';
+    tail[t++] = '}';
+    *secret_from = written;
+    written += pasarela_base64_encode(tail, t, text + written);
+    pasarela_wipe(tail, sizeof tail);
+    return written;
+}
+
+void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d, void *scratch,
+                   char signature_hex[PASARELA_SIGNATURE_HEX_LEN]) {
+    char *text = (char *)scratch;
+    uint8_t digest[64];
+    size_t secret_from, len = signed_base64(plaintext, n, d, text, &secret_from);
+    pasarela_sha512_ctx sha;
+    pasarela_sha512_init(&sha, cpu);
+    pasarela_sha512_update(&sha, (const uint8_t *)text, len);
+    pasarela_sha512_final(&sha, digest);
+    pasarela_wipe(text + secret_from, len - secret_from);
+    pasarela_hex_encode(digest, sizeof digest, signature_hex);
+}
+
+/* Writes the signature and the POST body {"data":"<iv_hex>:<ct_hex>"} (PASARELA_SEALED_LEN(n) chars) to
+ * out, using PASARELA_SEAL_SCRATCH_SIZE(n) bytes of scratch: the signed text's Base64 is hashed while
+ * the plaintext is encrypted. */
+static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_t *plaintext, size_t n,
+                      const uint8_t iv[PASARELA_IV_LEN], void *scratch, char *out) {
+    static const char body_open[] = "{\"data\":\"";
+    char *text = (char *)scratch;
+    size_t secret_from, text_len = signed_base64(plaintext, n, &k->derived, text, &secret_from);
+    uint8_t *ciphertext = (uint8_t *)scratch + (text_len + 15) / 16 * 16;
+    size_t ciphertext_len = PASARELA_CIPHERTEXT_LEN(n);
+    uint8_t digest[64];
+    pasarela_cbc_job job = {&k->schedule, iv, plaintext, n, ciphertext};
+    pasarela_sha512_with_cbc(cpu, (const uint8_t *)text, text_len, digest, &job);
+    pasarela_wipe(text + secret_from, text_len - secret_from);
+    pasarela_hex_encode(digest, sizeof digest, out);
+    char *body = out + PASARELA_SIGNATURE_HEX_LEN;
+    memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
+    char *data = body + PASARELA_BODY_DATA_OFFSET;
     pasarela_hex_encode(iv, PASARELA_IV_LEN, data);
     data[2 * PASARELA_IV_LEN] = ':';
     data += 2 * PASARELA_IV_LEN + 1;
-    memcpy(chain, iv, sizeof chain);
-    size_t whole = n - n % 16;
-    for (size_t done = 0; done < whole;) {
-        size_t chunk = whole - done < sizeof block ? whole - done : sizeof block;
-        pasarela_aes256_cbc_encrypt_blocks(cpu, ks, chain, plaintext + done, chunk / 16, block);
-        pasarela_hex_encode(block, chunk, data);
-        data += 2 * chunk;
-        done += chunk;
-    }
-    /* the last block carries the PKCS#7 padding: 1..16 bytes of value pad */
-    uint8_t pad = (uint8_t)(16 - n % 16);
-    memcpy(block, plaintext + whole, n % 16);
-    memset(block + n % 16, pad, pad);
-    pasarela_aes256_cbc_encrypt_blocks(cpu, ks, chain, block, 1, block);
-    pasarela_hex_encode(block, 16, data);
-    pasarela_wipe(block, sizeof block);
-}
-
-/* Writes the signature and the POST body {"data":"<iv_hex>:<ct_hex>"}: PASARELA_SEALED_LEN(n) chars. */
-static void seal_with(unsigned cpu, const sealing_keys *k, const uint8_t *plaintext, size_t n,
-                      const uint8_t iv[PASARELA_IV_LEN], char *out) {
-    static const char body_open[] = "{\"data\":\"";
-    char *body = out + PASARELA_SIGNATURE_HEX_LEN;
-    size_t end = PASARELA_BODY_DATA_OFFSET + PASARELA_DATA_LEN(n);
-    memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
-    encrypt_to_hex(cpu, &k->schedule, plaintext, n, iv, body + PASARELA_BODY_DATA_OFFSET);
-    body[end] = '"';
-    body[end + 1] = '}';
-    pasarela_sign(cpu, plaintext, n, &k->derived, out);
+    pasarela_hex_encode(ciphertext, ciphertext_len, data);
+    data[2 * ciphertext_len] = '"';
+    data[2 * ciphertext_len + 1] = '}';
 }
 
 static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
 
-int pasarela_seal(const pasarela_credentials *c, uint64_t timestamp, const uint8_t *plaintext, size_t plaintext_len,
-                  const uint8_t iv[PASARELA_IV_LEN], char *out, size_t out_cap, size_t *out_len) {
-    sealing_keys keys;
-    int rc;
-    if (c == NULL || plaintext == NULL || iv == NULL || out == NULL || out_len == NULL)
-        return PASARELA_E_INVALID_ARGUMENT;
-    if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
-    if (out_cap < PASARELA_SEALED_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
-    rc = prepare_keys(c, timestamp, &keys);
+/* The IV to use: iv, or the next 16 bytes of the workspace's pool (NULL when it is empty). */
+static const uint8_t *next_iv(pasarela_workspace *ws, const uint8_t *iv) {
+    if (iv != NULL) return iv;
+    if (ws->iv_pool == NULL || ws->iv_pool_used > ws->iv_pool_len || ws->iv_pool_len - ws->iv_pool_used < PASARELA_IV_LEN)
+        return NULL;
+    iv = ws->iv_pool + ws->iv_pool_used;
+    ws->iv_pool_used += PASARELA_IV_LEN;
+    return iv;
+}
+
+/* Seals the n-byte plaintext already at the front of out: the signature and body follow it. */
+static int seal_in_place(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, char *out,
+                         size_t out_cap, size_t n, const uint8_t *iv) {
+    pasarela_sealing_keys local;
+    const pasarela_sealing_keys *keys;
+    if (out_cap < PASARELA_REQUEST_LEN(n) || ws->scratch_cap < PASARELA_SEAL_SCRATCH_SIZE(n))
+        return PASARELA_E_BUFFER_TOO_SMALL;
+    int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
     if (rc == PASARELA_OK) {
-        seal_with(c->cpu, &keys, plaintext, plaintext_len, iv, out);
-        *out_len = PASARELA_SEALED_LEN(plaintext_len);
+        if ((iv = next_iv(ws, iv)) == NULL)
+            rc = PASARELA_E_IV_POOL_EMPTY;
+        else
+            seal_with(c->cpu, keys, (const uint8_t *)out, n, iv, ws->scratch, out + n);
     }
-    pasarela_wipe(&keys, sizeof keys);
+    if (keys == &local) pasarela_wipe(&local, sizeof local);
     return rc;
 }
 
-/* Canonical JSON object text of json into plaintext (capacity PASARELA_JSON_OUT_MAX(json_len)). */
-static int canonical_object(const uint8_t *json, size_t json_len, unsigned json_flags, uint8_t *plaintext,
-                            size_t plaintext_cap, size_t *plaintext_len, void *scratch, size_t scratch_cap,
-                            size_t *error_offset) {
-    int top_level_key = 0;
-    int rc = pasarela_json_canonicalize(json, json_len, json_flags, plaintext, plaintext_cap, plaintext_len, scratch,
-                                        scratch_cap, error_offset, &top_level_key);
+int pasarela_seal(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const uint8_t *plaintext,
+                  size_t plaintext_len, const uint8_t *iv) {
+    if (c == NULL || ws == NULL || plaintext == NULL || ws->out == NULL || ws->scratch == NULL)
+        return PASARELA_E_INVALID_ARGUMENT;
+    ws->out_len = ws->plaintext_len = 0;
+    if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
+    if (ws->out_cap < PASARELA_REQUEST_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
+    memmove(ws->out, plaintext, plaintext_len);
+    int rc = seal_in_place(c, ws, timestamp, ws->out, ws->out_cap, plaintext_len, iv);
+    if (rc == PASARELA_OK) {
+        ws->plaintext_len = plaintext_len;
+        ws->out_len = PASARELA_REQUEST_LEN(plaintext_len);
+    }
+    return rc;
+}
+
+/* Canonical JSON object text of json into out (capacity at least PASARELA_JSON_OUT_MAX(json_len)). */
+static int canonical_object(const uint8_t *json, size_t json_len, unsigned json_flags, uint8_t *out, size_t out_cap,
+                            size_t *out_len, pasarela_workspace *ws, unsigned *facts) {
+    int rc = pasarela_json_canonicalize(json, json_len, json_flags, out, out_cap, out_len, ws->scratch, ws->scratch_cap,
+                                        &ws->error_offset, facts);
     if (rc != PASARELA_OK) return rc;
-    if (!is_object_text(plaintext, *plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
-    return top_level_key ? PASARELA_E_KEY_MEMBER : PASARELA_OK;
+    if (!is_object_text(out, *out_len)) return PASARELA_E_JSON_NOT_OBJECT;
+    return (*facts & PASARELA_JSON_FACT_KEY) ? PASARELA_E_KEY_MEMBER : PASARELA_OK;
 }
 
 int pasarela_seal_json(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const uint8_t *json,
-                       size_t json_len, unsigned json_flags, const uint8_t iv[PASARELA_IV_LEN]) {
-    if (ws == NULL) return PASARELA_E_INVALID_ARGUMENT;
-    int rc = canonical_object(json, json_len, json_flags, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
-                              ws->scratch, ws->scratch_cap, &ws->error_offset);
-    if (rc != PASARELA_OK) return rc;
-    return pasarela_seal(c, timestamp, ws->plaintext, ws->plaintext_len, iv, ws->out, ws->out_cap, &ws->out_len);
+                       size_t json_len, unsigned json_flags, const uint8_t *iv) {
+    size_t n = 0;
+    if (c == NULL || ws == NULL || ws->out == NULL || ws->scratch == NULL) return PASARELA_E_INVALID_ARGUMENT;
+    ws->out_len = ws->plaintext_len = 0;
+    ws->json_facts = 0;
+    int rc = canonical_object(json, json_len, json_flags, (uint8_t *)ws->out, ws->out_cap, &n, ws, &ws->json_facts);
+    if (rc == PASARELA_OK) rc = seal_in_place(c, ws, timestamp, ws->out, ws->out_cap, n, iv);
+    if (rc == PASARELA_OK) {
+        ws->plaintext_len = n;
+        ws->out_len = PASARELA_REQUEST_LEN(n);
+    }
+    return rc;
+}
+
+/* A batch is sealed in groups of up to GROUP_MAX requests: their signed texts hashed side by side
+ * (pasarela_sha512_many) and their plaintexts encrypted side by side (pasarela_aes256_cbc_encrypt_many).
+ * The texts and ciphertexts of a group live in ws->plaintext (unused by sealing otherwise). */
+#define GROUP_MAX 16
+
+typedef struct group {
+    unsigned cpu;
+    size_t count, keys_count, area_used;
+    const uint8_t *texts[GROUP_MAX];
+    size_t text_lens[GROUP_MAX], secret_from[GROUP_MAX], plaintext_lens[GROUP_MAX];
+    char *outs[GROUP_MAX];
+    pasarela_cbc_job jobs[GROUP_MAX];
+    uint8_t digests[GROUP_MAX][64];
+    /* the distinct keys of the group's requests, in order (keys_count of them) */
+    pasarela_sealing_keys keys[GROUP_MAX];
+    uint64_t keys_id[GROUP_MAX], keys_timestamp[GROUP_MAX];
+} group;
+
+/* Hashes and encrypts the group's requests, writes their signatures and bodies, empties the group. */
+static void seal_group(group *g) {
+    static const char body_open[] = "{\"data\":\"";
+    if (g->count == 0) return;
+    pasarela_sha512_many(g->cpu, g->texts, g->text_lens, g->count, &g->digests[0][0]);
+    pasarela_aes256_cbc_encrypt_many(g->cpu, g->jobs, g->count);
+    for (size_t i = 0; i < g->count; i++) {
+        char *out = g->outs[i] + g->plaintext_lens[i];
+        size_t ciphertext_len = PASARELA_CIPHERTEXT_LEN(g->plaintext_lens[i]);
+        pasarela_wipe((uint8_t *)(uintptr_t)g->texts[i] + g->secret_from[i], g->text_lens[i] - g->secret_from[i]);
+        pasarela_hex_encode(g->digests[i], 64, out);
+        char *data = out + PASARELA_SIGNATURE_HEX_LEN;
+        memcpy(data, body_open, PASARELA_BODY_DATA_OFFSET);
+        data += PASARELA_BODY_DATA_OFFSET;
+        pasarela_hex_encode(g->jobs[i].iv, PASARELA_IV_LEN, data);
+        data[2 * PASARELA_IV_LEN] = ':';
+        data += 2 * PASARELA_IV_LEN + 1;
+        pasarela_hex_encode(g->jobs[i].out, ciphertext_len, data);
+        data[2 * ciphertext_len] = '"';
+        data[2 * ciphertext_len + 1] = '}';
+    }
+    pasarela_wipe(g->keys, sizeof g->keys[0] * g->keys_count);
+    g->count = g->keys_count = g->area_used = 0;
+}
+
+/* Adds the request whose n-byte plaintext is at out to the group (sealing the group first when it is
+ * full, or has no room for it, or uses other CPU features). PASARELA_E_BUFFER_TOO_SMALL: its text and
+ * ciphertext would not fit in ws->plaintext at all (the caller seals it alone). */
+static int group_add(group *g, pasarela_workspace *ws, const pasarela_credentials *c, uint64_t timestamp,
+                     char *out, size_t n, const uint8_t *iv) {
+    size_t need = PASARELA_SEAL_SCRATCH_SIZE(n);
+    if (need > ws->plaintext_cap) return PASARELA_E_BUFFER_TOO_SMALL;
+    if (g->count == GROUP_MAX || ws->plaintext_cap - g->area_used < need || (g->count > 0 && g->cpu != c->cpu))
+        seal_group(g);
+    g->cpu = c->cpu;
+    size_t k = g->keys_count;
+    if (k == 0 || c->id == 0 || g->keys_id[k - 1] != c->id || g->keys_timestamp[k - 1] != timestamp) {
+        pasarela_sealing_keys local;
+        const pasarela_sealing_keys *keys;
+        int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
+        if (rc == PASARELA_OK) {
+            memcpy(&g->keys[k], keys, sizeof *keys);
+            g->keys_id[k] = c->id;
+            g->keys_timestamp[k] = timestamp;
+            g->keys_count = ++k;
+        }
+        if (keys == &local) pasarela_wipe(&local, sizeof local);
+        if (rc != PASARELA_OK) return rc;
+    }
+    size_t i = g->count++;
+    char *text = (char *)ws->plaintext + g->area_used;
+    g->text_lens[i] = signed_base64((const uint8_t *)out, n, &g->keys[k - 1].derived, text, &g->secret_from[i]);
+    g->texts[i] = (const uint8_t *)text;
+    g->outs[i] = out;
+    g->plaintext_lens[i] = n;
+    pasarela_cbc_job job = {&g->keys[k - 1].schedule, iv, (const uint8_t *)out,
+                            n, (uint8_t *)text + (g->text_lens[i] + 15) / 16 * 16};
+    g->jobs[i] = job;
+    g->area_used += (need + 15) / 16 * 16;
+    return PASARELA_OK;
 }
 
 size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
-                                size_t *out_lens) {
-    sealing_keys keys;
-    const pasarela_credentials *keys_for = NULL; /* keys hold the secrets of (keys_for, keys_timestamp) */
-    uint64_t keys_timestamp = 0;
-    size_t plaintext_used = 0, out_used = 0, done = 0;
+                                size_t *out_lens, unsigned *facts) {
+    group g;
+    size_t out_used = 0, done = 0;
     if (credentials == NULL || timestamps == NULL || json_lens == NULL || ivs == NULL || ws == NULL ||
-        statuses == NULL || plaintext_lens == NULL || out_lens == NULL || (json == NULL && n > 0))
+        ws->out == NULL || ws->scratch == NULL || ws->plaintext == NULL || statuses == NULL ||
+        plaintext_lens == NULL || out_lens == NULL || facts == NULL || (json == NULL && n > 0))
         return 0;
+    g.count = g.keys_count = g.area_used = 0;
     for (; done < n; done++) {
-        size_t len = json_lens[done];
-        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len);
+        size_t len = json_lens[done], plaintext_max = PASARELA_JSON_OUT_MAX(len);
         /* stop where the next item might not fit: the caller calls again for the rest */
-        if (ws->plaintext_cap - plaintext_used < plaintext_max ||
-            ws->out_cap - out_used < PASARELA_SEALED_LEN(plaintext_max) || ws->scratch_cap < PASARELA_JSON_SCRATCH_SIZE(len))
+        if (ws->out_cap - out_used < PASARELA_REQUEST_LEN(plaintext_max) ||
+            ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len))
             break;
         const pasarela_credentials *c = credentials[done];
-        uint8_t *plaintext = ws->plaintext + plaintext_used;
+        char *out = ws->out + out_used;
         size_t plaintext_len = 0;
+        facts[done] = 0;
         int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
-                           : canonical_object(json, len, json_flags, plaintext, plaintext_max, &plaintext_len,
-                                              ws->scratch, ws->scratch_cap, &ws->error_offset);
-        if (rc == PASARELA_OK && (c != keys_for || timestamps[done] != keys_timestamp)) {
-            keys_for = NULL;
-            rc = prepare_keys(c, timestamps[done], &keys);
-            if (rc == PASARELA_OK) {
-                keys_for = c;
-                keys_timestamp = timestamps[done];
-            }
-        }
+                           : canonical_object(json, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
+                                              &facts[done]);
+        if (rc == PASARELA_OK)
+            rc = group_add(&g, ws, c, timestamps[done], out, plaintext_len, ivs + PASARELA_IV_LEN * done);
+        plaintext_lens[done] = out_lens[done] = 0;
         if (rc == PASARELA_OK) {
-            seal_with(c->cpu, &keys, plaintext, plaintext_len, ivs + PASARELA_IV_LEN * done, ws->out + out_used);
             plaintext_lens[done] = plaintext_len;
-            out_lens[done] = PASARELA_SEALED_LEN(plaintext_len);
-            plaintext_used += plaintext_len;
+            out_lens[done] = PASARELA_REQUEST_LEN(plaintext_len);
             out_used += out_lens[done];
-        } else {
-            plaintext_lens[done] = out_lens[done] = 0;
         }
         statuses[done] = rc;
         json += len;
     }
-    pasarela_wipe(&keys, sizeof keys);
+    seal_group(&g);
     return done;
 }
 
 size_t pasarela_sealed_len(size_t plaintext_len) { return PASARELA_SEALED_LEN(plaintext_len); }
 size_t pasarela_json_out_max(size_t json_len) { return PASARELA_JSON_OUT_MAX(json_len); }
 size_t pasarela_json_scratch_size(size_t json_len) { return PASARELA_JSON_SCRATCH_SIZE(json_len); }
+size_t pasarela_workspace_scratch_size(size_t json_len) { return PASARELA_WORKSPACE_SCRATCH_SIZE(json_len); }

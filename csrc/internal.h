@@ -38,6 +38,14 @@ typedef struct pasarela_sha512_ctx {
 PASARELA_INTERNAL void pasarela_sha512_init(pasarela_sha512_ctx *ctx, unsigned cpu);
 PASARELA_INTERNAL void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t n);
 PASARELA_INTERNAL void pasarela_sha512_final(pasarela_sha512_ctx *ctx, uint8_t out[64]); /* wipes ctx */
+/* nblocks whole 128-byte blocks at p into state, with the block function cpu selects (no padding, no
+ * length bookkeeping; the caller wipes state). */
+PASARELA_INTERNAL void pasarela_sha512_blocks(unsigned cpu, uint64_t state[8], const uint8_t *p, size_t nblocks);
+/* sha512_many.c: SHA-512 of n independent messages, digests + 64 * i receiving that of msgs[i] (lens[i]
+ * bytes; msgs[i] may be NULL when lens[i] is 0). 8 messages side by side when cpu has PASARELA_CPU_AVX512,
+ * 4 with PASARELA_CPU_AVX2, else one after another. Wipes its message-derived temporaries. */
+PASARELA_INTERNAL void pasarela_sha512_many(unsigned cpu, const uint8_t *const *msgs, const size_t *lens, size_t n,
+                                            uint8_t *digests);
 
 /* aes.c: AES-256 with hardware instructions only. The key schedule is secret: wipe it. */
 typedef struct pasarela_aes256_schedule {
@@ -53,11 +61,26 @@ PASARELA_INTERNAL void pasarela_aes256_cbc_decrypt_blocks(unsigned cpu, const pa
                                                           uint8_t iv[16], const uint8_t *in, size_t nblocks,
                                                           uint8_t *out);
 
-/* json.c: pasarela_json_canonicalize that also reports whether the top-level object has a "key" member. */
-PASARELA_INTERNAL int pasarela_json_canonicalize_object(const uint8_t *in, size_t n, unsigned flags, uint8_t *out,
-                                                        size_t out_cap, size_t *out_len, void *scratch,
-                                                        size_t scratch_cap, size_t *error_offset,
-                                                        int *top_level_key);
+/* aes_many.c: several AES-256-CBC-PKCS#7 encryptions at once. One job: len bytes at in ->
+ * PASARELA_CIPHERTEXT_LEN(len) bytes at out (the final block carries the padding, 1..16 bytes). */
+typedef struct pasarela_cbc_job {
+    const pasarela_aes256_schedule *ks;
+    const uint8_t *iv;    /* 16 bytes */
+    const uint8_t *in;
+    size_t len;
+    uint8_t *out;
+} pasarela_cbc_job;
+/* Runs n jobs, up to 8 chains interleaved with AES-NI on x86 (keys may differ per job; when a chain ends,
+ * the next pending job takes its slot). Results identical to running them one by one (jobs must not
+ * overlap each other; in == out within a job is fine). ARM/no-AES builds: one after another with
+ * pasarela_aes256_cbc_encrypt_blocks. Wipes the padded last blocks and key registers. */
+PASARELA_INTERNAL void pasarela_aes256_cbc_encrypt_many(unsigned cpu, const pasarela_cbc_job *jobs, size_t n);
+/* sha512.c: digest = SHA-512(msg, len) while running job (one CBC-PKCS#7 encryption) interleaved with the
+ * hash rounds, so the AES latency hides under the SHA-512 arithmetic (x86-64 with PASARELA_CPU_AVX2 and
+ * PASARELA_CPU_AES_X86; otherwise the hash, then the job). Results identical to pasarela_sha512 + the
+ * job alone. */
+PASARELA_INTERNAL void pasarela_sha512_with_cbc(unsigned cpu, const uint8_t *msg, size_t len, uint8_t digest[64],
+                                                const pasarela_cbc_job *job);
 
 /* envelope.c: the per-request secrets (spec 5.1 steps 3, 4, 6) and the signature (step 5). */
 typedef struct pasarela_derived {
@@ -66,8 +89,19 @@ typedef struct pasarela_derived {
     uint8_t aes_key[PASARELA_AES_KEY_LEN];
 } pasarela_derived;
 PASARELA_INTERNAL int pasarela_derive_secrets(const pasarela_credentials *c, uint64_t timestamp, pasarela_derived *d);
-/* hex SHA-512 of Base64 of the canonical plaintext with ,"key":"<encodedKey>" spliced before its final brace */
+/* hex SHA-512 of Base64 of the canonical plaintext with ,"key":"<encodedKey>" spliced before its final
+ * brace; scratch: PASARELA_SEAL_SCRATCH_SIZE(n) bytes (the Base64 text, wiped where secret) */
 PASARELA_INTERNAL void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d,
-                                     char signature_hex[PASARELA_SIGNATURE_HEX_LEN]);
+                                     void *scratch, char signature_hex[PASARELA_SIGNATURE_HEX_LEN]);
+/* Everything a request needs from (credentials, timestamp). */
+typedef struct pasarela_sealing_keys {
+    pasarela_derived derived;
+    pasarela_aes256_schedule schedule;
+} pasarela_sealing_keys;
+/* *keys = the keys of (c, timestamp): ws's cache when it holds them (or can: c->id != 0 and ws->keys
+ * set), else derived into *local, which the caller wipes when *keys == local. */
+PASARELA_INTERNAL int pasarela_sealing_keys_for(const pasarela_credentials *c, pasarela_workspace *ws,
+                                                uint64_t timestamp, pasarela_sealing_keys *local,
+                                                const pasarela_sealing_keys **keys);
 
 #endif

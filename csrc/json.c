@@ -38,7 +38,7 @@ typedef struct state {
     size_t members_cap, members_top;
     uint8_t *temp;
     size_t temp_cap;
-    int top_level_key;  /* the depth-1 object has a "key" member */
+    unsigned facts;     /* PASARELA_JSON_FACT_* seen so far */
     unsigned flags;
 } state;
 
@@ -377,6 +377,7 @@ static int literal_token(state *s) {
         size_t len = strlen(words[i]);
         if (s->n - s->pos >= len && memcmp(s->in + s->pos, words[i], len) == 0) {
             s->pos += len;
+            if (i == 2) s->facts |= PASARELA_JSON_FACT_NULL;
             return put(s, words[i], len);
         }
     }
@@ -532,7 +533,7 @@ static int canonicalize(state *s) {
             const uint8_t *key = s->out + m->start + 1;
             m->key_len = (uint32_t)key_len;
             m->order = key_order(key, key_len, s->members_top - 1 - f->first);
-            if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) s->top_level_key = 1;
+            if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) s->facts |= PASARELA_JSON_FACT_KEY;
             skip_ws(s);
             if (s->pos >= s->n || s->in[s->pos] != ':') return PASARELA_E_JSON_SYNTAX;
             s->pos++;
@@ -544,7 +545,7 @@ static int canonicalize(state *s) {
 
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
                                       size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
-                                      int *top_level_key) {
+                                      unsigned *facts) {
     state s;
     int rc;
     if ((in == NULL && n > 0) || out == NULL || out_len == NULL || scratch == NULL)
@@ -565,6 +566,6 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
     rc = canonicalize(&s);
     *out_len = rc == PASARELA_OK ? s.len : 0;
     if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
-    if (top_level_key) *top_level_key = s.top_level_key;
+    if (facts) *facts = s.facts;
     return rc;
 }

@@ -34,7 +34,8 @@ typedef enum pasarela_status {
     PASARELA_E_BAD_HEX = 10,          /* data is not <32 hex>:<hex>, or odd/invalid hex */
     PASARELA_E_BAD_LENGTH = 11,       /* ciphertext is empty or not a multiple of 16 bytes */
     PASARELA_E_BAD_PADDING = 12,      /* PKCS#7 padding check failed */
-    PASARELA_E_SIGNATURE = 13         /* signature does not match */
+    PASARELA_E_SIGNATURE = 13,        /* signature does not match */
+    PASARELA_E_IV_POOL_EMPTY = 14     /* no IV given and fewer than 16 bytes left in ws->iv_pool: refill it */
 } pasarela_status;
 
 /* Sizes. */
@@ -52,20 +53,33 @@ typedef enum pasarela_status {
  * 21 bytes) and the scratch space used to reorder integer-like keys. */
 #define PASARELA_JSON_OUT_MAX(n) (6u * (size_t)(n) + 32u)
 #define PASARELA_JSON_SCRATCH_SIZE(n) (16u * (size_t)(n) + 256u)
+/* Scratch a seal of an n-byte plaintext uses after canonicalization: the Base64 of the signed text,
+ * then the ciphertext (16-byte aligned). */
+#define PASARELA_SEAL_SCRATCH_SIZE(n) (4u * (((size_t)(n) + 9u + PASARELA_ENCODED_KEY_LEN + 2u) / 3u) + 16u + \
+                                       PASARELA_CIPHERTEXT_LEN(n))
+/* A workspace's scratch for JSON input of up to n bytes: enough for both. */
+#define PASARELA_WORKSPACE_SCRATCH_SIZE(n) (PASARELA_JSON_SCRATCH_SIZE(n) > \
+    PASARELA_SEAL_SCRATCH_SIZE(PASARELA_JSON_OUT_MAX(n)) ? PASARELA_JSON_SCRATCH_SIZE(n) : \
+    PASARELA_SEAL_SCRATCH_SIZE(PASARELA_JSON_OUT_MAX(n)))
 
 /* The size macros as functions, for bindings that cannot expand macros. */
 size_t pasarela_sealed_len(size_t plaintext_len);
 size_t pasarela_json_out_max(size_t json_len);
 size_t pasarela_json_scratch_size(size_t json_len);
+size_t pasarela_workspace_scratch_size(size_t json_len);
 
 /* Flags of pasarela_json_canonicalize. */
 #define PASARELA_JSON_SHORTEST_DIGITS 1u
+/* Facts pasarela_json_canonicalize reports about the text (bits of *facts). */
+#define PASARELA_JSON_FACT_KEY 1u    /* an object at the top level with a "key" member */
+#define PASARELA_JSON_FACT_NULL 2u   /* a null literal somewhere (orjson writes NaN and infinities as null) */
 
 /* CPU feature bits returned by pasarela_cpu_features(). */
 #define PASARELA_CPU_AES_X86 1u    /* AES-NI + SSE2 */
 #define PASARELA_CPU_AES_ARM 2u    /* ARMv8 Crypto Extensions (AES) */
 #define PASARELA_CPU_AES_ANY (PASARELA_CPU_AES_X86 | PASARELA_CPU_AES_ARM)
 #define PASARELA_CPU_AVX2 4u        /* x86-64 AVX2 + BMI1 + BMI2 with OS-saved YMM state (SHA-512) */
+#define PASARELA_CPU_AVX512 8u      /* x86-64 AVX-512 F+VL+BW with OS-saved ZMM/opmask state (SHA-512 multi-buffer) */
 
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);
@@ -109,38 +123,41 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
  * The result has numbers in Number.prototype.toString form, integer-like keys first in ascending
  * order, strings re-escaped. scratch must be aligned to 8 bytes. Integer literals beyond
  * +-(2^53-1) give PASARELA_E_JSON_UNSAFE_INTEGER; duplicate keys and nesting deeper than 1000 give
- * PASARELA_E_JSON_UNSUPPORTED. *error_offset (may be NULL) is
- * the input offset of the offending token; *top_level_key (may be NULL) tells whether the text is an
- * object with a top-level "key" member. */
+ * PASARELA_E_JSON_UNSUPPORTED. *error_offset (may be NULL) is the input offset of the offending
+ * token; *facts (may be NULL) receives PASARELA_JSON_FACT_* bits. */
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
                                size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
-                               int *top_level_key);
+                               unsigned *facts);
 
 /* ---- seal (client side) ---- */
 /* A terminal's credentials and the CPU features to use (from pasarela_cpu_features()). The bytes
- * are UTF-8 and stay owned by the caller. */
+ * are UTF-8 and stay owned by the caller. id: 0, or a number no other credentials of the process
+ * share (never reused, even after these are freed): it lets a workspace keep the keys derived from
+ * these credentials for the current timestamp (see pasarela_workspace.keys). */
 typedef struct pasarela_credentials {
     const uint8_t *business_code;
     size_t business_code_len;
     const uint8_t *terminal_serial;
     size_t terminal_serial_len;
     unsigned cpu;
+    uint64_t id;
 } pasarela_credentials;
 
-/* A sealed request, as written into an output buffer: the 128-hex signature immediately followed
- * by the POST body {"data":"<iv_hex>:<ct_hex>"}. */
-#define PASARELA_SEALED_LEN(n) (PASARELA_SIGNATURE_HEX_LEN + 11u + PASARELA_DATA_LEN(n))
+/* A sealed request as written into ws->out: the plaintext (the canonical JSON that was encrypted and,
+ * with the key, signed), then the 128-hex signature, then the POST body {"data":"<iv_hex>:<ct_hex>"}. */
+#define PASARELA_SEALED_LEN(n) (PASARELA_SIGNATURE_HEX_LEN + 11u + PASARELA_DATA_LEN(n))  /* signature + body */
+#define PASARELA_REQUEST_LEN(n) ((size_t)(n) + PASARELA_SEALED_LEN(n))                     /* plaintext + both */
 #define PASARELA_BODY_DATA_OFFSET 9u   /* {"data":" */
 
-/* plaintext: canonical JSON object text (exactly what JSON.stringify writes). Writes
- * PASARELA_SEALED_LEN(plaintext_len) chars (not NUL-terminated) to out. */
-int pasarela_seal(const pasarela_credentials *credentials, uint64_t timestamp,
-                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[PASARELA_IV_LEN],
-                  char *out, size_t out_cap, size_t *out_len);
-
-/* Caller-owned buffers for pasarela_seal_json, reusable across calls (one per thread). For JSON
+/* Caller-owned buffers, reusable across calls (one workspace per thread, never shared). For JSON
  * input of up to n bytes: plaintext_cap >= PASARELA_JSON_OUT_MAX(n), scratch_cap >=
- * PASARELA_JSON_SCRATCH_SIZE(n) (8-byte aligned), out_cap >= PASARELA_SEALED_LEN(PASARELA_JSON_OUT_MAX(n)). */
+ * PASARELA_WORKSPACE_SCRATCH_SIZE(n) (8-byte aligned), out_cap >= PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(n)).
+ * keys (optional, may be NULL): pasarela_key_cache_size() bytes, 8-byte aligned, zeroed before first use;
+ * it keeps the secrets derived for the last (credentials id, timestamp) so consecutive requests of a
+ * terminal in the same second skip the derivation (and in the same minute, the MD5): wipe it with
+ * pasarela_workspace_wipe before freeing. iv_pool (optional): random bytes a seal without an explicit
+ * IV takes 16 at a time from iv_pool_used on (the caller refills it from the OS CSPRNG, and resets it
+ * in a forked child). */
 typedef struct pasarela_workspace {
     uint8_t *plaintext;
     size_t plaintext_cap;
@@ -148,29 +165,48 @@ typedef struct pasarela_workspace {
     size_t scratch_cap;
     char *out;
     size_t out_cap;
+    void *keys;
+    size_t keys_cap;
+    const uint8_t *iv_pool;
+    size_t iv_pool_len;
+    size_t iv_pool_used;
     size_t plaintext_len;   /* results */
     size_t out_len;
     size_t error_offset;
+    unsigned json_facts;
 } pasarela_workspace;
 
-/* pasarela_json_canonicalize(json) into ws->plaintext, then pasarela_seal of it into ws->out.
- * Refuses text that is not an object (PASARELA_E_JSON_NOT_OBJECT) or has a top-level "key" member
- * (PASARELA_E_KEY_MEMBER). */
+size_t pasarela_key_cache_size(void);
+/* Wipes the derived secrets cached in ws->keys and the scratch space. */
+void pasarela_workspace_wipe(pasarela_workspace *ws);
+
+/* plaintext: canonical JSON object text (exactly what JSON.stringify writes). Writes the request
+ * (PASARELA_REQUEST_LEN(plaintext_len) bytes, not NUL-terminated) to ws->out and sets ws->out_len and
+ * ws->plaintext_len. iv: 16 bytes, or NULL for the next 16 bytes of ws->iv_pool. */
+int pasarela_seal(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t *iv);
+
+/* pasarela_json_canonicalize(json) into the front of ws->out, then pasarela_seal of it. Refuses text
+ * that is not an object (PASARELA_E_JSON_NOT_OBJECT) or has a top-level "key" member
+ * (PASARELA_E_KEY_MEMBER); ws->json_facts tells whether the text had a null. */
 int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
-                       const uint8_t *json, size_t json_len, unsigned json_flags,
-                       const uint8_t iv[PASARELA_IV_LEN]);
+                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t *iv);
 
 /* Many requests in one call (the GIL is released once): item i seals json_lens[i] bytes of the
  * concatenated JSON texts with credentials[i], timestamps[i] and the 16 bytes at ivs + 16 i, as
- * pasarela_seal_json would. Plaintexts are written one after another to ws->plaintext and sealed
- * requests to ws->out; statuses[i], plaintext_lens[i] and out_lens[i] (0 on failure) tell where.
- * Consecutive items with the same credentials and timestamp share one key derivation. Stops before
- * an item that might not fit in the workspace and returns how many items it processed: call again
- * with the rest (0 means the workspace is too small for the next item). */
+ * pasarela_seal_json would. The requests are written one after another to ws->out; statuses[i],
+ * plaintext_lens[i] and out_lens[i] (the request's length; 0 on failure) tell where, facts[i] its
+ * PASARELA_JSON_FACT_* bits. Items are sealed in groups of up to 16: their signed texts hashed side by
+ * side (8 SHA-512 lanes with AVX-512, 4 with AVX2), their plaintexts encrypted as interleaved CBC chains,
+ * one key derivation per (credentials, timestamp) (and with ws->keys, none while it holds them); the
+ * group's texts and ciphertexts use ws->plaintext, so an item whose text and ciphertext would not fit
+ * there gets PASARELA_E_BUFFER_TOO_SMALL (seal it alone). Stops before an item that might not fit in
+ * ws->out and returns how many items it processed: call again with the rest (0 means the workspace is
+ * too small for the next item). */
 size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
-                                size_t *out_lens);
+                                size_t *out_lens, unsigned *facts);
 
 /* ---- open (terminal side) ---- */
 /* Decrypts "<iv_hex>:<ct_hex>" with the aesKey of (credentials, timestamp) into out (at least
@@ -179,9 +215,10 @@ int pasarela_decrypt_data(const pasarela_credentials *credentials, uint64_t time
                           size_t data_len, uint8_t *out, size_t out_cap, size_t *out_len);
 
 /* PASARELA_OK when signature_hex (128 lowercase hex chars) is the signature of canonical JSON object
- * text, else PASARELA_E_SIGNATURE. Compared in constant time. */
-int pasarela_verify(const pasarela_credentials *credentials, uint64_t timestamp, const uint8_t *canonical,
-                    size_t canonical_len, const char *signature_hex);
+ * text, else PASARELA_E_SIGNATURE. Compared in constant time. ws->scratch must hold
+ * PASARELA_SEAL_SCRATCH_SIZE(canonical_len) bytes. */
+int pasarela_verify(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                    const uint8_t *canonical, size_t canonical_len, const char *signature_hex);
 
 /* What the JavaScript server does with a request: decrypts data into ws->out (ws->out_len bytes),
  * writes JSON.stringify(JSON.parse(plaintext)) to ws->plaintext (ws->plaintext_len bytes), and

@@ -14,6 +14,7 @@
 #define PASARELA_E_BAD_LENGTH ...
 #define PASARELA_E_BAD_PADDING ...
 #define PASARELA_E_SIGNATURE ...
+#define PASARELA_E_IV_POOL_EMPTY ...
 
 #define PASARELA_IV_LEN ...
 #define PASARELA_AES_KEY_LEN ...
@@ -22,11 +23,14 @@
 #define PASARELA_FORMATTED_DATE_LEN ...
 #define PASARELA_ENCODED_KEY_LEN ...
 #define PASARELA_JSON_SHORTEST_DIGITS ...
+#define PASARELA_JSON_FACT_KEY ...
+#define PASARELA_JSON_FACT_NULL ...
 #define PASARELA_BODY_DATA_OFFSET ...
 #define PASARELA_CPU_AES_X86 ...
 #define PASARELA_CPU_AES_ARM ...
 #define PASARELA_CPU_AES_ANY ...
 #define PASARELA_CPU_AVX2 ...
+#define PASARELA_CPU_AVX512 ...
 
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);
@@ -34,6 +38,8 @@ const char *pasarela_version(void);
 size_t pasarela_sealed_len(size_t plaintext_len);
 size_t pasarela_json_out_max(size_t json_len);
 size_t pasarela_json_scratch_size(size_t json_len);
+size_t pasarela_workspace_scratch_size(size_t json_len);
+size_t pasarela_key_cache_size(void);
 
 void pasarela_md5(const uint8_t *in, size_t n, uint8_t out[16]);
 void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64]);
@@ -53,7 +59,7 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
 
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
                                size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
-                               int *top_level_key);
+                               unsigned *facts);
 
 typedef struct pasarela_credentials {
     const uint8_t *business_code;
@@ -61,6 +67,7 @@ typedef struct pasarela_credentials {
     const uint8_t *terminal_serial;
     size_t terminal_serial_len;
     unsigned cpu;
+    uint64_t id;
 } pasarela_credentials;
 
 typedef struct pasarela_workspace {
@@ -70,24 +77,30 @@ typedef struct pasarela_workspace {
     size_t scratch_cap;
     char *out;
     size_t out_cap;
+    void *keys;
+    size_t keys_cap;
+    const uint8_t *iv_pool;
+    size_t iv_pool_len;
+    size_t iv_pool_used;
     size_t plaintext_len;
     size_t out_len;
     size_t error_offset;
+    unsigned json_facts;
 } pasarela_workspace;
+void pasarela_workspace_wipe(pasarela_workspace *ws);
 
-int pasarela_seal(const pasarela_credentials *credentials, uint64_t timestamp,
-                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t iv[16],
-                  char *out, size_t out_cap, size_t *out_len);
+int pasarela_seal(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                  const uint8_t *plaintext, size_t plaintext_len, const uint8_t *iv);
 int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
-                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t iv[16]);
+                       const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t *iv);
 
 int pasarela_decrypt_data(const pasarela_credentials *credentials, uint64_t timestamp, const char *data,
                           size_t data_len, uint8_t *out, size_t out_cap, size_t *out_len);
-int pasarela_verify(const pasarela_credentials *credentials, uint64_t timestamp, const uint8_t *canonical,
-                    size_t canonical_len, const char *signature_hex);
+int pasarela_verify(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
+                    const uint8_t *canonical, size_t canonical_len, const char *signature_hex);
 int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                   const char *data, size_t data_len, const char *signature_hex);
 size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
-                                size_t *out_lens);
+                                size_t *out_lens, unsigned *facts);

@@ -614,3 +614,373 @@ void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64])
     pasarela_sha512_update(&ctx, in, n);
     pasarela_sha512_final(&ctx, out);
 }
+
+/* For sha512_many.c: whole blocks into a bare state, with the block function cpu selects. */
+void pasarela_sha512_blocks(unsigned cpu, uint64_t state[8], const uint8_t *p, size_t nblocks)
+{
+    if (nblocks > 0) {
+        sha512_blocks(cpu, state, p, p + 128, nblocks); /* p + 128 is read only when nblocks >= 2 */
+    }
+}
+
+/* ==================================================================================================
+ * pasarela_sha512_with_cbc: SHA-512 of one message while one AES-256-CBC-PKCS#7 job runs alongside.
+ *
+ * CBC encryption waits on its own latency (14 dependent aesenc a block, ~57 cycles), the hash on its
+ * scalar arithmetic (~4 cycles a round); the AES units sit idle during the hash. The variants below
+ * of blk_full, blk_half and blk_last (same rounds, same schedule, same tables) each take a quota of
+ * q AES blocks (0..PAS_CBC_MAX) and issue them at q of ten hook points, one every eight rounds,
+ * spread over the 80 rounds; the out-of-order core runs each block's aesenc chain under the rounds
+ * that follow. The quota of a hash block is the AES blocks left divided by the hash blocks left,
+ * rounded up, at most PAS_CBC_MAX; the AES blocks the hash could not cover run alone at the end
+ * (aes.c's one-chain code). The message must not overlap the job's output.
+ *
+ * Measured on Zen 4 (test_aes_many bench): the overlap is partial. Each AES block issued inside a hash
+ * block still adds ~10 ns to it (its latency alone is ~15 ns), whether the 14 aesenc come in one burst,
+ * in four parts two rounds apart, or one per round (worse: ~23 ns, the per-round tests cost more than
+ * they hide). The hash's dense integer work seems to fill the window (integer registers, reorder
+ * buffer) well before a 57-cycle chain completes. Net: 1.05-1.16x over hash-then-encrypt.
+ * ================================================================================================== */
+
+#if defined(PAS_SHA512_AVX2)
+#define PAS_AVX2_AES_FN __attribute__((target("avx2,bmi,bmi2,aes")))
+
+/* The job's state between hash blocks. The chain value is ciphertext (public); src/pad hold
+ * plaintext, which the caller wipes. */
+typedef struct pas_cbc_chain {
+    const uint8_t *rk;  /* ek[0..14] (pasarela_aes256_schedule.round_keys) */
+    const uint8_t *src; /* the next plaintext block: in the job's input, then the padded block */
+    const uint8_t *pad; /* the padded final block */
+    uint8_t *dst;       /* where its ciphertext goes */
+    size_t left;        /* blocks left */
+    size_t full_left;   /* of which are read from the job's input */
+    size_t sha_left;    /* hash blocks left in the fused run */
+    uint8_t chain[16];  /* the last ciphertext block (or the IV) */
+} pas_cbc_chain;
+
+#define PAS_CBC_MAX 6u
+
+/* Which of the ten hook points (rounds 0, 8, ..., 72) get a block, for a quota of 0..6. */
+static const uint16_t pas_cbc_hooks[PAS_CBC_MAX + 1] = {0x000, 0x001, 0x021, 0x049, 0x0a5, 0x155, 0x1ad};
+
+/* Takes this hash block's quota; returns its hook mask. */
+static inline unsigned cbc_take_quota(pas_cbc_chain *cc)
+{
+    size_t q = cc->sha_left > 0 ? (cc->left + cc->sha_left - 1) / cc->sha_left : 0;
+    if (q > PAS_CBC_MAX) {
+        q = PAS_CBC_MAX;
+    }
+    if (cc->sha_left > 0) {
+        cc->sha_left--;
+    }
+    return pas_cbc_hooks[q];
+}
+
+/* One CBC block from cc, the chain in register c (the round keys are memory operands: the hash keeps
+ * the vector registers busy). */
+#define PAS_CBC_BLOCK(cc, c)                                                                           \
+    do {                                                                                               \
+        const uint8_t *rk_ = (cc)->rk;                                                                 \
+        __m128i s_ = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(cc)->src),          \
+                                   _mm_loadu_si128((const __m128i *)(const void *)rk_));               \
+        s_ = _mm_xor_si128(s_, (c));                                                                   \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 16)));         \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 32)));         \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 48)));         \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 64)));         \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 80)));         \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 96)));         \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 112)));        \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 128)));        \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 144)));        \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 160)));        \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 176)));        \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 192)));        \
+        s_ = _mm_aesenc_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 208)));        \
+        (c) = _mm_aesenclast_si128(s_, _mm_loadu_si128((const __m128i *)(const void *)(rk_ + 224)));   \
+        _mm_storeu_si128((__m128i *)(void *)(cc)->dst, (c));                                           \
+        (cc)->dst += 16;                                                                               \
+        (cc)->left--;                                                                                  \
+        if ((cc)->full_left > 1) {                                                                     \
+            (cc)->full_left--;                                                                         \
+            (cc)->src += 16;                                                                           \
+        } else {                                                                                       \
+            (cc)->full_left = 0;                                                                       \
+            (cc)->src = (cc)->pad;                                                                     \
+        }                                                                                              \
+    } while (0)
+/* The whole block at one hook point, if m has that hook's bit. Spreading the 14 aesenc over the rounds
+ * that follow (in four parts two rounds apart, or one after each round) measured no faster on Zen 4:
+ * see pasarela_sha512_with_cbc's notes. */
+#define PAS_CBC_HOOK(bit)                \
+    do {                                 \
+        if (m & (bit)) {                 \
+            PAS_CBC_BLOCK(cc, cv);       \
+        }                                \
+    } while (0)
+
+/* blk_full with up to ten CBC blocks (hooks: 2 per 16 rounds). */
+static PAS_AVX2_AES_FN __attribute__((noinline)) void blk_full_cbc(uint64_t state[8], uint64_t *wt,
+                                                                  const uint8_t *p0, const uint8_t *p1, int last,
+                                                                  pas_cbc_chain *cc)
+{
+    const __m256i rot8 = PAS_ROT8;
+    __m256i x0, x1, x2, x3, x4, x5, x6, x7;
+    uint64_t *w = wt;
+    const uint64_t *k = K512 + 16;
+    uint64_t a, b, c, d, e, f, g, h, x, y;
+    unsigned m = cbc_take_quota(cc);
+    __m128i cv = _mm_loadu_si128((const __m128i *)(const void *)cc->chain);
+
+    PAIR_LOAD(x0, x1, x2, x3, x4, x5, x6, x7, wt, p0, p1);
+    XLOAD_STATE();
+    do {
+        PAS_PIN(w);
+        PAS_CBC_HOOK(1u);
+        PSTEPW(x0, x1, x2, x3, x4, x5, x6, x7, 0);
+        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
+        PSTEPW(x1, x2, x3, x4, x5, x6, x7, x0, 1);
+        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
+        PSTEPW(x2, x3, x4, x5, x6, x7, x0, x1, 2);
+        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
+        PSTEPW(x3, x4, x5, x6, x7, x0, x1, x2, 3);
+        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
+        PAS_CBC_HOOK(2u);
+        PSTEPW(x4, x5, x6, x7, x0, x1, x2, x3, 4);
+        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
+        PSTEPW(x5, x6, x7, x0, x1, x2, x3, x4, 5);
+        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
+        PSTEPW(x6, x7, x0, x1, x2, x3, x4, x5, 6);
+        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
+        PSTEPW(x7, x0, x1, x2, x3, x4, x5, x6, 7);
+        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
+        w += 32;
+        k += 16;
+        m >>= 2;
+    } while (k != K512 + 80);
+    PAS_PIN(w);
+    PAS_CBC_HOOK(1u);
+    XRND8(XW);
+    PAS_CBC_HOOK(2u);
+    XRND8(XW8);
+    XADD_STATE();
+    _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
+    if (last) {
+        wipe32(wt, 40);
+    }
+}
+
+/* blk_half with up to ten CBC blocks (hooks: 4 per 32 rounds, then 2 in the last 16). */
+static PAS_AVX2_AES_FN __attribute__((noinline)) void blk_half_cbc(uint64_t state[8], const uint64_t *wr,
+                                                                  uint64_t *wt, __m256i ring[8], int row0,
+                                                                  pas_cbc_chain *cc)
+{
+    const __m256i rot8 = PAS_ROT8;
+    __m256i x0 = ring[0], x1 = ring[1], x2 = ring[2], x3 = ring[3];
+    __m256i x4 = ring[4], x5 = ring[5], x6 = ring[6], x7 = ring[7];
+    const uint64_t *w;
+    uint64_t a, b, c, d, e, f, g, h, x, y;
+    int r;
+    unsigned m = cbc_take_quota(cc);
+    __m128i cv = _mm_loadu_si128((const __m128i *)(const void *)cc->chain);
+
+    XLOAD_STATE();
+    for (r = 0; r < 2; r++) {
+        const int q = row0 + 8 * r;
+        w = wr + 64 * r;
+        PAS_PIN(w);
+        PAS_CBC_HOOK(1u);
+        PSTEP(x0, x1, x2, x3, x4, x5, x6, x7, q);
+        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
+        PSTEP(x1, x2, x3, x4, x5, x6, x7, x0, q + 1);
+        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
+        PAS_CBC_HOOK(2u);
+        PSTEP(x2, x3, x4, x5, x6, x7, x0, x1, q + 2);
+        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
+        PSTEP(x3, x4, x5, x6, x7, x0, x1, x2, q + 3);
+        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
+        PAS_CBC_HOOK(4u);
+        PSTEP(x4, x5, x6, x7, x0, x1, x2, x3, q + 4);
+        XRND(a, b, c, d, e, f, g, h, XW16(0), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW16(1), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW16(2), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW16(3), y, x);
+        PSTEP(x5, x6, x7, x0, x1, x2, x3, x4, q + 5);
+        XRND(e, f, g, h, a, b, c, d, XW16(4), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW16(5), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW16(6), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW16(7), y, x);
+        PAS_CBC_HOOK(8u);
+        PSTEP(x6, x7, x0, x1, x2, x3, x4, x5, q + 6);
+        XRND(a, b, c, d, e, f, g, h, XW16(8), x, y);
+        XRND(h, a, b, c, d, e, f, g, XW16(9), y, x);
+        XRND(g, h, a, b, c, d, e, f, XW16(10), x, y);
+        XRND(f, g, h, a, b, c, d, e, XW16(11), y, x);
+        PSTEP(x7, x0, x1, x2, x3, x4, x5, x6, q + 7);
+        XRND(e, f, g, h, a, b, c, d, XW16(12), x, y);
+        XRND(d, e, f, g, h, a, b, c, XW16(13), y, x);
+        XRND(c, d, e, f, g, h, a, b, XW16(14), x, y);
+        XRND(b, c, d, e, f, g, h, a, XW16(15), y, x);
+        m >>= 4;
+    }
+    w = wr + 128;
+    PAS_PIN(w);
+    PAS_CBC_HOOK(1u);
+    XRND8(XW);
+    PAS_CBC_HOOK(2u);
+    XRND8(XW8);
+    XADD_STATE();
+    _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
+    ring[0] = x0, ring[1] = x1, ring[2] = x2, ring[3] = x3;
+    ring[4] = x4, ring[5] = x5, ring[6] = x6, ring[7] = x7;
+}
+
+/* blk_last with up to ten CBC blocks (hooks: 2 per 16 rounds). */
+static PAS_AVX2_AES_FN __attribute__((noinline)) void blk_last_cbc(uint64_t state[8], const uint64_t *wr,
+                                                                  uint64_t *zcur, uint64_t *zother,
+                                                                  __m256i zring[8], pas_cbc_chain *cc)
+{
+    const uint64_t *w;
+    uint64_t a, b, c, d, e, f, g, h, x, y;
+    int r;
+    unsigned m = cbc_take_quota(cc);
+    __m128i cv = _mm_loadu_si128((const __m128i *)(const void *)cc->chain);
+
+    wipe32(zring, 8);
+    XLOAD_STATE();
+    for (r = 0; r < 5; r++) {
+        w = wr + 32 * r;
+        PAS_PIN(w);
+        wipe32(zother + 32 * r, 8);
+        PAS_CBC_HOOK(1u);
+        XRND8(XW);
+        PAS_CBC_HOOK(2u);
+        XRND8(XW8);
+        wipe32(zcur + 32 * r, 8);
+        m >>= 2;
+    }
+    XADD_STATE();
+    _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
+}
+
+/* sha512_blocks_avx2 with the _cbc block functions. */
+static PAS_AVX2_AES_FN void sha512_blocks_avx2_cbc(uint64_t state[8], const uint8_t *first, const uint8_t *p,
+                                                   size_t nblocks, pas_cbc_chain *cc)
+{
+    uint64_t table[2][160] __attribute__((aligned(32)));
+    __m256i ring[8];
+    size_t i;
+
+#define XBLOCK(k) ((k) == 0 ? first : p + 128 * ((k) - 1))
+    blk_full_cbc(state, table[0], first, nblocks >= 2 ? p : first, nblocks == 1, cc);
+    for (i = 1; i < nblocks; i++) {
+        uint64_t *cur = table[(i >> 1) & 1], *other = table[((i >> 1) + 1) & 1];
+        if (i & 1) {
+            if (i + 1 < nblocks) {
+                pair_load(other, ring, XBLOCK(i + 1), XBLOCK(i + 2 < nblocks ? i + 2 : i + 1));
+                blk_half_cbc(state, cur + 2, other, ring, 8, cc);
+            } else {
+                blk_last_cbc(state, cur + 2, cur, other, ring, cc);
+            }
+        } else {
+            blk_half_cbc(state, cur, cur, ring, 24, cc);
+        }
+    }
+#undef XBLOCK
+    if (nblocks > 1 && (nblocks & 1)) {
+        wipe32(table, sizeof table / 32);
+        wipe32(ring, 8);
+    }
+}
+
+static PAS_AVX2_AES_FN void sha512_with_cbc_avx2(const uint8_t *msg, size_t len, uint8_t digest[64],
+                                                 const pasarela_cbc_job *job)
+{
+    uint64_t state[8] = {UINT64_C(0x6a09e667f3bcc908), UINT64_C(0xbb67ae8584caa73b), UINT64_C(0x3c6ef372fe94f82b),
+                         UINT64_C(0xa54ff53a5f1d36f1), UINT64_C(0x510e527fade682d1), UINT64_C(0x9b05688c2b3e6c1f),
+                         UINT64_C(0x1f83d9abfb41bd6b), UINT64_C(0x5be0cd19137e2179)};
+    uint8_t tail[256], pad[16];
+    pas_cbc_chain cc;
+    size_t full = len / 128u, rem = len % 128u, ntail = rem + 17u > 128u ? 2u : 1u, jrem = job->len % 16u, i;
+
+    /* The job's padded block first: with in == out, its full blocks are about to be overwritten. */
+    if (jrem > 0) {
+        memcpy(pad, job->in + (job->len - jrem), jrem);
+    }
+    memset(pad + jrem, (int)(16u - jrem), 16u - jrem);
+    /* The hash's last one or two blocks: the tail of msg, 0x80, zeros, the 128-bit bit length. */
+    if (rem > 0) {
+        memcpy(tail, msg + 128u * full, rem);
+    }
+    tail[rem] = 0x80;
+    memset(tail + rem + 1, 0, 128u * ntail - 16u - rem - 1u);
+    store64_be(tail + 128u * ntail - 16u, (uint64_t)len >> 61);
+    store64_be(tail + 128u * ntail - 8u, (uint64_t)len << 3);
+
+    cc.rk = job->ks->round_keys;
+    cc.full_left = job->len / 16u;
+    cc.src = cc.full_left > 0 ? job->in : pad;
+    cc.pad = pad;
+    cc.dst = job->out;
+    cc.left = cc.full_left + 1u;
+    cc.sha_left = full + ntail;
+    memcpy(cc.chain, job->iv, 16);
+
+    if (full > 0) {
+        sha512_blocks_avx2_cbc(state, msg, msg + 128, full, &cc);
+    }
+    sha512_blocks_avx2_cbc(state, tail, tail + 128, ntail, &cc);
+    if (cc.left > 0) { /* what the hash could not cover, alone (aes.c keeps the round keys in registers) */
+        if (cc.full_left > 0) {
+            pasarela_aes256_cbc_encrypt_blocks(PASARELA_CPU_AES_X86, job->ks, cc.chain, cc.src, cc.full_left, cc.dst);
+            cc.dst += 16u * cc.full_left;
+        }
+        pasarela_aes256_cbc_encrypt_blocks(PASARELA_CPU_AES_X86, job->ks, cc.chain, pad, 1, cc.dst);
+    }
+    for (i = 0; i < 8; i++) {
+        store64_be(digest + 8 * i, state[i]);
+    }
+    _mm256_zeroall(); /* message words, AES states and round keys */
+    pasarela_wipe(tail, sizeof tail);
+    pasarela_wipe(pad, sizeof pad);
+    pasarela_wipe(state, sizeof state);
+    pasarela_wipe(&cc, sizeof cc);
+}
+#endif /* PAS_SHA512_AVX2 */
+
+void pasarela_sha512_with_cbc(unsigned cpu, const uint8_t *msg, size_t len, uint8_t digest[64],
+                              const pasarela_cbc_job *job)
+{
+    pasarela_sha512_ctx ctx;
+
+#if defined(PAS_SHA512_AVX2)
+    if ((cpu & PASARELA_CPU_AVX2) && (cpu & PASARELA_CPU_AES_X86)) {
+        sha512_with_cbc_avx2(msg, len, digest, job);
+        return;
+    }
+#endif
+    pasarela_sha512_init(&ctx, cpu);
+    pasarela_sha512_update(&ctx, msg, len);
+    pasarela_sha512_final(&ctx, digest);
+    pasarela_aes256_cbc_encrypt_many(cpu, job, 1);
+}

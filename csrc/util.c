@@ -94,6 +94,8 @@ const char *pasarela_strerror(int status)
         return "bad PKCS#7 padding";
     case PASARELA_E_SIGNATURE:
         return "signature does not match";
+    case PASARELA_E_IV_POOL_EMPTY:
+        return "no IV given and the workspace's IV pool is empty";
     default:
         return "unknown status";
     }

@@ -115,10 +115,15 @@ static inline void fuzz_workspace_alloc(pasarela_workspace *ws, size_t plaintext
     ws->scratch = fuzz_alloc(scratch_cap);
     ws->out_cap = out_cap;
     ws->out = (char *)fuzz_alloc(out_cap);
+    ws->keys_cap = pasarela_key_cache_size();
+    ws->keys = fuzz_alloc(ws->keys_cap);
+    memset(ws->keys, 0, ws->keys_cap);
 }
 
 static inline void fuzz_workspace_free(pasarela_workspace *ws)
 {
+    pasarela_workspace_wipe(ws);
+    free(ws->keys);
     free(ws->out);
     free(ws->scratch);
     free(ws->plaintext);
@@ -147,6 +152,7 @@ static inline pasarela_credentials fuzz_credentials(fuzz_reader *r, unsigned cpu
     c.business_code = fuzz_copy(business_code, c.business_code_len);
     c.terminal_serial = fuzz_copy(terminal_serial, c.terminal_serial_len);
     c.cpu = cpu;
+    c.id = 1; /* each input has fresh workspaces, so their key caches never hold another input's keys */
     return c;
 }
 

@@ -14,7 +14,7 @@ typedef struct result {
     int rc;
     uint8_t *out;
     size_t len;
-    int top_level_key;
+    unsigned facts;
 } result;
 
 static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
@@ -24,10 +24,10 @@ static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
     size_t error_offset = 0;
     result r = {0, (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n)), 12345, -1};
     r.rc = pasarela_json_canonicalize(in, n, flags, r.out, PASARELA_JSON_OUT_MAX(n), &r.len, scratch,
-                                      PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.top_level_key);
+                                      PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.facts);
     FUZZ_CHECK(r.rc == PASARELA_OK || r.rc == PASARELA_E_JSON_SYNTAX || r.rc == PASARELA_E_JSON_UNSUPPORTED ||
                r.rc == PASARELA_E_JSON_UNSAFE_INTEGER);
-    FUZZ_CHECK(r.top_level_key == 0 || r.top_level_key == 1);
+    FUZZ_CHECK((r.facts & ~(PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_NULL)) == 0);
     if (r.rc == PASARELA_OK) {
         FUZZ_CHECK(r.len <= PASARELA_JSON_OUT_MAX(n) && error_offset == 0);
     } else {
@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else {
                 FUZZ_CHECK(again.rc == PASARELA_OK);
                 FUZZ_CHECK(again.len == first.len && memcmp(again.out, first.out, first.len) == 0);
-                FUZZ_CHECK(again.top_level_key == first.top_level_key);
+                FUZZ_CHECK(again.facts == first.facts);
             }
             free(again.out);
         }

@@ -15,6 +15,7 @@
  * Buffers are exact: out as large as the ciphertext, plaintext and scratch as documented for it.
  */
 #include "fuzz.h"
+#include "../tests/seal_check.h"
 
 static const int RAW_STATUSES[] = {PASARELA_OK, PASARELA_E_TIMESTAMP, PASARELA_E_BAD_HEX, PASARELA_E_BAD_LENGTH,
                                    PASARELA_E_BAD_PADDING, PASARELA_E_JSON_SYNTAX, PASARELA_E_JSON_UNSUPPORTED,
@@ -30,7 +31,7 @@ static int open_request(const pasarela_credentials *c, uint64_t timestamp, const
                         pasarela_workspace *ws)
 {
     size_t ct = q->data_len > 33 ? (q->data_len - 33) / 2 : 0;
-    fuzz_workspace_alloc(ws, PASARELA_JSON_OUT_MAX(ct), PASARELA_JSON_SCRATCH_SIZE(ct), ct);
+    fuzz_workspace_alloc(ws, PASARELA_JSON_OUT_MAX(ct), PASARELA_WORKSPACE_SCRATCH_SIZE(ct), ct);
     int rc = pasarela_open(c, ws, timestamp, q->data, q->data_len, q->signature);
     if (rc != PASARELA_OK)
         FUZZ_CHECK(ws->plaintext_len == 0 || rc == PASARELA_E_SIGNATURE || rc == PASARELA_E_JSON_NOT_OBJECT ||
@@ -54,7 +55,7 @@ static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_rea
     if (rc == PASARELA_E_TIMESTAMP)
         FUZZ_CHECK(!fuzz_timestamp_valid(timestamp));
     if (rc == PASARELA_OK)
-        FUZZ_CHECK(pasarela_verify(c, timestamp, ws.plaintext, ws.plaintext_len, q.signature) == PASARELA_OK);
+        FUZZ_CHECK(pasarela_verify(c, &ws, timestamp, ws.plaintext, ws.plaintext_len, q.signature) == PASARELA_OK);
 
     /* pasarela_decrypt_data on the same data agrees with the decryption inside pasarela_open */
     size_t ct = ws.out_cap, decrypted_len = 0;
@@ -70,9 +71,12 @@ static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_rea
     free(decrypted);
 
     /* pasarela_verify (the fallback path's check) on arbitrary text and signature */
-    int verify_rc = pasarela_verify(c, timestamp, (const uint8_t *)q.data, q.data_len, q.signature);
+    pasarela_workspace verify_ws;
+    fuzz_workspace_alloc(&verify_ws, 1, PASARELA_SEAL_SCRATCH_SIZE(q.data_len), 1);
+    int verify_rc = pasarela_verify(c, &verify_ws, timestamp, (const uint8_t *)q.data, q.data_len, q.signature);
     FUZZ_CHECK(verify_rc == PASARELA_OK || verify_rc == PASARELA_E_SIGNATURE ||
                verify_rc == PASARELA_E_JSON_NOT_OBJECT || verify_rc == PASARELA_E_TIMESTAMP);
+    fuzz_workspace_free(&verify_ws);
     fuzz_workspace_free(&ws);
     free(q.data);
     free(q.signature);
@@ -89,15 +93,15 @@ static expectation expect(const uint8_t *plaintext, size_t n)
 {
     expectation e;
     void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
-    int top_level_key = 0;
+    unsigned facts = 0;
     e.canonical = (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n));
     e.rc = pasarela_json_canonicalize(plaintext, n, 0, e.canonical, PASARELA_JSON_OUT_MAX(n), &e.canonical_len,
-                                      scratch, PASARELA_JSON_SCRATCH_SIZE(n), NULL, &top_level_key);
+                                      scratch, PASARELA_JSON_SCRATCH_SIZE(n), NULL, &facts);
     if (e.rc == PASARELA_E_JSON_UNSAFE_INTEGER)
         e.rc = PASARELA_E_JSON_UNSUPPORTED; /* JSON.parse would round it: the caller's slower path */
     if (e.rc == PASARELA_OK && (e.canonical_len < 2 || e.canonical[0] != '{'))
         e.rc = PASARELA_E_JSON_NOT_OBJECT;
-    if (e.rc == PASARELA_OK && top_level_key)
+    if (e.rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_KEY))
         e.rc = PASARELA_E_KEY_MEMBER;
     free(scratch);
     return e;
@@ -131,7 +135,7 @@ static void sealed_mode(const pasarela_credentials *c, uint64_t timestamp, const
     if (e.rc == PASARELA_OK && fuzz_timestamp_valid(timestamp)) { /* the signature the client would send */
         char *sealed = (char *)fuzz_alloc(PASARELA_SEALED_LEN(e.canonical_len));
         size_t sealed_len = 0;
-        FUZZ_CHECK(pasarela_seal(c, timestamp, e.canonical, e.canonical_len, iv, sealed,
+        FUZZ_CHECK(seal_check_seal(c, timestamp, e.canonical, e.canonical_len, iv, sealed,
                                  PASARELA_SEALED_LEN(e.canonical_len), &sealed_len) == PASARELA_OK);
         memcpy(q.signature, sealed, PASARELA_SIGNATURE_HEX_LEN);
         free(sealed);

@@ -18,12 +18,17 @@ static void check_plaintext(const pasarela_workspace *ws, const uint8_t *json, s
     uint8_t *out = (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(json_len));
     void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(json_len));
     size_t len = 0;
-    int top_level_key = -1;
+    unsigned facts = 99;
     FUZZ_CHECK(pasarela_json_canonicalize(json, json_len, flags, out, PASARELA_JSON_OUT_MAX(json_len), &len,
                                           scratch, PASARELA_JSON_SCRATCH_SIZE(json_len), NULL,
-                                          &top_level_key) == PASARELA_OK);
-    FUZZ_CHECK(top_level_key == 0);
-    FUZZ_CHECK(len == ws->plaintext_len && memcmp(out, ws->plaintext, len) == 0);
+                                          &facts) == PASARELA_OK);
+    FUZZ_CHECK(!(facts & PASARELA_JSON_FACT_KEY) && facts == ws->json_facts);
+    if (facts & PASARELA_JSON_FACT_NULL) { /* a null literal is in the output (outside or not of strings) */
+        int seen = 0;
+        for (size_t i = 0; i + 4 <= len && !seen; i++) seen = memcmp(out + i, "null", 4) == 0;
+        FUZZ_CHECK(seen);
+    }
+    FUZZ_CHECK(len == ws->plaintext_len && memcmp(out, ws->out, len) == 0);
     FUZZ_CHECK(len >= 2 && out[0] == '{' && out[len - 1] == '}');
     free(scratch);
     free(out);
@@ -34,9 +39,9 @@ static void check_seal_again(const pasarela_credentials *c, uint64_t timestamp, 
 {
     size_t cap = PASARELA_SEALED_LEN(ws->plaintext_len), len = 0;
     char *out = (char *)fuzz_alloc(cap);
-    uint8_t *plaintext = fuzz_copy(ws->plaintext, ws->plaintext_len);
-    FUZZ_CHECK(pasarela_seal(c, timestamp, plaintext, ws->plaintext_len, iv, out, cap, &len) == PASARELA_OK);
-    FUZZ_CHECK(len == cap && memcmp(out, ws->out, len) == 0);
+    uint8_t *plaintext = fuzz_copy((const uint8_t *)ws->out, ws->plaintext_len);
+    FUZZ_CHECK(seal_check_seal(c, timestamp, plaintext, ws->plaintext_len, iv, out, cap, &len) == PASARELA_OK);
+    FUZZ_CHECK(len == cap && memcmp(out, ws->out + ws->plaintext_len, len) == 0);
     free(plaintext);
     free(out);
 }
@@ -53,8 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = r.size;
     uint8_t *json = fuzz_copy(r.data, n);
     pasarela_workspace ws;
-    fuzz_workspace_alloc(&ws, PASARELA_JSON_OUT_MAX(n), PASARELA_JSON_SCRATCH_SIZE(n),
-                         PASARELA_SEALED_LEN(PASARELA_JSON_OUT_MAX(n)));
+    fuzz_workspace_alloc(&ws, PASARELA_JSON_OUT_MAX(n), PASARELA_WORKSPACE_SCRATCH_SIZE(n),
+                         PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(n)));
 
     int rc = pasarela_seal_json(&c, &ws, timestamp, json, n, flags, iv);
     FUZZ_CHECK(rc == PASARELA_OK || rc == PASARELA_E_JSON_SYNTAX || rc == PASARELA_E_JSON_UNSUPPORTED ||
@@ -64,11 +69,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(!fuzz_timestamp_valid(timestamp));
     if (rc == PASARELA_OK) {
         FUZZ_CHECK(fuzz_timestamp_valid(timestamp));
-        FUZZ_CHECK(ws.out_len == PASARELA_SEALED_LEN(ws.plaintext_len));
+        FUZZ_CHECK(ws.out_len == PASARELA_REQUEST_LEN(ws.plaintext_len));
         check_plaintext(&ws, json, n, flags);
-        FUZZ_CHECK(seal_check_body(&c, timestamp, iv, ws.plaintext, ws.plaintext_len,
-                                   ws.out + PASARELA_SIGNATURE_HEX_LEN));
-        FUZZ_CHECK(seal_check_signature(&c, timestamp, ws.plaintext, ws.plaintext_len, ws.out));
+        FUZZ_CHECK(seal_check_body(&c, timestamp, iv, (const uint8_t *)ws.out, ws.plaintext_len,
+                                   ws.out + ws.plaintext_len + PASARELA_SIGNATURE_HEX_LEN));
+        FUZZ_CHECK(seal_check_signature(&c, timestamp, (const uint8_t *)ws.out, ws.plaintext_len,
+                                        ws.out + ws.plaintext_len));
         check_seal_again(&c, timestamp, iv, &ws);
 #ifdef PASARELA_CPU_AVX2
         if ((selector & 4) && (c.cpu & PASARELA_CPU_AVX2)) {

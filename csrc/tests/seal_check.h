@@ -22,6 +22,37 @@ static inline int seal_check_lower_hex(const char *s, size_t n)
     return 1;
 }
 
+/* pasarela_seal into a workspace of its own (with a key cache when c has an id), the signature and body
+ * (cap bytes at most: PASARELA_SEALED_LEN(n) needed) copied to out. Also checks that the request starts
+ * with the plaintext; returns -1 when it does not. */
+static inline int seal_check_seal(const pasarela_credentials *c, uint64_t timestamp, const uint8_t *plaintext,
+                                  size_t n, const uint8_t iv[16], char *out, size_t cap, size_t *len)
+{
+    pasarela_workspace ws;
+    memset(&ws, 0, sizeof ws);
+    ws.out_cap = n + cap;
+    ws.scratch_cap = PASARELA_SEAL_SCRATCH_SIZE(n);
+    ws.keys_cap = pasarela_key_cache_size();
+    ws.out = (char *)malloc(ws.out_cap + 1);
+    ws.scratch = malloc(ws.scratch_cap);
+    ws.keys = calloc(1, ws.keys_cap);
+    int rc = ws.out == NULL || ws.scratch == NULL || ws.keys == NULL ? PASARELA_E_INVALID_ARGUMENT
+                                                                      : pasarela_seal(c, &ws, timestamp, plaintext, n, iv);
+    if (rc == PASARELA_OK) {
+        if (ws.out_len != PASARELA_REQUEST_LEN(n) || ws.plaintext_len != n || memcmp(ws.out, plaintext, n) != 0) {
+            rc = -1;
+        } else {
+            *len = PASARELA_SEALED_LEN(n);
+            memcpy(out, ws.out + n, *len);
+        }
+    }
+    if (ws.keys != NULL) pasarela_workspace_wipe(&ws);
+    free(ws.keys);
+    free(ws.scratch);
+    free(ws.out);
+    return rc;
+}
+
 /* body: {"data":"<hex iv>:<hex ciphertext>"}, PASARELA_SEALED_LEN(n) - 128 bytes. */
 static inline int seal_check_body(const pasarela_credentials *c, uint64_t timestamp, const uint8_t iv[16],
                                   const uint8_t *plaintext, size_t n, const char *body)

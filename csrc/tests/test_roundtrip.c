@@ -101,12 +101,12 @@ static void test_known_answers(unsigned cpu)
     for (size_t k = 0; k < sizeof KNOWN_ANSWERS / sizeof KNOWN_ANSWERS[0]; k++) {
         const known_answer *v = &KNOWN_ANSWERS[k];
         pasarela_credentials c = {(const uint8_t *)v->business_code, strlen(v->business_code),
-                                  (const uint8_t *)v->terminal_serial, strlen(v->terminal_serial), cpu};
+                                  (const uint8_t *)v->terminal_serial, strlen(v->terminal_serial), cpu, 0};
         uint8_t iv[16];
         size_t n = strlen(v->plaintext), cap = PASARELA_SEALED_LEN(n), len = 0;
         char *out = (char *)malloc(cap);
         check(out != NULL && pasarela_hex_decode(v->iv_hex, 32, iv) == PASARELA_OK &&
-                  pasarela_seal(&c, v->timestamp, (const uint8_t *)v->plaintext, n, iv, out, cap, &len) ==
+                  seal_check_seal(&c, v->timestamp, (const uint8_t *)v->plaintext, n, iv, out, cap, &len) ==
                       PASARELA_OK &&
                   len == cap && memcmp(out, v->signature, 128) == 0 &&
                   memcmp(out + 128, v->body, len - 128) == 0 && strlen(v->body) == len - 128,
@@ -228,7 +228,7 @@ static void test_seal_round_trip(unsigned cpu, unsigned long long round)
 {
     uint8_t business_code[48], terminal_serial[48], iv[16], other_iv[16];
     pasarela_credentials c = {business_code, random_text(business_code, sizeof business_code), terminal_serial,
-                              random_text(terminal_serial, sizeof terminal_serial), cpu};
+                              random_text(terminal_serial, sizeof terminal_serial), cpu, 0};
     uint64_t timestamp = UINT64_C(1000000000) + next_random() % UINT64_C(9000000000);
     size_t n = 2 + below(800), cap = PASARELA_SEALED_LEN(n), len = 0, again_len = 0;
     uint8_t *plaintext = (uint8_t *)malloc(n);
@@ -242,33 +242,33 @@ static void test_seal_round_trip(unsigned cpu, unsigned long long round)
     memcpy(other_iv, iv, sizeof iv);
     other_iv[below(16)] ^= (uint8_t)(1u << below(8));
 
-    check(pasarela_seal(&c, timestamp, plaintext, n, iv, out, cap, &len) == PASARELA_OK && len == cap, "seal",
+    check(seal_check_seal(&c, timestamp, plaintext, n, iv, out, cap, &len) == PASARELA_OK && len == cap, "seal",
           round);
     check(seal_check_lower_hex(out, 128), "signature is lowercase hex", round);
     check(seal_check_body(&c, timestamp, iv, plaintext, n, out + 128), "body decrypts to the plaintext", round);
     check(seal_check_signature(&c, timestamp, plaintext, n, out), "signature recomputed in one piece", round);
 
-    check(pasarela_seal(&c, timestamp, plaintext, n, iv, again, cap, &again_len) == PASARELA_OK &&
+    check(seal_check_seal(&c, timestamp, plaintext, n, iv, again, cap, &again_len) == PASARELA_OK &&
               again_len == len && memcmp(again, out, len) == 0,
           "same IV: same bytes", round);
-    check(pasarela_seal(&c, timestamp, plaintext, n, other_iv, again, cap, &again_len) == PASARELA_OK &&
+    check(seal_check_seal(&c, timestamp, plaintext, n, other_iv, again, cap, &again_len) == PASARELA_OK &&
               memcmp(again, out, 128) == 0 && memcmp(again + 128, out + 128, len - 128) != 0,
           "another IV: same signature, another body", round);
 #ifdef PASARELA_CPU_AVX2
     if (cpu & PASARELA_CPU_AVX2) {
         pasarela_credentials portable = c;
         portable.cpu &= ~PASARELA_CPU_AVX2;
-        check(pasarela_seal(&portable, timestamp, plaintext, n, iv, again, cap, &again_len) == PASARELA_OK &&
+        check(seal_check_seal(&portable, timestamp, plaintext, n, iv, again, cap, &again_len) == PASARELA_OK &&
                   memcmp(again, out, len) == 0,
               "portable SHA-512: same bytes", round);
     }
 #endif
-    check(pasarela_seal(&c, timestamp, plaintext, n, iv, again, cap - 1, &again_len) == PASARELA_E_BUFFER_TOO_SMALL,
+    check(seal_check_seal(&c, timestamp, plaintext, n, iv, again, cap - 1, &again_len) == PASARELA_E_BUFFER_TOO_SMALL,
           "buffer one byte short", round);
-    check(pasarela_seal(&c, timestamp * 1000, plaintext, n, iv, again, cap, &again_len) == PASARELA_E_TIMESTAMP,
+    check(seal_check_seal(&c, timestamp * 1000, plaintext, n, iv, again, cap, &again_len) == PASARELA_E_TIMESTAMP,
           "millisecond timestamp refused", round);
     c.cpu = 0;
-    check(pasarela_seal(&c, timestamp, plaintext, n, iv, again, cap, &again_len) == PASARELA_E_NO_HW_AES,
+    check(seal_check_seal(&c, timestamp, plaintext, n, iv, again, cap, &again_len) == PASARELA_E_NO_HW_AES,
           "no AES instructions: refused", round);
     free(again);
     free(out);
@@ -279,7 +279,7 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
 {
     static const uint8_t business_code[] = "demo-business-code", terminal_serial[] = "DEMO-0001";
     pasarela_credentials c = {business_code, sizeof business_code - 1, terminal_serial, sizeof terminal_serial - 1,
-                              cpu};
+                              cpu, 1};
     char json[4096];
     text t = {json, 0, sizeof json};
     uint8_t iv[16];
@@ -289,8 +289,8 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
     random_bytes(iv, sizeof iv);
     memset(&ws, 0, sizeof ws);
     ws.plaintext_cap = PASARELA_JSON_OUT_MAX(t.len);
-    ws.scratch_cap = PASARELA_JSON_SCRATCH_SIZE(t.len);
-    ws.out_cap = PASARELA_SEALED_LEN(ws.plaintext_cap);
+    ws.scratch_cap = PASARELA_WORKSPACE_SCRATCH_SIZE(t.len);
+    ws.out_cap = PASARELA_REQUEST_LEN(ws.plaintext_cap);
     ws.plaintext = (uint8_t *)malloc(ws.plaintext_cap);
     ws.scratch = malloc(ws.scratch_cap);
     ws.out = (char *)malloc(ws.out_cap);
@@ -305,12 +305,13 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
     if (rc == PASARELA_OK) {
         check(pasarela_json_canonicalize((const uint8_t *)json, t.len, 0, canonical, ws.plaintext_cap, &len,
                                          ws.scratch, ws.scratch_cap, NULL, NULL) == PASARELA_OK &&
-                  len == ws.plaintext_len && memcmp(canonical, ws.plaintext, len) == 0,
-              "seal_json seals the canonical text", round);
-        check(pasarela_seal(&c, 1700000000, canonical, len, iv, out, ws.out_cap, &len) == PASARELA_OK &&
-                  len == ws.out_len && memcmp(out, ws.out, len) == 0,
+                  len == ws.plaintext_len && memcmp(canonical, ws.out, len) == 0 &&
+                  ws.out_len == PASARELA_REQUEST_LEN(len),
+              "seal_json seals the canonical text, at the front of its output", round);
+        check(seal_check_seal(&c, 1700000000, canonical, len, iv, out, ws.out_cap, &len) == PASARELA_OK &&
+                  len == ws.out_len - ws.plaintext_len && memcmp(out, ws.out + ws.plaintext_len, len) == 0,
               "seal_json == seal(canonical text)", round);
-        check(seal_check_body(&c, 1700000000, iv, ws.plaintext, ws.plaintext_len, ws.out + 128),
+        check(seal_check_body(&c, 1700000000, iv, canonical, ws.plaintext_len, ws.out + ws.plaintext_len + 128),
               "seal_json body decrypts to the canonical text", round);
     }
     free(out);

@@ -7,6 +7,8 @@ the C code runs (cffi does so for every call in API mode).
 
 from __future__ import annotations
 
+import itertools
+import os
 import threading
 from typing import Any, NamedTuple, Optional
 
@@ -35,7 +37,10 @@ HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
 
 _OK = lib.PASARELA_OK
 _JSON_UNSUPPORTED = lib.PASARELA_E_JSON_UNSUPPORTED
-_SHORTEST = lib.PASARELA_JSON_SHORTEST_DIGITS
+_IV_POOL_EMPTY = lib.PASARELA_E_IV_POOL_EMPTY
+SHORTEST_DIGITS: int = lib.PASARELA_JSON_SHORTEST_DIGITS
+FACT_NULL: int = lib.PASARELA_JSON_FACT_NULL
+_NULL = ffi.NULL
 SIGNATURE_HEX_LEN: int = lib.PASARELA_SIGNATURE_HEX_LEN
 IV_LEN: int = lib.PASARELA_IV_LEN
 
@@ -46,6 +51,9 @@ def strerror(status: int) -> str:
 
 def _fail(status: int) -> NativeError:
     return NativeError(status, strerror(status))
+
+
+_credential_ids = itertools.count(1)  # never reused: a workspace's key cache is keyed by it
 
 
 class Credentials:
@@ -59,7 +67,7 @@ class Credentials:
         self.struct = ffi.new("pasarela_credentials *", {
             "business_code": self._business_code, "business_code_len": len(business_code),
             "terminal_serial": self._terminal_serial, "terminal_serial_len": len(terminal_serial),
-            "cpu": CPU_FEATURES,
+            "cpu": CPU_FEATURES, "id": next(_credential_ids),
         })
 
     def __del__(self) -> None:
@@ -69,34 +77,74 @@ class Credentials:
         return "Credentials(<redacted>)"
 
 
+_IV_POOL_BYTES = 4096  # one getrandom serves 256 seals
+
+
+class _Buffers:
+    """One thread's workspace: buffers for JSON input of up to json_capacity bytes, the cache of the
+    keys derived for the last (terminal, timestamp), and a pool of random IVs. The secrets in it are
+    wiped when it goes away (with its thread)."""
+
+    def __init__(self, json_capacity: int, previous: Optional[_Buffers] = None) -> None:
+        self.json_capacity = json_capacity
+        plaintext_cap = lib.pasarela_json_out_max(json_capacity)
+        scratch_cap = lib.pasarela_workspace_scratch_size(json_capacity)
+        out_cap = plaintext_cap + lib.pasarela_sealed_len(plaintext_cap)
+        self.plaintext = ffi.new("uint8_t[]", plaintext_cap)
+        self.plaintext_text = ffi.cast("char *", self.plaintext)  # ffi.unpack of a char * gives bytes
+        self.scratch = ffi.new("uint64_t[]", (scratch_cap + 7) // 8)
+        self.out = ffi.new("char[]", out_cap)
+        if previous is None:
+            keys_cap = lib.pasarela_key_cache_size()
+            self.keys = ffi.new("uint64_t[]", (keys_cap + 7) // 8)
+            self.iv_pool = ffi.new("uint8_t[]", _IV_POOL_BYTES)
+            pool_used = _IV_POOL_BYTES  # empty: filled on first use
+        else:  # grown: the cache and the pool carry over
+            keys_cap, self.keys, self.iv_pool = previous.ws.keys_cap, previous.keys, previous.iv_pool
+            pool_used = previous.ws.iv_pool_used
+            previous.keys = previous.iv_pool = None
+        self.ws: Any = ffi.new("pasarela_workspace *", {
+            "plaintext": self.plaintext, "plaintext_cap": plaintext_cap, "scratch": self.scratch,
+            "scratch_cap": scratch_cap, "out": self.out, "out_cap": out_cap, "keys": self.keys,
+            "keys_cap": keys_cap, "iv_pool": self.iv_pool, "iv_pool_len": _IV_POOL_BYTES, "iv_pool_used": pool_used,
+        })
+        self.facts = ffi.new("unsigned *")
+
+    def refill_ivs(self) -> None:
+        ffi.memmove(self.iv_pool, os.urandom(_IV_POOL_BYTES), _IV_POOL_BYTES)
+        self.ws.iv_pool_used = 0
+
+    def __del__(self) -> None:
+        if self.keys is not None:
+            lib.pasarela_workspace_wipe(self.ws)
+
+
 class _Workspace(threading.local):
-    """Per-thread buffers of pasarela_seal_json, grown on demand (never shared between threads)."""
+    """Each thread's _Buffers (never shared between threads), grown on demand."""
 
     def __init__(self) -> None:
-        self.json_capacity = 0
-        self.grow(4096)
+        self.buffers = _Buffers(4096)
 
-    def grow(self, json_len: int) -> None:
-        capacity = max(json_len, 2 * self.json_capacity)
-        plaintext_cap = lib.pasarela_json_out_max(capacity)
-        scratch_cap = lib.pasarela_json_scratch_size(capacity)
-        out_cap = lib.pasarela_sealed_len(plaintext_cap)
-        self._buffers = (
-            ffi.new("uint8_t[]", plaintext_cap),
-            ffi.new("uint64_t[]", (scratch_cap + 7) // 8),
-            ffi.new("char[]", out_cap),
-        )
-        plaintext, scratch, out = self._buffers
-        self.ws: Any = ffi.new("pasarela_workspace *", {
-            "plaintext": plaintext, "plaintext_cap": plaintext_cap, "scratch": scratch,
-            "scratch_cap": scratch_cap, "out": out, "out_cap": out_cap,
-        })
-        self.plaintext, self.out = plaintext, out
-        self.json_capacity = capacity
-        self.top_level_key = ffi.new("int *")
+    def grow(self, json_len: int) -> _Buffers:
+        self.buffers = _Buffers(max(json_len, 2 * self.buffers.json_capacity), self.buffers)
+        return self.buffers
 
 
 _workspace = _Workspace()
+
+
+def _forget_ivs_after_fork() -> None:
+    """A forked child must not hand out the IVs its parent has yet to use."""
+    _workspace.buffers.ws.iv_pool_used = _IV_POOL_BYTES
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forget_ivs_after_fork)
+
+
+def _buffers(json_len: int) -> _Buffers:
+    b: _Buffers = _workspace.buffers
+    return b if json_len <= b.json_capacity else _workspace.grow(json_len)
 
 
 def _check_timestamp(status: int, timestamp: int) -> None:
@@ -105,56 +153,59 @@ def _check_timestamp(status: int, timestamp: int) -> None:
 
 
 class SealOutput(NamedTuple):
-    plaintext: bytes  # the canonical JSON that was encrypted and (with the key) signed
-    signature: str  # 128 lowercase hex
-    body: bytes  # {"data":"<iv_hex>:<ct_hex>"}
+    request: bytes  # the plaintext (canonical JSON, encrypted and with the key signed), signature, POST body
+    plaintext_len: int
+    facts: int  # FACT_* bits of the JSON text
 
 
-def _output(plaintext: bytes, out: Any, out_len: int) -> SealOutput:
-    return SealOutput(plaintext, ffi.unpack(out, SIGNATURE_HEX_LEN).decode("ascii"),
-                      ffi.buffer(out + SIGNATURE_HEX_LEN, out_len - SIGNATURE_HEX_LEN)[:])
+def _raise_unless_fallback(status: int, timestamp: int, error_offset: int) -> None:
+    """Returns for the statuses that send the payload to the pure-Python path; raises for the others."""
+    if status == _JSON_UNSUPPORTED or status == lib.PASARELA_E_JSON_UNSAFE_INTEGER:
+        return
+    if status == lib.PASARELA_E_JSON_SYNTAX:
+        raise PayloadError("$", f"not JSON text (error at byte {error_offset})")
+    if status == lib.PASARELA_E_JSON_NOT_OBJECT:
+        raise PayloadError("$", NOT_OBJECT_REASON)
+    if status == lib.PASARELA_E_KEY_MEMBER:
+        raise PayloadError("$.key", KEY_REASON)
+    _check_timestamp(status, timestamp)
+    raise _fail(status)
 
 
-def seal_json(credentials: Credentials, timestamp: int, json: bytes, shortest_digits: bool,
-              iv: bytes) -> Optional[SealOutput]:
-    """One C call that canonicalizes JSON object text, then signs and encrypts it.
+def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int,
+              iv: Optional[bytes] = None) -> Optional[SealOutput]:
+    """One C call that canonicalizes JSON object text, then signs and encrypts it (with iv, or the
+    next IV of this thread's pool).
 
     Returns None when the C path does not handle this text (duplicate keys, very deep nesting,
     numbers it cannot prove exact): the caller then takes the pure-Python path.
     """
-    w = _workspace
-    if len(json) > w.json_capacity:
-        w.grow(len(json))
-    ws = w.ws
-    status = lib.pasarela_seal_json(credentials.struct, ws, timestamp, json, len(json),
-                                    _SHORTEST if shortest_digits else 0, iv)
+    b = _buffers(len(json))
+    ws = b.ws
+    status = lib.pasarela_seal_json(credentials.struct, ws, timestamp, json, len(json), flags,
+                                    _NULL if iv is None else iv)
+    if status == _IV_POOL_EMPTY:
+        b.refill_ivs()
+        status = lib.pasarela_seal_json(credentials.struct, ws, timestamp, json, len(json), flags, _NULL)
     if status != _OK:
-        if status == _JSON_UNSUPPORTED or status == lib.PASARELA_E_JSON_UNSAFE_INTEGER:
-            return None
-        if status == lib.PASARELA_E_JSON_SYNTAX:
-            raise PayloadError("$", f"not JSON text (error at byte {ws.error_offset})")
-        if status == lib.PASARELA_E_JSON_NOT_OBJECT:
-            raise PayloadError("$", NOT_OBJECT_REASON)
-        if status == lib.PASARELA_E_KEY_MEMBER:
-            raise PayloadError("$.key", KEY_REASON)
-        _check_timestamp(status, timestamp)
-        raise _fail(status)
-    return _output(ffi.buffer(w.plaintext, ws.plaintext_len)[:], w.out, ws.out_len)
+        _raise_unless_fallback(status, timestamp, ws.error_offset)
+        return None
+    return SealOutput(ffi.unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts)
 
 
-def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: bytes) -> SealOutput:
+def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optional[bytes] = None) -> SealOutput:
     """Sign and encrypt canonical JSON object text (exactly what JSON.stringify writes)."""
-    w = _workspace
-    if len(plaintext) > w.ws.plaintext_cap:
-        w.grow(len(plaintext))
-    ws = w.ws
-    out_len = ffi.new("size_t *")
-    status = lib.pasarela_seal(credentials.struct, timestamp, plaintext, len(plaintext), iv, w.out, ws.out_cap,
-                               out_len)
+    b = _buffers(len(plaintext))
+    ws = b.ws
+    status = lib.pasarela_seal(credentials.struct, ws, timestamp, plaintext, len(plaintext),
+                               _NULL if iv is None else iv)
+    if status == _IV_POOL_EMPTY:
+        b.refill_ivs()
+        status = lib.pasarela_seal(credentials.struct, ws, timestamp, plaintext, len(plaintext), _NULL)
     if status != _OK:
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return _output(plaintext, w.out, out_len[0])
+    return SealOutput(ffi.unpack(b.out, ws.out_len), len(plaintext), 0)
 
 
 _BATCH_JSON_CAPACITY = 16384  # a workspace of ~0.5 MiB per thread; each call fills it, then Python calls again
@@ -165,9 +216,7 @@ def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons
     """pasarela_seal_json for many compact JSON texts (orjson output) in as few C calls as the workspace
     allows, the GIL released during each. Item i: its SealOutput, or None when it needs the single path."""
     n = len(jsons)
-    w = _workspace
-    if w.json_capacity < _BATCH_JSON_CAPACITY:
-        w.grow(_BATCH_JSON_CAPACITY)
+    b = _buffers(_BATCH_JSON_CAPACITY)
     creds = ffi.new("pasarela_credentials *[]", [c.struct for c in credentials])
     stamps = ffi.new("uint64_t[]", timestamps)
     lens = ffi.new("size_t[]", [len(j) for j in jsons])
@@ -176,30 +225,29 @@ def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
+    facts = ffi.new("unsigned[]", n)
     results: list[Optional[SealOutput]] = []
     start = offset = 0
     while start < n:
-        ws = w.ws
         done = lib.pasarela_seal_json_batch(
-            creds + start, stamps + start, blob + offset, lens + start, n - start, _SHORTEST, iv_buffer + 16 * start,
-            ws, statuses + start, plaintext_lens + start, out_lens + start,
+            creds + start, stamps + start, blob + offset, lens + start, n - start, SHORTEST_DIGITS,
+            iv_buffer + 16 * start, b.ws, statuses + start, plaintext_lens + start, out_lens + start, facts + start,
         )
         if done == 0:  # one item larger than the workspace
-            w.grow(len(jsons[start]))
+            b = _workspace.grow(lens[start])
             continue
-        plaintexts = ffi.buffer(w.plaintext, sum(plaintext_lens[start:start + done]))[:]
-        outs = ffi.buffer(w.out, sum(out_lens[start:start + done]))[:]
-        p = o = 0
-        for i in range(start, start + done):
+        stop = start + done
+        requests = ffi.unpack(b.out, sum(out_lens[start:stop]))
+        o = 0
+        for i in range(start, stop):
             if statuses[i] == _OK:
-                p_end, o_end = p + plaintext_lens[i], o + out_lens[i]
-                results.append(SealOutput(plaintexts[p:p_end], outs[o:o + SIGNATURE_HEX_LEN].decode("ascii"),
-                                          outs[o + SIGNATURE_HEX_LEN:o_end]))
-                p, o = p_end, o_end
+                o_end = o + out_lens[i]
+                results.append(SealOutput(requests[o:o_end], plaintext_lens[i], facts[i]))
+                o = o_end
             else:
                 results.append(None)
             offset += lens[i]
-        start += done
+        start = stop
     return results
 
 
@@ -220,16 +268,13 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
     (True, canonical text) when the request verifies; (False, decrypted plaintext) when its
     canonical form needs the pure-Python path (then verify it with verify()). Refusals raise AuthError.
     """
-    w = _workspace
-    n = len(data) // 2
-    if n > w.json_capacity:
-        w.grow(n)
-    ws = w.ws
+    b = _buffers(len(data) // 2)
+    ws = b.ws
     status = lib.pasarela_open(credentials.struct, ws, timestamp, data, len(data), signature)
     if status == _OK:
-        return True, ffi.buffer(w.plaintext, ws.plaintext_len)[:]
+        return True, ffi.unpack(b.plaintext_text, ws.plaintext_len)
     if status == _JSON_UNSUPPORTED:
-        return False, ffi.buffer(w.out, ws.out_len)[:]
+        return False, ffi.unpack(b.out, ws.out_len)
     reason = _REFUSALS.get(status)
     if reason is None:
         _check_timestamp(status, timestamp)
@@ -239,7 +284,9 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
 
 def verify(credentials: Credentials, timestamp: int, canonical: bytes, signature: bytes) -> None:
     """Raises AuthError unless signature is the signature of canonical JSON object text."""
-    status = lib.pasarela_verify(credentials.struct, timestamp, canonical, len(canonical), signature)
+    # the signed text and ciphertext of a plaintext of n bytes fit in the scratch of JSON input of n bytes
+    status = lib.pasarela_verify(credentials.struct, _buffers(len(canonical)).ws, timestamp, canonical, len(canonical),
+                                 signature)
     if status != _OK:
         reason = _REFUSALS.get(status)
         if reason is None:
@@ -263,21 +310,21 @@ def decrypt_data(credentials: Credentials, timestamp: int, data: bytes) -> bytes
 class Canonical(NamedTuple):
     text: bytes
     top_level_key: bool  # the text is an object with a top-level "key" member
+    has_null: bool  # the text has a null literal
 
 
 def canonicalize(text: bytes, shortest_digits: bool = False) -> Optional[Canonical]:
     """JSON.stringify(JSON.parse(text)), or None when the C path leaves it to the reference."""
-    w = _workspace
-    if len(text) > w.json_capacity:
-        w.grow(len(text))
-    ws = w.ws
+    b = _buffers(len(text))
+    ws = b.ws
     status = lib.pasarela_json_canonicalize(
-        text, len(text), _SHORTEST if shortest_digits else 0, w.plaintext, ws.plaintext_cap,
-        ffi.addressof(ws, "plaintext_len"), ws.scratch, ws.scratch_cap, ffi.addressof(ws, "error_offset"),
-        w.top_level_key,
+        text, len(text), SHORTEST_DIGITS if shortest_digits else 0, b.plaintext, ws.plaintext_cap,
+        ffi.addressof(ws, "plaintext_len"), ws.scratch, ws.scratch_cap, ffi.addressof(ws, "error_offset"), b.facts,
     )
     if status == _OK:
-        return Canonical(ffi.buffer(w.plaintext, ws.plaintext_len)[:], bool(w.top_level_key[0]))
+        facts = b.facts[0]
+        return Canonical(ffi.unpack(b.plaintext_text, ws.plaintext_len), bool(facts & lib.PASARELA_JSON_FACT_KEY),
+                         bool(facts & FACT_NULL))
     if status in (_JSON_UNSUPPORTED, lib.PASARELA_E_JSON_UNSAFE_INTEGER, lib.PASARELA_E_JSON_SYNTAX):
         return None
     raise _fail(status)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import os
+import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any, Optional, Union
@@ -20,7 +21,6 @@ from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
 from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
-from .ivs import fresh_iv
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
@@ -39,6 +39,8 @@ Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 """A dict, JSON object text, or None for an empty payload (sealed as ``{}``)."""
 
 _MAX_SAFE_INTEGER = 2**53 - 1
+_SHORTEST_DIGITS = _binding.SHORTEST_DIGITS
+_now = time.time
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides.
 _ORJSON_OPTIONS = (orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -72,19 +74,23 @@ def _finite(value: Any) -> bool:
 
 
 def _compact_json(payload: dict[str, Any]) -> Optional[bytes]:
-    """orjson's compact text of payload when it is exact up to number format and key order, else None.
+    """orjson's compact text of payload when it is exact up to number format and key order (and the
+    null check: orjson writes NaN and infinities as null, see _exact), else None.
 
     None sends the payload to the reference serializer, which writes it exactly or raises
     PayloadError naming the path (lone surrogates, nesting deeper than orjson's 254 levels, big ints,
     non-str keys, NaN and infinities, unsupported types all end up there).
     """
     try:
-        raw = orjson.dumps(payload, default=_default, option=_ORJSON_OPTIONS)
+        return orjson.dumps(payload, default=_default, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         return None
-    if b"null" in raw and not _finite(payload):
-        return None
-    return raw
+
+
+def _exact(facts: int, payload: dict[str, Any]) -> bool:
+    """Whether orjson's text of payload, whose canonical form had these FACT_* bits, is exact: a null in
+    it may stand for a NaN or an infinity, so only then is the payload walked."""
+    return not facts & _binding.FACT_NULL or _finite(payload)
 
 
 def canonical_json(payload: Payload) -> bytes:
@@ -99,7 +105,9 @@ def canonical_json(payload: Payload) -> bytes:
             raise PayloadError("$.key", KEY_REASON)
         raw = _compact_json(payload)
         canonical = None if raw is None else _binding.canonicalize(raw, shortest_digits=True)
-        return stringify(payload) if canonical is None else canonical.text
+        if canonical is None or (canonical.has_null and not _finite(payload)):
+            return stringify(payload)
+        return canonical.text
     if isinstance(payload, (bytes, bytearray, memoryview, str)):
         return _canonical_text(_json_text(payload))
     raise PayloadError("$", f"{NOT_OBJECT_REASON}; got {type(payload).__name__}")
@@ -159,22 +167,25 @@ class Terminal:
         """
         if method != "POST":
             method = check_method(method)
-        ts = check_timestamp(timestamp)
-        iv = fresh_iv() if iv is None else check_iv(iv)
+        ts = int(_now()) if timestamp is None else check_timestamp(timestamp)
+        if iv is not None:
+            iv = check_iv(iv)
         if not _binding.HAS_HW_AES:
             return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-        raw: Optional[bytes] = None
-        if type(payload) is dict:
+        if type(payload) is dict:  # one orjson call, then one C call: canonicalize, sign, encrypt
             if "key" in payload:
                 raise PayloadError("$.key", KEY_REASON)
             raw = _compact_json(payload)
+            if raw is not None:
+                out = _binding.seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv)
+                if out is not None and _exact(out.facts, payload):
+                    return Sealed(self, method, ts, out.request, out.plaintext_len)
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
-            raw = _json_text(payload)
-        if raw is not None:  # one C call: canonicalize, sign, encrypt
-            out = _binding.seal_json(self._native, ts, raw, type(payload) is dict, iv)
+            out = _binding.seal_json(self._native, ts, _json_text(payload), 0, iv)
             if out is not None:
-                return Sealed(self, method, ts, iv, *out)
-        return Sealed(self, method, ts, iv, *_binding.seal(self._native, ts, canonical_json(payload), iv))
+                return Sealed(self, method, ts, out.request, out.plaintext_len)
+        out = _binding.seal(self._native, ts, canonical_json(payload), iv)
+        return Sealed(self, method, ts, out.request, out.plaintext_len)
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -229,12 +240,9 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
     ts = check_timestamp(timestamp)
     if not _binding.HAS_HW_AES:
         return [terminal.seal(payload, method=method, timestamp=ts) for terminal, payload in zip(terminals, payloads)]
-    raws: list[Optional[bytes]] = []
-    for payload in payloads:
-        if type(payload) is dict and "key" not in payload:
-            raws.append(_compact_json(payload))
-        else:
-            raws.append(None)
+    raws: list[Optional[bytes]] = [
+        _compact_json(payload) if type(payload) is dict and "key" not in payload else None for payload in payloads
+    ]
     batched = [i for i, raw in enumerate(raws) if raw is not None]
     ivs = os.urandom(16 * len(payloads))  # one system call for the whole batch
     results = _binding.seal_json_batch([terminals[i]._native for i in batched], [ts] * len(batched),
@@ -242,8 +250,8 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
                                        b"".join(ivs[16 * i:16 * i + 16] for i in batched))
     sealed: list[Optional[Sealed]] = [None] * len(payloads)
     for i, result in zip(batched, results):
-        if result is not None:
-            sealed[i] = Sealed(terminals[i], method, ts, ivs[16 * i:16 * i + 16], *result)
+        if result is not None and _exact(result.facts, payloads[i]):  # type: ignore[arg-type]
+            sealed[i] = Sealed(terminals[i], method, ts, result.request, result.plaintext_len)
     # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
     # which seals it or raises the precise error
     return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts,

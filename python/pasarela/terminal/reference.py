@@ -171,7 +171,8 @@ class Terminal:
         plaintext = canonical_json(payload)
         derived = self._derive(ts)
         body = b'{"data":"' + encrypt(derived.aes_key, iv, plaintext).encode("ascii") + b'"}'
-        return Sealed(self, method, ts, iv, plaintext, sign(plaintext, derived.encoded_key), body)
+        return Sealed(self, method, ts, plaintext + sign(plaintext, derived.encoded_key).encode("ascii") + body,
+                      len(plaintext))
 
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:

@@ -108,33 +108,67 @@ def check_object_text(plaintext: bytes) -> None:
         raise PayloadError("$", NOT_OBJECT_REASON)
 
 
+_SIGNATURE_HEX = 128
+_DATA_OFFSET = len(b'{"data":"')
+_IV_HEX = 32
+
+
 class Sealed:
-    """One sealed terminal request: what to send, and the exact bytes that were encrypted and signed."""
+    """One sealed terminal request: what to send, and the exact bytes that were encrypted and signed.
 
-    __slots__ = ("_terminal", "body", "headers", "iv", "method", "params", "plaintext", "signature", "timestamp")
+    Kept as the one buffer the C core writes (plaintext, signature, POST body, back to back); the
+    attributes are read from it when asked for.
+    """
 
-    def __init__(self, terminal: _Deriver, method: str, timestamp: int, iv: bytes, plaintext: bytes,
-                 signature: str, body: bytes) -> None:
-        """body: the POST body {"data":"<iv_hex>:<ct_hex>"} (for GET its data goes to params)."""
+    __slots__ = ("_plaintext_len", "_request", "_terminal", "method", "timestamp")
+
+    def __init__(self, terminal: _Deriver, method: str, timestamp: int, request: bytes, plaintext_len: int) -> None:
+        """request: the plaintext, the 128-hex signature and the POST body {"data":"<iv_hex>:<ct_hex>"},
+        back to back; plaintext_len: the plaintext's length."""
         self._terminal = terminal
         self.method = method
         self.timestamp = timestamp
-        self.iv = iv
-        self.plaintext = plaintext
-        self.signature = signature
-        self.headers = {"Authorization": "Basic " + signature, "timestamp": str(timestamp),
-                        "Content-Type": "application/json"}
-        if method == "GET":
-            self.body: Optional[bytes] = None
-            self.params: Optional[dict[str, str]] = {"data": body[9:-2].decode("ascii")}
-        else:
-            self.body = body
-            self.params = None
+        self._request = request
+        self._plaintext_len = plaintext_len
+
+    @property
+    def plaintext(self) -> bytes:
+        """The canonical JSON that was encrypted and (with the key) signed: exactly what JSON.stringify writes."""
+        return self._request[:self._plaintext_len]
+
+    @property
+    def signature(self) -> str:
+        """128 lowercase hex characters: SHA-512 of Base64 of the signed text."""
+        p = self._plaintext_len
+        return self._request[p:p + _SIGNATURE_HEX].decode("ascii")
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Authorization (Basic <signature>), timestamp and Content-Type: a new dict on each access."""
+        p = self._plaintext_len
+        return {"Authorization": "Basic " + self._request[p:p + _SIGNATURE_HEX].decode("ascii"),
+                "timestamp": str(self.timestamp), "Content-Type": "application/json"}
+
+    @property
+    def body(self) -> Optional[bytes]:
+        """The POST body ``{"data":"<iv_hex>:<ct_hex>"}``; None for GET (its data goes to params)."""
+        return None if self.method == "GET" else self._request[self._plaintext_len + _SIGNATURE_HEX:]
+
+    @property
+    def params(self) -> Optional[dict[str, str]]:
+        """``{"data": "<iv_hex>:<ct_hex>"}`` for GET, else None."""
+        return {"data": self.data} if self.method == "GET" else None
 
     @property
     def data(self) -> str:
         """``<iv_hex>:<ciphertext_hex>``, as sent in the body or the ``data`` query parameter."""
-        return self.params["data"] if self.params is not None else self.body[9:-2].decode("ascii")  # type: ignore[index]
+        return self._request[self._plaintext_len + _SIGNATURE_HEX + _DATA_OFFSET:-2].decode("ascii")
+
+    @property
+    def iv(self) -> bytes:
+        """The 16-byte IV of the encryption."""
+        start = self._plaintext_len + _SIGNATURE_HEX + _DATA_OFFSET
+        return bytes.fromhex(self._request[start:start + _IV_HEX].decode("ascii"))
 
     @property
     def signed(self) -> bytes:
@@ -143,9 +177,10 @@ class Sealed:
         It contains a value derived from the business code: keep it out of logs.
         """
         encoded_key = self._terminal._derive(self.timestamp).encoded_key.encode("ascii")
-        if self.plaintext == b"{}":
+        plaintext = self.plaintext
+        if plaintext == b"{}":
             return b'{"key":"' + encoded_key + b'"}'
-        return self.plaintext[:-1] + b',"key":"' + encoded_key + b'"}'
+        return plaintext[:-1] + b',"key":"' + encoded_key + b'"}'
 
     def open_response(self, body: Union[bytes, str, Mapping[str, Any]]) -> Any:
         """The service's answer to this request: ``{"data": "<iv>:<ct>"}`` is decrypted with this
@@ -166,13 +201,14 @@ class Sealed:
 
     def as_dict(self) -> dict[str, object]:
         """The request as the CLI prints it: headers, and body (as text) or params."""
-        out: dict[str, object] = {"headers": dict(self.headers)}
-        if self.body is not None:
-            out["body"] = self.body.decode("ascii")
+        out: dict[str, object] = {"headers": self.headers}
+        body = self.body
+        if body is not None:
+            out["body"] = body.decode("ascii")
         else:
-            out["params"] = dict(self.params or {})
+            out["params"] = self.params or {}
         return out
 
     def __repr__(self) -> str:
-        return (f"Sealed(method={self.method!r}, timestamp={self.timestamp}, plaintext_bytes={len(self.plaintext)}, "
+        return (f"Sealed(method={self.method!r}, timestamp={self.timestamp}, plaintext_bytes={self._plaintext_len}, "
                 f"signature={self.signature[:16]!r}...)")
