@@ -53,14 +53,31 @@ int pasarela_ct_equal(const void *a, const void *b, size_t n)
 {
     const uint8_t *x = (const uint8_t *)a;
     const uint8_t *y = (const uint8_t *)b;
-    volatile uint8_t diff = 0; /* volatile: keeps the compiler from short-circuiting the loop */
-    size_t i;
+    uint64_t diff = 0;
+    size_t i = 0;
 
-    for (i = 0; i < n; i++) {
-        diff = (uint8_t)(diff | (x[i] ^ y[i]));
+    /* eight bytes at a time, every byte read whatever the differences: no early exit */
+    for (; i + 8 <= n; i += 8) {
+        uint64_t u, v;
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        diff |= u ^ v;
+#if defined(__GNUC__) || defined(__clang__)
+        __asm__("" : "+r"(diff)); /* the compiler cannot know diff stays non-zero: no short circuit */
+#endif
     }
-    /* (diff - 1) >> 8 has bit 0 set only when diff == 0. */
-    return (int)((((uint32_t)diff - 1u) >> 8) & 1u);
+    for (; i < n; i++) {
+        diff |= (uint64_t)(x[i] ^ y[i]);
+    }
+    {
+        volatile uint64_t sink = diff; /* and none after the loop either */
+        diff = sink;
+    }
+    diff |= diff >> 32;
+    diff |= diff >> 16;
+    diff |= diff >> 8;
+    /* ((diff & 0xFF) - 1) >> 8 has bit 0 set only when diff == 0. */
+    return (int)((((uint32_t)(diff & 0xFFu)) - 1u) >> 8 & 1u);
 }
 
 const char *pasarela_strerror(int status)

@@ -41,6 +41,8 @@ _IV_POOL_EMPTY = lib.PASARELA_E_IV_POOL_EMPTY
 SHORTEST_DIGITS: int = lib.PASARELA_JSON_SHORTEST_DIGITS
 FACT_NULL: int = lib.PASARELA_JSON_FACT_NULL
 _NULL = ffi.NULL
+_seal_json = lib.pasarela_seal_json
+_unpack = ffi.unpack
 SIGNATURE_HEX_LEN: int = lib.PASARELA_SIGNATURE_HEX_LEN
 IV_LEN: int = lib.PASARELA_IV_LEN
 
@@ -152,10 +154,10 @@ def _check_timestamp(status: int, timestamp: int) -> None:
         raise TimestampError(f"timestamp {timestamp} is not 10 digits of whole UTC seconds")
 
 
-class SealOutput(NamedTuple):
-    request: bytes  # the plaintext (canonical JSON, encrypted and with the key signed), signature, POST body
-    plaintext_len: int
-    facts: int  # FACT_* bits of the JSON text
+SealOutput = tuple[bytes, int, int]
+"""(request, plaintext_len, facts): the request is the plaintext (the canonical JSON that was encrypted and,
+with the key, signed), the 128-hex signature and the POST body back to back; facts: FACT_* bits of the JSON
+(a plain tuple: the hot path builds one per request)."""
 
 
 def _raise_unless_fallback(status: int, timestamp: int, error_offset: int) -> None:
@@ -180,17 +182,19 @@ def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int,
     Returns None when the C path does not handle this text (duplicate keys, very deep nesting,
     numbers it cannot prove exact): the caller then takes the pure-Python path.
     """
-    b = _buffers(len(json))
+    n = len(json)
+    b = _workspace.buffers
+    if n > b.json_capacity:
+        b = _workspace.grow(n)
     ws = b.ws
-    status = lib.pasarela_seal_json(credentials.struct, ws, timestamp, json, len(json), flags,
-                                    _NULL if iv is None else iv)
-    if status == _IV_POOL_EMPTY:
-        b.refill_ivs()
-        status = lib.pasarela_seal_json(credentials.struct, ws, timestamp, json, len(json), flags, _NULL)
+    status = _seal_json(credentials.struct, ws, timestamp, json, n, flags, _NULL if iv is None else iv)
     if status != _OK:
+        if status == _IV_POOL_EMPTY:
+            b.refill_ivs()
+            return seal_json(credentials, timestamp, json, flags, iv)
         _raise_unless_fallback(status, timestamp, ws.error_offset)
         return None
-    return SealOutput(ffi.unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts)
+    return _unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts
 
 
 def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optional[bytes] = None) -> SealOutput:
@@ -205,7 +209,7 @@ def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optiona
     if status != _OK:
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return SealOutput(ffi.unpack(b.out, ws.out_len), len(plaintext), 0)
+    return _unpack(b.out, ws.out_len), len(plaintext), 0
 
 
 _BATCH_JSON_CAPACITY = 16384  # a workspace of ~0.5 MiB per thread; each call fills it, then Python calls again
@@ -237,12 +241,12 @@ def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons
             b = _workspace.grow(lens[start])
             continue
         stop = start + done
-        requests = ffi.unpack(b.out, sum(out_lens[start:stop]))
+        requests = ffi.buffer(b.out, sum(out_lens[start:stop]))  # each item copied out once, by its slice
         o = 0
         for i in range(start, stop):
             if statuses[i] == _OK:
                 o_end = o + out_lens[i]
-                results.append(SealOutput(requests[o:o_end], plaintext_lens[i], facts[i]))
+                results.append((requests[o:o_end], plaintext_lens[i], facts[i]))
                 o = o_end
             else:
                 results.append(None)

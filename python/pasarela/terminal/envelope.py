@@ -40,7 +40,11 @@ Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 
 _MAX_SAFE_INTEGER = 2**53 - 1
 _SHORTEST_DIGITS = _binding.SHORTEST_DIGITS
+_FACT_NULL = _binding.FACT_NULL
+_HAS_HW_AES = _binding.HAS_HW_AES
 _now = time.time
+_dumps = orjson.dumps
+_seal_json = _binding.seal_json
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides.
 _ORJSON_OPTIONS = (orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -74,8 +78,8 @@ def _finite(value: Any) -> bool:
 
 
 def _compact_json(payload: dict[str, Any]) -> Optional[bytes]:
-    """orjson's compact text of payload when it is exact up to number format and key order (and the
-    null check: orjson writes NaN and infinities as null, see _exact), else None.
+    """orjson's compact text of payload when it is exact up to number format and key order (and up to
+    the null check: orjson writes NaN and infinities as null), else None.
 
     None sends the payload to the reference serializer, which writes it exactly or raises
     PayloadError naming the path (lone surrogates, nesting deeper than orjson's 254 levels, big ints,
@@ -85,12 +89,6 @@ def _compact_json(payload: dict[str, Any]) -> Optional[bytes]:
         return orjson.dumps(payload, default=_default, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         return None
-
-
-def _exact(facts: int, payload: dict[str, Any]) -> bool:
-    """Whether orjson's text of payload, whose canonical form had these FACT_* bits, is exact: a null in
-    it may stand for a NaN or an infinity, so only then is the payload walked."""
-    return not facts & _binding.FACT_NULL or _finite(payload)
 
 
 def canonical_json(payload: Payload) -> bytes:
@@ -170,22 +168,26 @@ class Terminal:
         ts = int(_now()) if timestamp is None else check_timestamp(timestamp)
         if iv is not None:
             iv = check_iv(iv)
-        if not _binding.HAS_HW_AES:
+        if not _HAS_HW_AES:
             return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
         if type(payload) is dict:  # one orjson call, then one C call: canonicalize, sign, encrypt
             if "key" in payload:
                 raise PayloadError("$.key", KEY_REASON)
-            raw = _compact_json(payload)
+            try:
+                raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
+            except (orjson.JSONEncodeError, TypeError):
+                raw = None
             if raw is not None:
-                out = _binding.seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv)
-                if out is not None and _exact(out.facts, payload):
-                    return Sealed(self, method, ts, out.request, out.plaintext_len)
+                out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv)
+                # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
+                if out is not None and (not out[2] & _FACT_NULL or _finite(payload)):
+                    return Sealed(self, method, ts, out[0], out[1])
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
-            out = _binding.seal_json(self._native, ts, _json_text(payload), 0, iv)
+            out = _seal_json(self._native, ts, _json_text(payload), 0, iv)
             if out is not None:
-                return Sealed(self, method, ts, out.request, out.plaintext_len)
-        out = _binding.seal(self._native, ts, canonical_json(payload), iv)
-        return Sealed(self, method, ts, out.request, out.plaintext_len)
+                return Sealed(self, method, ts, out[0], out[1])
+        request, plaintext_len, _ = _binding.seal(self._native, ts, canonical_json(payload), iv)
+        return Sealed(self, method, ts, request, plaintext_len)
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -202,7 +204,7 @@ class Terminal:
         every cause; ``reason`` says what was wrong, for the operator's logs only.
         """
         inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
-        if not _binding.HAS_HW_AES:
+        if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         signature = inbound.signature.encode("ascii")
         verified, text = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
@@ -218,7 +220,7 @@ class Terminal:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)
 
     def _decrypt(self, timestamp: int, iv: bytes, ciphertext: bytes) -> bytes:
-        if not _binding.HAS_HW_AES:
+        if not _HAS_HW_AES:
             return self._reference()._decrypt(timestamp, iv, ciphertext)
         return _binding.decrypt_data(self._native, timestamp, f"{iv.hex()}:{ciphertext.hex()}".encode("ascii"))
 
@@ -238,7 +240,7 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
                timestamp: Optional[int]) -> list[Sealed]:
     method = check_method(method)
     ts = check_timestamp(timestamp)
-    if not _binding.HAS_HW_AES:
+    if not _HAS_HW_AES:
         return [terminal.seal(payload, method=method, timestamp=ts) for terminal, payload in zip(terminals, payloads)]
     raws: list[Optional[bytes]] = [
         _compact_json(payload) if type(payload) is dict and "key" not in payload else None for payload in payloads
@@ -250,8 +252,8 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
                                        b"".join(ivs[16 * i:16 * i + 16] for i in batched))
     sealed: list[Optional[Sealed]] = [None] * len(payloads)
     for i, result in zip(batched, results):
-        if result is not None and _exact(result.facts, payloads[i]):  # type: ignore[arg-type]
-            sealed[i] = Sealed(terminals[i], method, ts, result.request, result.plaintext_len)
+        if result is not None and (not result[2] & _FACT_NULL or _finite(payloads[i])):
+            sealed[i] = Sealed(terminals[i], method, ts, result[0], result[1])
     # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
     # which seals it or raises the precise error
     return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts,

@@ -92,14 +92,14 @@ def _data_field(method: str, body: Body, params: Params) -> str:
     if method in BODY_METHODS:
         if body is None:
             raise AuthError(f"{method} request without a body")
-        if isinstance(body, Mapping):
+        if type(body) is not bytes and isinstance(body, Mapping):  # bytes first: the common case, and cheap
             parsed: object = body
         else:
             try:
                 parsed = orjson.loads(body)
             except orjson.JSONDecodeError:
                 raise AuthError("body is not JSON") from None
-        value = parsed.get("data") if isinstance(parsed, Mapping) else None
+        value = parsed.get("data") if type(parsed) is dict or isinstance(parsed, Mapping) else None
     else:
         if params is None:
             raise AuthError("GET request without a data query parameter")
