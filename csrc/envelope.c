@@ -186,13 +186,13 @@ int pasarela_sealing_keys_for(const pasarela_credentials *c, pasarela_workspace 
 
 /* Base64 of the signed text (the plaintext with ,"key":"<encodedKey>" spliced before its final brace)
  * into text; returns its length. Characters from *secret_from on derive from the key: wipe them. */
-static size_t signed_base64(const uint8_t *plaintext, size_t n, const pasarela_derived *d, char *text,
+static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d, char *text,
                             size_t *secret_from) {
     static const uint8_t key_open[] = ",\"key\":\"";
     uint8_t tail[2 + sizeof key_open - 1 + PASARELA_ENCODED_KEY_LEN + 2];
     size_t head = n - 1, whole = head - head % 3, t = head - whole;
     int empty = n == 2; /* "{}": no comma before the key */
-    size_t written = pasarela_base64_encode_public(plaintext, whole, text);
+    size_t written = pasarela_base64_encode_public(cpu, plaintext, whole, text);
     memcpy(tail, plaintext + whole, t);
     memcpy(tail + t, key_open + empty, sizeof key_open - 1 - (size_t)empty);
     t += sizeof key_open - 1 - (size_t)empty;
@@ -210,7 +210,7 @@ void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasar
                    char signature_hex[PASARELA_SIGNATURE_HEX_LEN]) {
     char *text = (char *)scratch;
     uint8_t digest[64];
-    size_t secret_from, len = signed_base64(plaintext, n, d, text, &secret_from);
+    size_t secret_from, len = signed_base64(cpu, plaintext, n, d, text, &secret_from);
     pasarela_sha512_ctx sha;
     pasarela_sha512_init(&sha, cpu);
     pasarela_sha512_update(&sha, (const uint8_t *)text, len);
@@ -226,7 +226,7 @@ static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_
                       const uint8_t iv[PASARELA_IV_LEN], void *scratch, char *out) {
     static const char body_open[] = "{\"data\":\"";
     char *text = (char *)scratch;
-    size_t secret_from, text_len = signed_base64(plaintext, n, &k->derived, text, &secret_from);
+    size_t secret_from, text_len = signed_base64(cpu, plaintext, n, &k->derived, text, &secret_from);
     uint8_t *ciphertext = (uint8_t *)scratch + (text_len + 15) / 16 * 16;
     size_t ciphertext_len = PASARELA_CIPHERTEXT_LEN(n);
     uint8_t digest[64];
@@ -385,7 +385,7 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
     }
     size_t i = g->count++;
     char *text = (char *)ws->plaintext + g->area_used;
-    g->text_lens[i] = signed_base64((const uint8_t *)out, n, &g->keys[k - 1].derived, text, &g->secret_from[i]);
+    g->text_lens[i] = signed_base64(c->cpu, (const uint8_t *)out, n, &g->keys[k - 1].derived, text, &g->secret_from[i]);
     g->texts[i] = (const uint8_t *)text;
     g->outs[i] = out;
     g->plaintext_lens[i] = n;

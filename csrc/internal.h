@@ -13,8 +13,9 @@
 /* util.c: a wipe the compiler cannot remove. */
 PASARELA_INTERNAL void pasarela_wipe(void *p, size_t n);
 
-/* base64.c: Base64 of public bytes with a table (pasarela_base64_encode is the constant-time one). */
-PASARELA_INTERNAL size_t pasarela_base64_encode_public(const uint8_t *in, size_t n, char *out);
+/* base64.c: Base64 of public bytes: AVX-512BW or AVX2 as cpu allows, else a table (pasarela_base64_encode
+ * is the constant-time one, for secret-derived bytes). */
+PASARELA_INTERNAL size_t pasarela_base64_encode_public(unsigned cpu, const uint8_t *in, size_t n, char *out);
 
 /* md5.c: streaming MD5 (RFC 1321). */
 typedef struct pasarela_md5_ctx {

@@ -17,6 +17,7 @@
  * Prints "N passed, N failed" as the last line; exits non-zero on any failure.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -427,6 +428,105 @@ static void test_base64(void)
     }
 }
 
+/* pasarela_base64_encode_public(cpu, ...) at one cpu level on the n bytes at src: the input copied to the
+ * very end of a malloc'd block (so ASan catches any read past it), the output into a block with one guard
+ * byte after 4*ceil(n/3) chars; 1 when it matches pasarela_base64_encode byte for byte. */
+static int b64_public_matches(unsigned cpu, const uint8_t *src, size_t n)
+{
+    size_t len = 4 * ((n + 2) / 3), got, want;
+    uint8_t *block = (uint8_t *)malloc(n + 1);
+    char *o1 = (char *)malloc(len + 1), *o2 = (char *)malloc(len + 1);
+    int ok;
+    if (block == NULL || o1 == NULL || o2 == NULL) {
+        free(block);
+        free(o1);
+        free(o2);
+        return 0;
+    }
+    if (n > 0)
+        memcpy(block + 1, src, n);
+    memset(o1, '#', len + 1);
+    got = pasarela_base64_encode_public(cpu, block + 1, n, o1);
+    want = pasarela_base64_encode(block + 1, n, o2);
+    ok = got == len && want == len && memcmp(o1, o2, len) == 0 && o1[len] == '#';
+    free(block);
+    free(o1);
+    free(o2);
+    return ok;
+}
+
+static void test_base64_public(void)
+{
+    static const char *vin[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    static const char *vout[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+    unsigned features = pasarela_cpu_features(), cpus[3];
+    size_t ncpus = 0, c, i, n;
+    uint64_t s = 20240611;
+    uint8_t *buf = (uint8_t *)malloc(5000);
+    char what[96];
+
+    if (buf == NULL) {
+        check(0, "base64 public: malloc");
+        return;
+    }
+    /* every level this machine runs: all its bits (AVX-512 path), AVX2 only, table only */
+    if (features & PASARELA_CPU_AVX512)
+        cpus[ncpus++] = features & (PASARELA_CPU_AVX512 | PASARELA_CPU_AVX2);
+    if (features & PASARELA_CPU_AVX2)
+        cpus[ncpus++] = PASARELA_CPU_AVX2;
+    cpus[ncpus++] = 0;
+    for (c = 0; c < ncpus; c++) {
+        int vec_ok = 1, small_ok = 1, rand_ok = 1, alpha_ok = 1;
+        for (i = 0; i < 7; i++) {
+            size_t len = strlen(vin[i]), olen = strlen(vout[i]);
+            uint8_t *block = (uint8_t *)malloc(len + 1);
+            char *out = (char *)malloc(olen + 1);
+            if (block == NULL || out == NULL) {
+                vec_ok = 0;
+            } else {
+                memcpy(block + 1, vin[i], len);
+                memset(out, '#', olen + 1);
+                n = pasarela_base64_encode_public(cpus[c], block + 1, len, out);
+                vec_ok &= n == olen && memcmp(out, vout[i], olen) == 0 && out[olen] == '#';
+            }
+            free(block);
+            free(out);
+        }
+        for (i = 0; i < 64 * 3; i += 3) { /* the full alphabet, 4 times over, through every path */
+            uint32_t v = (uint32_t)(4 * (i / 3) % 64);
+            uint32_t x = (v << 18) | ((v + 1) << 12) | ((v + 2) << 6) | (v + 3);
+            buf[i] = (uint8_t)(x >> 16);
+            buf[i + 1] = (uint8_t)(x >> 8);
+            buf[i + 2] = (uint8_t)x;
+        }
+        for (n = 0; n <= 192; n += 3) {
+            alpha_ok &= b64_public_matches(cpus[c], buf, n);
+        }
+        for (n = 0; n <= 300; n++) {
+            rng_fill(&s, buf, n);
+            small_ok &= b64_public_matches(cpus[c], buf, n);
+        }
+        for (i = 0; i < 300; i++) {
+            n = (size_t)(rng_next(&s) % 5001);
+            rng_fill(&s, buf, n);
+            rand_ok &= b64_public_matches(cpus[c], buf, n);
+        }
+        sprintf(what, "base64 public, cpu %u: RFC 4648 section 10", cpus[c]);
+        check(vec_ok, what);
+        sprintf(what, "base64 public, cpu %u: full alphabet", cpus[c]);
+        check(alpha_ok, what);
+        sprintf(what, "base64 public, cpu %u: random, every length 0..300", cpus[c]);
+        check(small_ok, what);
+        sprintf(what, "base64 public, cpu %u: random lengths up to 5000", cpus[c]);
+        check(rand_ok, what);
+    }
+    printf("base64 public encoder levels under test: %u (cpu bits:", (unsigned)ncpus);
+    for (c = 0; c < ncpus; c++)
+        printf(" %u", cpus[c]);
+    printf(")\n");
+    free(buf);
+}
+
 /* ---------------------------------------------------------------- hex */
 static void test_hex(void)
 {
@@ -571,6 +671,7 @@ int main(void)
     test_sha512_paths();
     test_streaming_random();
     test_base64();
+    test_base64_public();
     test_hex();
     test_util();
     printf("%d passed, %d failed\n", g_pass, g_fail);
