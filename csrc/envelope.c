@@ -219,30 +219,37 @@ void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasar
     pasarela_hex_encode(digest, sizeof digest, signature_hex);
 }
 
-/* Writes the signature and the POST body {"data":"<iv_hex>:<ct_hex>"} (PASARELA_SEALED_LEN(n) chars) to
- * out, using PASARELA_SEAL_SCRATCH_SIZE(n) bytes of scratch: the signed text's Base64 is hashed while
- * the plaintext is encrypted. */
-static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_t *plaintext, size_t n,
-                      const uint8_t iv[PASARELA_IV_LEN], void *scratch, char *out) {
+/* The signature (hex of digest) and the POST body {"data":"<iv_hex>:<ct_hex>"} of the request whose
+ * plaintext has n bytes: PASARELA_SEALED_LEN(n) chars at out. */
+static void write_signature_and_body(const uint8_t digest[64], const uint8_t iv[PASARELA_IV_LEN],
+                                     const uint8_t *ciphertext, size_t n, char *out) {
     static const char body_open[] = "{\"data\":\"";
-    char *text = (char *)scratch;
-    size_t secret_from, text_len = signed_base64(cpu, plaintext, n, &k->derived, text, &secret_from);
-    uint8_t *ciphertext = (uint8_t *)scratch + (text_len + 15) / 16 * 16;
     size_t ciphertext_len = PASARELA_CIPHERTEXT_LEN(n);
-    uint8_t digest[64];
-    pasarela_cbc_job job = {&k->schedule, iv, plaintext, n, ciphertext};
-    pasarela_sha512_with_cbc(cpu, (const uint8_t *)text, text_len, digest, &job);
-    pasarela_wipe(text + secret_from, text_len - secret_from);
-    pasarela_hex_encode(digest, sizeof digest, out);
-    char *body = out + PASARELA_SIGNATURE_HEX_LEN;
-    memcpy(body, body_open, PASARELA_BODY_DATA_OFFSET);
-    char *data = body + PASARELA_BODY_DATA_OFFSET;
+    pasarela_hex_encode(digest, 64, out);
+    char *data = out + PASARELA_SIGNATURE_HEX_LEN;
+    memcpy(data, body_open, PASARELA_BODY_DATA_OFFSET);
+    data += PASARELA_BODY_DATA_OFFSET;
     pasarela_hex_encode(iv, PASARELA_IV_LEN, data);
     data[2 * PASARELA_IV_LEN] = ':';
     data += 2 * PASARELA_IV_LEN + 1;
     pasarela_hex_encode(ciphertext, ciphertext_len, data);
     data[2 * ciphertext_len] = '"';
     data[2 * ciphertext_len + 1] = '}';
+}
+
+/* Writes the signature and the body (PASARELA_SEALED_LEN(n) chars) to out, using
+ * PASARELA_SEAL_SCRATCH_SIZE(n) bytes of scratch: the signed text's Base64 is hashed while the plaintext
+ * is encrypted. */
+static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_t *plaintext, size_t n,
+                      const uint8_t iv[PASARELA_IV_LEN], void *scratch, char *out) {
+    char *text = (char *)scratch;
+    size_t secret_from, text_len = signed_base64(cpu, plaintext, n, &k->derived, text, &secret_from);
+    uint8_t *ciphertext = (uint8_t *)scratch + (text_len + 15) / 16 * 16;
+    uint8_t digest[64];
+    pasarela_cbc_job job = {&k->schedule, iv, plaintext, n, ciphertext};
+    pasarela_sha512_with_cbc(cpu, (const uint8_t *)text, text_len, digest, &job);
+    pasarela_wipe(text + secret_from, text_len - secret_from);
+    write_signature_and_body(digest, iv, ciphertext, n, out);
 }
 
 static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
@@ -336,24 +343,13 @@ typedef struct group {
 
 /* Hashes and encrypts the group's requests, writes their signatures and bodies, empties the group. */
 static void seal_group(group *g) {
-    static const char body_open[] = "{\"data\":\"";
     if (g->count == 0) return;
     pasarela_sha512_many(g->cpu, g->texts, g->text_lens, g->count, &g->digests[0][0]);
     pasarela_aes256_cbc_encrypt_many(g->cpu, g->jobs, g->count);
     for (size_t i = 0; i < g->count; i++) {
-        char *out = g->outs[i] + g->plaintext_lens[i];
-        size_t ciphertext_len = PASARELA_CIPHERTEXT_LEN(g->plaintext_lens[i]);
         pasarela_wipe((uint8_t *)(uintptr_t)g->texts[i] + g->secret_from[i], g->text_lens[i] - g->secret_from[i]);
-        pasarela_hex_encode(g->digests[i], 64, out);
-        char *data = out + PASARELA_SIGNATURE_HEX_LEN;
-        memcpy(data, body_open, PASARELA_BODY_DATA_OFFSET);
-        data += PASARELA_BODY_DATA_OFFSET;
-        pasarela_hex_encode(g->jobs[i].iv, PASARELA_IV_LEN, data);
-        data[2 * PASARELA_IV_LEN] = ':';
-        data += 2 * PASARELA_IV_LEN + 1;
-        pasarela_hex_encode(g->jobs[i].out, ciphertext_len, data);
-        data[2 * ciphertext_len] = '"';
-        data[2 * ciphertext_len + 1] = '}';
+        write_signature_and_body(g->digests[i], g->jobs[i].iv, g->jobs[i].out, g->plaintext_lens[i],
+                                 g->outs[i] + g->plaintext_lens[i]);
     }
     pasarela_wipe(g->keys, sizeof g->keys[0] * g->keys_count);
     g->count = g->keys_count = g->area_used = 0;
@@ -396,13 +392,13 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
     return PASARELA_OK;
 }
 
-size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
+size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts) {
     group g;
     size_t out_used = 0, done = 0;
-    if (credentials == NULL || timestamps == NULL || json_lens == NULL || ivs == NULL || ws == NULL ||
+    if (credentials == NULL || json_lens == NULL || ws == NULL ||
         ws->out == NULL || ws->scratch == NULL || ws->plaintext == NULL || statuses == NULL ||
         plaintext_lens == NULL || out_lens == NULL || facts == NULL || (json == NULL && n > 0))
         return 0;
@@ -413,6 +409,8 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
         if (ws->out_cap - out_used < PASARELA_REQUEST_LEN(plaintext_max) ||
             ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len))
             break;
+        const uint8_t *iv = ivs != NULL ? ivs + PASARELA_IV_LEN * done : next_iv(ws, NULL);
+        if (iv == NULL) break; /* the IV pool is empty */
         const pasarela_credentials *c = credentials[done];
         char *out = ws->out + out_used;
         size_t plaintext_len = 0;
@@ -421,7 +419,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                            : canonical_object(json, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
                                               &facts[done]);
         if (rc == PASARELA_OK)
-            rc = group_add(&g, ws, c, timestamps[done], out, plaintext_len, ivs + PASARELA_IV_LEN * done);
+            rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
         plaintext_lens[done] = out_lens[done] = 0;
         if (rc == PASARELA_OK) {
             plaintext_lens[done] = plaintext_len;

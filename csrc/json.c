@@ -12,7 +12,24 @@
 
 #include "internal.h"
 
+/* SSE2 is part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2): no run-time check. */
+#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
+#define PASARELA_JSON_SSE2 1
+#include <emmintrin.h>
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+#endif
+
 #define PASARELA_JSON_MAX_DEPTH 1000
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define HOT_INLINE static __forceinline
+#else
+#define HOT_INLINE static inline
+#endif
 #define NOT_INT_KEY UINT64_C(0x100000000)
 
 typedef struct member {
@@ -27,6 +44,7 @@ typedef struct frame {
     size_t body_start;  /* output offset just past '{' or '[' */
     uint32_t first;     /* first member record of this object */
     uint32_t is_object;
+    uint32_t has_int_key; /* trusted path: a member with an integer-like key (else no re-ordering) */
 } frame;
 
 typedef struct state {
@@ -153,27 +171,8 @@ static size_t utf8_sequence(const uint8_t *in, size_t avail) {
     return 0;
 }
 
-/* A string written by a trusted serializer (PASARELA_JSON_SHORTEST_DIGITS) is already escaped as
- * JSON.stringify escapes: copied as it is, up to its closing quote. */
-static int trusted_string_token(state *s) {
-    size_t end = s->pos + 1;
-    for (;;) {
-        const uint8_t *quote = memchr(s->in + end, '"', s->n - end);
-        if (quote == NULL) return PASARELA_E_JSON_SYNTAX;
-        end = (size_t)(quote - s->in);
-        size_t backslashes = 0;
-        while (s->in[end - 1 - backslashes] == '\\') backslashes++;
-        end++;
-        if (backslashes % 2 == 0) break; /* not an escaped quote */
-    }
-    put(s, s->in + s->pos, end - s->pos);
-    s->pos = end;
-    return PASARELA_OK;
-}
-
-/* s->pos is at the opening quote. */
+/* s->pos is at the opening quote (the checked path: canonicalize_trusted copies strings). */
 static int string_token(state *s) {
-    if (s->flags & PASARELA_JSON_SHORTEST_DIGITS) return trusted_string_token(s);
     int rc;
     s->pos++;
     if ((rc = put_byte(s, '"')) != PASARELA_OK) return rc;
@@ -280,33 +279,9 @@ static int put_js_number(state *s, int negative, const uint8_t *digits, int k, i
     return put(s, buf, w);
 }
 
-/* A number a trusted serializer wrote is already what Number.prototype.toString writes unless it
- * has an exponent or ends in ".0" (orjson writes 1e21 as 1e21, 100.0 as 100.0, 1e-7 as 1e-7). */
-static size_t trusted_plain_number(const state *s) {
-    size_t p = s->pos;
-    while (p < s->n) {
-        uint8_t c = s->in[p];
-        if (c == 'e' || c == 'E') return 0;
-        if (!is_digit(c) && c != '.' && c != '-') break;
-        p++;
-    }
-    size_t len = p - s->pos;
-    if (len >= 2 && s->in[p - 1] == '0' && s->in[p - 2] == '.') return 0;
-    return len;
-}
-
-/* s->pos is at '-' or a digit. */
+/* s->pos is at '-' or a digit. Under PASARELA_JSON_SHORTEST_DIGITS, canonicalize_trusted copies the
+ * numbers already in JavaScript form and hands the others to this. */
 static int number_token(state *s) {
-    if (s->flags & PASARELA_JSON_SHORTEST_DIGITS) {
-        size_t len = trusted_plain_number(s);
-        int has_point = len > 0 && memchr(s->in + s->pos, '.', len) != NULL;
-        /* integers keep the range check below; "-0" needs rewriting */
-        if (len > 0 && has_point && !(s->in[s->pos] == '-' && s->in[s->pos + 1] == '0' && len <= 3)) {
-            put(s, s->in + s->pos, len);
-            s->pos += len;
-            return PASARELA_OK;
-        }
-    }
     const uint8_t *in = s->in;
     size_t p = s->pos, start = s->pos;
     int negative = 0, is_integer = 1;
@@ -543,6 +518,450 @@ static int canonicalize(state *s) {
     }
 }
 
+/* ---- The trusted path (PASARELA_JSON_SHORTEST_DIGITS) ----
+ * Same grammar, statuses and error offsets as canonicalize() with that flag, on any input, but with
+ * the state in locals (writes through the uint8_t output pointer would otherwise force the state back
+ * to memory at every byte), strings scanned inline and numbers already in JavaScript form copied. */
+
+#if defined(PASARELA_JSON_SSE2)
+static inline unsigned lowest_bit(unsigned m) {
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+    _BitScanForward(&i, m);
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctz(m);
+#endif
+}
+#else
+/* Bytes of an 8-byte word that are '"' or '\\' (high bit set in the result; exact up to the first). */
+static inline uint64_t quote_or_backslash(uint64_t w) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    return (((quote - ones) & ~quote) | ((backslash - ones) & ~backslash)) & high;
+}
+#endif
+
+/* End (just past the closing quote) of the trusted string whose opening quote is in[start], or 0
+ * when it has none: the first '"' not escaped by a backslash (a backslash escapes the next byte,
+ * whatever it is, which is the old rule "preceded by an even number of backslashes"). */
+HOT_INLINE size_t trusted_string_end(const uint8_t *in, size_t start, size_t n) {
+    size_t q = start + 1;
+#if defined(PASARELA_JSON_SSE2)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+#endif
+    for (;;) {
+#if defined(PASARELA_JSON_SSE2)
+        while (q + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + q));
+            unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
+            unsigned backslashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash));
+            if (quotes != 0 && (backslashes & ((quotes & (0u - quotes)) - 1)) == 0)
+                return q + lowest_bit(quotes) + 1; /* the first quote, no backslash before it */
+            if (backslashes != 0) {
+                q += lowest_bit(backslashes) + 2; /* a backslash and the byte it escapes */
+                continue;
+            }
+            q += 16;
+        }
+#else
+        while (q + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, in + q, 8);
+            if (quote_or_backslash(w)) break;
+            q += 8;
+        }
+#endif
+        while (q < n && in[q] != '"' && in[q] != '\\') q++;
+        if (q >= n) return 0;
+        if (in[q] == '"') return q + 1;
+        q += 2; /* a backslash and the byte it escapes */
+    }
+}
+
+/* Copies k bytes; src has src_avail readable bytes and dst dst_avail writable ones (both >= k).
+ * A short copy may write up to 16 bytes (garbage past k, overwritten later or past the result). */
+HOT_INLINE void copy_token(uint8_t *dst, const uint8_t *src, size_t k, size_t src_avail, size_t dst_avail) {
+    if (k <= 16 && src_avail >= 16 && dst_avail >= 16) {
+        memcpy(dst, src, 16);
+    } else if (k >= 16 && k <= 32) {
+        memcpy(dst, src, 16);
+        memcpy(dst + k - 16, src + k - 16, 16);
+    } else {
+        memcpy(dst, src, k);
+    }
+}
+
+/* Copies the trusted string whose opening quote is in[start] to dst (room writable bytes, at least
+ * what the string takes); returns its end, or 0 when it has no closing quote. */
+HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint8_t *dst, size_t room) {
+    size_t end;
+#if defined(PASARELA_JSON_SSE2)
+    if (n - start >= 16 && room >= 16) { /* the common short string: one load, one store */
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + start));
+        unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) & ~1u;
+        unsigned backslashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+        _mm_storeu_si128((__m128i *)(void *)dst, v);
+        if (quotes != 0 && (backslashes & ((quotes & (0u - quotes)) - 1)) == 0)
+            return start + lowest_bit(quotes) + 1;
+    }
+#endif
+    end = trusted_string_end(in, start, n);
+    if (end != 0) copy_token(dst, in + start, end - start, n - start, room);
+    return end;
+}
+
+/* Length of the number token at in[pos] when it is written as it is (see canonicalize_trusted),
+ * else 0. The run of digits, '.' and '-' there is copied when the old trusted check copied it: it
+ * has a point, is not followed by an exponent, does not end in ".0" and is not "-0." or "-0.x";
+ * anything else went to the full parser, whose result is the integer itself when it has at most 15
+ * digits and no leading zero (its range check only concerns 16 digits or more), or "0". */
+HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, size_t n) {
+    uint8_t c = in[pos];
+#if defined(PASARELA_JSON_SSE2)
+    if (n - pos >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
+        __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+        unsigned digit = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(t, _mm_set1_epi8(9)),
+                                                                    _mm_set1_epi8(9)));
+        unsigned point = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+        unsigned minus = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+        unsigned stop = ~(digit | point | minus) & 0xFFFFu;
+        if (stop != 0) {
+            unsigned k = lowest_bit(stop), run = (1u << k) - 1;
+            unsigned exponent = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)),
+                                                                           _mm_set1_epi8('e')));
+            unsigned zero = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
+            unsigned sign = minus & 1u;
+            if ((exponent >> k) & 1u) return 0;
+            if (point & run) { /* k >= 2: in[pos] is '-' or a digit */
+                if ((point >> (k - 2)) & (zero >> (k - 1)) & 1u) return 0;
+                if (sign && (zero & 2u) && k <= 3) return 0;
+                return k;
+            }
+            if (minus & run & ~1u) return 0;
+            if (k - sign >= 1 && k - sign <= 15 && !((zero >> sign) & 1u)) return k;
+            return k == 1 && (zero & 1u) ? 1 : 0;
+        }
+    }
+#endif
+    size_t p = pos + (c == '-'), digits_start = p;
+    while (p < n && is_digit(in[p])) p++;
+    size_t digits = p - digits_start;
+    if (p < n && (in[p] == '.' || in[p] == '-')) {
+        int has_point = 0;
+        while (p < n) {
+            uint8_t d = in[p];
+            if (d == '.') has_point = 1;
+            else if (!is_digit(d) && d != '-') break;
+            p++;
+        }
+        size_t k = p - pos;
+        if (!has_point || (p < n && (in[p] == 'e' || in[p] == 'E'))) return 0;
+        if (in[p - 1] == '0' && in[p - 2] == '.') return 0;
+        if (c == '-' && in[pos + 1] == '0' && k <= 3) return 0;
+        return k;
+    }
+    if (p < n && (in[p] == 'e' || in[p] == 'E')) return 0;
+    if (digits >= 1 && digits <= 15 && in[digits_start] != '0') return p - pos;
+    return p - pos == 1 && c == '0' ? 1 : 0;
+}
+
+#if defined(PASARELA_JSON_SSE2)
+/* Bits of the 64 input bytes from base (bit i: in[base + i]; none past n): the classes the token
+ * scans of the trusted path look up, so that finding where a token ends is a shift and a bit scan
+ * instead of a chain of dependent loads (what limits a byte-at-a-time or vector-at-a-time scan). */
+typedef struct byte_classes {
+    size_t base;
+    uint64_t quote, backslash, number, point, minus; /* '"', '\\', [0-9.-], '.', '-' */
+} byte_classes;
+
+static void classify(const uint8_t *in, size_t base, size_t n, byte_classes *b) {
+    uint8_t tail[64];
+    const uint8_t *p = in + base;
+    if (n - base < 64) { /* padded with zeros, which are in no class */
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, p, n - base);
+        p = tail;
+    }
+    uint64_t quote = 0, backslash = 0, number = 0, point = 0, minus = 0;
+    for (unsigned i = 0; i < 64; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i digit = _mm_cmpeq_epi8(_mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)),
+                                       _mm_set1_epi8(9));
+        __m128i is_point = _mm_cmpeq_epi8(v, _mm_set1_epi8('.')), is_minus = _mm_cmpeq_epi8(v, _mm_set1_epi8('-'));
+        quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << i;
+        backslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << i;
+        number |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(digit, _mm_or_si128(is_point, is_minus))) << i;
+        point |= (uint64_t)(unsigned)_mm_movemask_epi8(is_point) << i;
+        minus |= (uint64_t)(unsigned)_mm_movemask_epi8(is_minus) << i;
+    }
+    b->base = base;
+    b->quote = quote;
+    b->backslash = backslash;
+    b->number = number;
+    b->point = point;
+    b->minus = minus;
+}
+
+static inline unsigned lowest_bit64(uint64_t m) {
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+#if defined(_M_X64)
+    _BitScanForward64(&i, m);
+#else
+    if (!_BitScanForward(&i, (unsigned long)m)) {
+        _BitScanForward(&i, (unsigned long)(m >> 32));
+        i += 32;
+    }
+#endif
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctzll(m);
+#endif
+}
+
+#define UNCLASSIFIED ((size_t)0 - 1) /* classes do not reach the end of the token: classify again */
+
+/* End of the string whose opening quote is in[pos] when classes shows its closing quote with no
+ * backslash before it; 0 when a backslash comes first (the general scan decides), UNCLASSIFIED when
+ * classes show no closing quote. */
+HOT_INLINE size_t classified_string_end(const byte_classes *b, size_t pos) {
+    size_t o = pos - b->base;
+    if (o >= 64) return UNCLASSIFIED;
+    uint64_t quotes = (b->quote >> o) >> 1, backslashes = (b->backslash >> o) >> 1;
+    if (quotes == 0) return backslashes ? 0 : UNCLASSIFIED;
+    if ((backslashes & ((quotes & (0 - quotes)) - 1)) != 0) return 0;
+    return pos + 2 + lowest_bit64(quotes);
+}
+
+/* The length of the number token at in[pos] when it is copied as it is, from classes (the rule of
+ * trusted_plain_number_length); 0 when trusted_plain_number_length is to decide, UNCLASSIFIED when
+ * classes do not show the end of the token. */
+HOT_INLINE size_t classified_number_length(const byte_classes *b, const uint8_t *in, size_t pos, size_t n) {
+    size_t o = pos - b->base;
+    if (o >= 64) return UNCLASSIFIED;
+    uint64_t stop = ~b->number >> o;
+    if (stop == 0) return UNCLASSIFIED;
+    unsigned k = lowest_bit64(stop);
+    uint64_t run = (UINT64_C(1) << k) - 1;
+    uint8_t c = in[pos];
+    if (pos + k < n && (in[pos + k] == 'e' || in[pos + k] == 'E')) return 0;
+    if ((b->point >> o) & run) { /* k >= 2: in[pos] is '-' or a digit */
+        if (in[pos + k - 1] == '0' && in[pos + k - 2] == '.') return 0;
+        if (c == '-' && in[pos + 1] == '0' && k <= 3) return 0;
+        return k;
+    }
+    if ((b->minus >> o) & run & ~UINT64_C(1)) return 0;
+    unsigned sign = c == '-';
+    if (k - sign >= 1 && k - sign <= 15 && in[pos + sign] != '0') return k;
+    return 0; /* "0" and the rest: trusted_plain_number_length */
+}
+HOT_INLINE size_t trusted_string_classified(const uint8_t *in, size_t pos, size_t n, uint8_t *dst, size_t room,
+                                            byte_classes *b) {
+    size_t end = classified_string_end(b, pos);
+    if (end == UNCLASSIFIED && b->base != pos) {
+        classify(in, pos, n, b);
+        end = classified_string_end(b, pos);
+    }
+    if (end == 0 || end == UNCLASSIFIED) return trusted_string(in, pos, n, dst, room);
+    copy_token(dst, in + pos, end - pos, n - pos, room);
+    return end;
+}
+
+HOT_INLINE size_t trusted_number_classified(const uint8_t *in, size_t pos, size_t n, byte_classes *b) {
+    size_t k = classified_number_length(b, in, pos, n);
+    if (k == UNCLASSIFIED && b->base != pos) {
+        classify(in, pos, n, b);
+        k = classified_number_length(b, in, pos, n);
+    }
+    if (k == 0 || k == UNCLASSIFIED) return trusted_plain_number_length(in, pos, n);
+    return k;
+}
+#endif
+
+/* At the closing brace of an object with an integer-like key: the trusted path records only where
+ * each member starts, so first each member's order (from its key in the output, copied verbatim
+ * from the input) and end (the next member starts just past the comma that ends it, the last ends
+ * at the brace), then the common re-ordering. */
+static int trusted_close_object(state *s, const frame *f, size_t top, size_t len) {
+    member *m = s->members;
+    for (size_t i = f->first; i < top; i++) {
+        /* the key as it was copied: from its opening quote to the first quote no backslash escapes */
+        size_t key_end = trusted_string_end(s->out, m[i].start, len);
+        m[i].order = key_order(s->out + m[i].start + 1, key_end - m[i].start - 2, i - f->first);
+        m[i].end = i + 1 < top ? m[i + 1].start - 1 : len - 1;
+    }
+    s->len = len;
+    s->members_top = top;
+    return close_object(s, f);
+}
+
+static int canonicalize_trusted(state *s) {
+    frame stack[PASARELA_JSON_MAX_DEPTH];
+    frame *f = NULL; /* stack[depth - 1] when depth > 0 */
+    size_t depth = 0;
+    int in_object = 0; /* f->is_object */
+    const uint8_t *const in = s->in;
+    const size_t n = s->n, cap = s->cap, members_cap = s->members_cap;
+    uint8_t *const out = s->out;
+    member *const members = s->members;
+    size_t pos = s->pos, len = s->len, top = s->members_top;
+    unsigned facts = 0;
+    int rc;
+#if defined(PASARELA_JSON_SSE2)
+    byte_classes classes;
+    classes.base = (size_t)0 - 64; /* nothing classified yet: pos - base >= 64 */
+    /* the end of the string at pos, copied; 0 when it has none */
+#define STRING_END() trusted_string_classified(in, pos, n, out + len, cap - len, &classes)
+    /* the length of the number at pos when it is copied as it is, else 0 */
+#define NUMBER_LENGTH() trusted_number_classified(in, pos, n, &classes)
+#else
+#define STRING_END() trusted_string(in, pos, n, out + len, cap - len)
+#define NUMBER_LENGTH() trusted_plain_number_length(in, pos, n)
+#endif
+#define SKIP_WS() while (pos < n && is_ws(in[pos])) pos++
+#define FAIL(code) do { rc = (code); goto done; } while (0)
+    /* Whitespace is skipped where it is found (where a value, a key, ':' or what follows a value is
+     * expected), which is where the general path skips it: the same offsets and statuses. */
+value:
+    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
+    {
+        uint8_t c = in[pos];
+        if (c == '"') {
+            size_t end = STRING_END();
+            if (end == 0) FAIL(PASARELA_E_JSON_SYNTAX);
+            len += end - pos;
+            pos = end;
+        } else if (c == '-' || is_digit(c)) {
+            size_t k = NUMBER_LENGTH();
+            if (k != 0) {
+                copy_token(out + len, in + pos, k, n - pos, cap - len);
+                len += k;
+                pos += k;
+            } else {
+                s->pos = pos;
+                s->len = len;
+                rc = number_token(s);
+                pos = s->pos;
+                len = s->len;
+                if (rc != PASARELA_OK) FAIL(rc);
+            }
+        } else if (c == '{' || c == '[') {
+            if (depth == PASARELA_JSON_MAX_DEPTH) FAIL(PASARELA_E_JSON_UNSUPPORTED);
+            f = &stack[depth++];
+            in_object = c == '{';
+            f->is_object = (uint32_t)in_object;
+            f->has_int_key = 0;
+            f->first = (uint32_t)top;
+            pos++;
+            out[len++] = c;
+            f->body_start = len;
+            SKIP_WS();
+            uint8_t close = (uint8_t)(c + 2); /* '}' or ']' */
+            if (pos < n && in[pos] == close) {
+                pos++;
+                out[len++] = close;
+                goto pop;
+            }
+            if (in_object) goto key;
+            goto value;
+        } else if (c == 't' && n - pos >= 4 && memcmp(in + pos, "true", 4) == 0) {
+            memcpy(out + len, "true", 4);
+            len += 4;
+            pos += 4;
+        } else if (c == 'f' && n - pos >= 5 && memcmp(in + pos, "false", 5) == 0) {
+            memcpy(out + len, "false", 5);
+            len += 5;
+            pos += 5;
+        } else if (c == 'n' && n - pos >= 4 && memcmp(in + pos, "null", 4) == 0) {
+            memcpy(out + len, "null", 4);
+            len += 4;
+            pos += 4;
+            facts |= PASARELA_JSON_FACT_NULL;
+        } else if (is_ws(c)) {
+            SKIP_WS();
+            goto value;
+        } else {
+            FAIL(PASARELA_E_JSON_SYNTAX);
+        }
+    }
+after_value:
+    if (depth == 0) {
+        SKIP_WS();
+        FAIL(pos == n ? PASARELA_OK : PASARELA_E_JSON_SYNTAX);
+    }
+    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
+    {
+        uint8_t d = in[pos++];
+        if (d == ',') {
+            out[len++] = ',';
+            if (in_object) goto key;
+            goto value;
+        }
+        if (d == (in_object ? '}' : ']')) {
+            out[len++] = d;
+            /* without an integer-like key the members are already in JavaScript order (and a
+             * trusted serializer writes no duplicates): nothing to check or move */
+            if (in_object && f->has_int_key && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
+                FAIL(rc);
+            goto pop;
+        }
+        if (is_ws(d)) {
+            pos--;
+            SKIP_WS();
+            goto after_value;
+        }
+        FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past the unexpected byte, as the general path */
+    }
+pop:
+    if (in_object) top = f->first;
+    depth--;
+    if (depth) {
+        f = &stack[depth - 1];
+        in_object = (int)f->is_object;
+    }
+    goto after_value;
+key:
+    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
+    if (in[pos] != '"') {
+        if (!is_ws(in[pos])) FAIL(PASARELA_E_JSON_SYNTAX);
+        SKIP_WS();
+        goto key;
+    }
+    if (top >= members_cap) FAIL(PASARELA_E_BUFFER_TOO_SMALL);
+    {
+        size_t end = STRING_END();
+        if (end == 0) FAIL(PASARELA_E_JSON_SYNTAX);
+        const uint8_t *key = in + pos + 1;
+        size_t key_len = end - pos - 2;
+        members[top].start = len; /* the rest of the record only if the object is re-ordered */
+        /* when key_len is 0, key[0] is the closing quote */
+        if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->has_int_key = 1;
+        top++;
+        len += end - pos;
+        pos = end;
+        if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) facts |= PASARELA_JSON_FACT_KEY;
+    }
+    if (pos >= n || in[pos] != ':') {
+        SKIP_WS();
+        if (pos >= n || in[pos] != ':') FAIL(PASARELA_E_JSON_SYNTAX);
+    }
+    pos++;
+    out[len++] = ':';
+    goto value;
+done:
+#undef SKIP_WS
+#undef FAIL
+#undef STRING_END
+#undef NUMBER_LENGTH
+    s->pos = pos;
+    s->len = len;
+    s->members_top = top;
+    s->facts = facts;
+    return rc;
+}
+
 int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
                                       size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
                                       unsigned *facts) {
@@ -563,7 +982,7 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
     s.members_cap = n / 4 + 4; /* a member takes at least 4 input bytes ("":0) */
     s.temp = (uint8_t *)scratch + s.members_cap * sizeof(member);
     s.temp_cap = scratch_cap - s.members_cap * sizeof(member);
-    rc = canonicalize(&s);
+    rc = (flags & PASARELA_JSON_SHORTEST_DIGITS) ? canonicalize_trusted(&s) : canonicalize(&s);
     *out_len = rc == PASARELA_OK ? s.len : 0;
     if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
     if (facts) *facts = s.facts;

@@ -193,8 +193,9 @@ int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspa
                        const uint8_t *json, size_t json_len, unsigned json_flags, const uint8_t *iv);
 
 /* Many requests in one call (the GIL is released once): item i seals json_lens[i] bytes of the
- * concatenated JSON texts with credentials[i], timestamps[i] and the 16 bytes at ivs + 16 i, as
- * pasarela_seal_json would. The requests are written one after another to ws->out; statuses[i],
+ * concatenated JSON texts with credentials[i] at timestamp, as pasarela_seal_json would, with the 16
+ * bytes at ivs + 16 i, or (ivs NULL) the next 16 bytes of ws->iv_pool: it stops before an item when
+ * the pool is empty (refill it and call again for the rest). The requests are written one after another to ws->out; statuses[i],
  * plaintext_lens[i] and out_lens[i] (the request's length; 0 on failure) tell where, facts[i] its
  * PASARELA_JSON_FACT_* bits. Items are sealed in groups of up to 16: their signed texts hashed side by
  * side (8 SHA-512 lanes with AVX-512, 4 with AVX2), their plaintexts encrypted as interleaved CBC chains,
@@ -203,7 +204,7 @@ int pasarela_seal_json(const pasarela_credentials *credentials, pasarela_workspa
  * there gets PASARELA_E_BUFFER_TOO_SMALL (seal it alone). Stops before an item that might not fit in
  * ws->out and returns how many items it processed: call again with the rest (0 means the workspace is
  * too small for the next item). */
-size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
+size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts);

@@ -100,7 +100,7 @@ int pasarela_verify(const pasarela_credentials *credentials, pasarela_workspace 
                     const uint8_t *canonical, size_t canonical_len, const char *signature_hex);
 int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                   const char *data, size_t data_len, const char *signature_hex);
-size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, const uint64_t *timestamps,
+size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts);

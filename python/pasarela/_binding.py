@@ -215,17 +215,16 @@ def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optiona
 _BATCH_JSON_CAPACITY = 16384  # a workspace of ~0.5 MiB per thread; each call fills it, then Python calls again
 
 
-def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons: list[bytes],
-                    ivs: bytes) -> list[Optional[SealOutput]]:
-    """pasarela_seal_json for many compact JSON texts (orjson output) in as few C calls as the workspace
-    allows, the GIL released during each. Item i: its SealOutput, or None when it needs the single path."""
+def seal_json_batch(credentials: list[Any], timestamp: int, jsons: list[bytes]) -> list[Optional[SealOutput]]:
+    """pasarela_seal_json for many compact JSON texts (orjson output; credentials: the Credentials.struct
+    of each) in as few C calls as the workspace allows, the GIL released during each, IVs from this
+    thread's pool. Item i: its SealOutput, or None when it needs the single path."""
     n = len(jsons)
     b = _buffers(_BATCH_JSON_CAPACITY)
-    creds = ffi.new("pasarela_credentials *[]", [c.struct for c in credentials])
-    stamps = ffi.new("uint64_t[]", timestamps)
-    lens = ffi.new("size_t[]", [len(j) for j in jsons])
+    creds = ffi.new("pasarela_credentials *[]", credentials)
+    lens = [len(j) for j in jsons]
+    lens_c = ffi.new("size_t[]", lens)
     blob = ffi.from_buffer("uint8_t[]", b"".join(jsons))
-    iv_buffer = ffi.from_buffer("uint8_t[]", ivs)
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
@@ -234,23 +233,28 @@ def seal_json_batch(credentials: list[Credentials], timestamps: list[int], jsons
     start = offset = 0
     while start < n:
         done = lib.pasarela_seal_json_batch(
-            creds + start, stamps + start, blob + offset, lens + start, n - start, SHORTEST_DIGITS,
-            iv_buffer + 16 * start, b.ws, statuses + start, plaintext_lens + start, out_lens + start, facts + start,
+            creds + start, timestamp, blob + offset, lens_c + start, n - start, SHORTEST_DIGITS, _NULL, b.ws,
+            statuses + start, plaintext_lens + start, out_lens + start, facts + start,
         )
-        if done == 0:  # one item larger than the workspace
-            b = _workspace.grow(lens[start])
+        if done == 0:
+            if b.ws.iv_pool_used + IV_LEN > _IV_POOL_BYTES:
+                b.refill_ivs()
+            else:  # one item larger than the workspace
+                b = _workspace.grow(lens[start])
             continue
         stop = start + done
-        requests = ffi.buffer(b.out, sum(out_lens[start:stop]))  # each item copied out once, by its slice
+        item_lens = ffi.unpack(out_lens + start, done)
+        requests = ffi.buffer(b.out, sum(item_lens))  # each item copied out once, by its slice
         o = 0
-        for i in range(start, stop):
-            if statuses[i] == _OK:
-                o_end = o + out_lens[i]
-                results.append((requests[o:o_end], plaintext_lens[i], facts[i]))
-                o = o_end
+        for status, out_len, plaintext_len, item_facts in zip(
+                ffi.unpack(statuses + start, done), item_lens, ffi.unpack(plaintext_lens + start, done),
+                ffi.unpack(facts + start, done)):
+            if status == _OK:
+                results.append((requests[o:o + out_len], plaintext_len, item_facts))
+                o += out_len
             else:
                 results.append(None)
-            offset += lens[i]
+        offset += sum(lens[start:stop])
         start = stop
     return results
 

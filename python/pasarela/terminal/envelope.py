@@ -9,7 +9,6 @@ serializer instead, which either writes it exactly or raises PayloadError naming
 from __future__ import annotations
 
 import enum
-import os
 import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
@@ -242,20 +241,21 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
     ts = check_timestamp(timestamp)
     if not _HAS_HW_AES:
         return [terminal.seal(payload, method=method, timestamp=ts) for terminal, payload in zip(terminals, payloads)]
-    raws: list[Optional[bytes]] = [
-        _compact_json(payload) if type(payload) is dict and "key" not in payload else None for payload in payloads
-    ]
-    batched = [i for i, raw in enumerate(raws) if raw is not None]
-    ivs = os.urandom(16 * len(payloads))  # one system call for the whole batch
-    results = _binding.seal_json_batch([terminals[i]._native for i in batched], [ts] * len(batched),
-                                       [raws[i] for i in batched],  # type: ignore[misc]
-                                       b"".join(ivs[16 * i:16 * i + 16] for i in batched))
+    batched: list[int] = []
+    raws: list[bytes] = []
+    for i, payload in enumerate(payloads):
+        if type(payload) is dict and "key" not in payload:
+            try:
+                raws.append(_dumps(payload, default=_default, option=_ORJSON_OPTIONS))
+            except (orjson.JSONEncodeError, TypeError):
+                continue
+            batched.append(i)
+    results = _binding.seal_json_batch([terminals[i]._native.struct for i in batched], ts, raws)
     sealed: list[Optional[Sealed]] = [None] * len(payloads)
     for i, result in zip(batched, results):
         if result is not None and (not result[2] & _FACT_NULL or _finite(payloads[i])):
             sealed[i] = Sealed(terminals[i], method, ts, result[0], result[1])
     # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
     # which seals it or raises the precise error
-    return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts,
-                                                      iv=ivs[16 * i:16 * i + 16])
+    return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts)
             for i, s in enumerate(sealed)]
