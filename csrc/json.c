@@ -30,6 +30,14 @@
 #else
 #define HOT_INLINE static inline
 #endif
+/* The trusted path's calls into the general code: kept out of its loop. */
+#if defined(__GNUC__) || defined(__clang__)
+#define COLD_CALL static __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define COLD_CALL static __declspec(noinline)
+#else
+#define COLD_CALL static
+#endif
 #define NOT_INT_KEY UINT64_C(0x100000000)
 
 typedef struct member {
@@ -43,9 +51,11 @@ typedef struct member {
 typedef struct frame {
     size_t body_start;  /* output offset just past '{' or '[' */
     uint32_t first;     /* first member record of this object */
-    uint32_t is_object;
-    uint32_t has_int_key; /* trusted path: a member with an integer-like key (else no re-ordering) */
+    uint32_t is_object; /* the trusted path also sets HAS_INT_KEY */
 } frame;
+
+/* frame.is_object in the trusted path: a member has an integer-like key (else no re-ordering) */
+#define HAS_INT_KEY 2u
 
 typedef struct state {
     const uint8_t *in;
@@ -245,7 +255,7 @@ static int string_token(state *s) {
 
 /* Writes digits[0..k) with decimal point position n (value = 0.digits * 10^n) as
  * Number.prototype.toString does (ECMA-262 Number::toString, radix 10). */
-static int put_js_number(state *s, int negative, const uint8_t *digits, int k, int n) {
+HOT_INLINE int put_js_number(state *s, int negative, const uint8_t *digits, int k, int n) {
     uint8_t buf[64];
     size_t w = 0;
     int i;
@@ -281,7 +291,7 @@ static int put_js_number(state *s, int negative, const uint8_t *digits, int k, i
 
 /* s->pos is at '-' or a digit. Under PASARELA_JSON_SHORTEST_DIGITS, canonicalize_trusted copies the
  * numbers already in JavaScript form and hands the others to this. */
-static int number_token(state *s) {
+HOT_INLINE int number_token(state *s) {
     const uint8_t *in = s->in;
     size_t p = s->pos, start = s->pos;
     int negative = 0, is_integer = 1;
@@ -360,7 +370,7 @@ static int literal_token(state *s) {
 }
 
 /* An integer-like key is "0" or [1-9][0-9]* below 2^32 - 1: JavaScript's array index. */
-static uint64_t key_order(const uint8_t *key, size_t len, size_t position) {
+HOT_INLINE uint64_t key_order(const uint8_t *key, size_t len, size_t position) {
     uint64_t v = 0;
     if (len == 0 || len > 10 || (key[0] == '0' && len > 1)) return NOT_INT_KEY + position;
     for (size_t i = 0; i < len; i++) {
@@ -407,7 +417,7 @@ static int same_key(const state *s, const member *a, const member *b) {
 }
 
 /* Called at the closing brace: refuses duplicates and puts the members in JavaScript order. */
-static int close_object(state *s, const frame *f) {
+HOT_INLINE int close_object(state *s, const frame *f) {
     member *m = s->members + f->first;
     size_t count = s->members_top - f->first;
     int in_order = 1;
@@ -784,7 +794,7 @@ HOT_INLINE size_t trusted_number_classified(const uint8_t *in, size_t pos, size_
  * each member starts, so first each member's order (from its key in the output, copied verbatim
  * from the input) and end (the next member starts just past the comma that ends it, the last ends
  * at the brace), then the common re-ordering. */
-static int trusted_close_object(state *s, const frame *f, size_t top, size_t len) {
+COLD_CALL int trusted_close_object(state *s, const frame *f, size_t top, size_t len) {
     member *m = s->members;
     for (size_t i = f->first; i < top; i++) {
         /* the key as it was copied: from its opening quote to the first quote no backslash escapes */
@@ -796,6 +806,8 @@ static int trusted_close_object(state *s, const frame *f, size_t top, size_t len
     s->members_top = top;
     return close_object(s, f);
 }
+
+COLD_CALL int trusted_number_token(state *s) { return number_token(s); }
 
 static int canonicalize_trusted(state *s) {
     frame stack[PASARELA_JSON_MAX_DEPTH];
@@ -842,7 +854,7 @@ value:
             } else {
                 s->pos = pos;
                 s->len = len;
-                rc = number_token(s);
+                rc = trusted_number_token(s);
                 pos = s->pos;
                 len = s->len;
                 if (rc != PASARELA_OK) FAIL(rc);
@@ -852,7 +864,6 @@ value:
             f = &stack[depth++];
             in_object = c == '{';
             f->is_object = (uint32_t)in_object;
-            f->has_int_key = 0;
             f->first = (uint32_t)top;
             pos++;
             out[len++] = c;
@@ -903,7 +914,7 @@ after_value:
             out[len++] = d;
             /* without an integer-like key the members are already in JavaScript order (and a
              * trusted serializer writes no duplicates): nothing to check or move */
-            if (in_object && f->has_int_key && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
+            if (in_object && (f->is_object & HAS_INT_KEY) && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
                 FAIL(rc);
             goto pop;
         }
@@ -919,7 +930,7 @@ pop:
     depth--;
     if (depth) {
         f = &stack[depth - 1];
-        in_object = (int)f->is_object;
+        in_object = (int)(f->is_object & 1u);
     }
     goto after_value;
 key:
@@ -937,7 +948,7 @@ key:
         size_t key_len = end - pos - 2;
         members[top].start = len; /* the rest of the record only if the object is re-ordered */
         /* when key_len is 0, key[0] is the closing quote */
-        if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->has_int_key = 1;
+        if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->is_object |= HAS_INT_KEY;
         top++;
         len += end - pos;
         pos = end;
