@@ -215,10 +215,12 @@ def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optiona
 _BATCH_JSON_CAPACITY = 16384  # a workspace of ~0.5 MiB per thread; each call fills it, then Python calls again
 
 
-def seal_json_batch(credentials: list[Any], timestamp: int, jsons: list[bytes]) -> list[Optional[SealOutput]]:
+def seal_json_batch(credentials: list[Any], timestamp: int,
+                    jsons: list[bytes]) -> tuple[list[Optional[bytes]], list[int], list[int]]:
     """pasarela_seal_json for many compact JSON texts (orjson output; credentials: the Credentials.struct
     of each) in as few C calls as the workspace allows, the GIL released during each, IVs from this
-    thread's pool. Item i: its SealOutput, or None when it needs the single path."""
+    thread's pool. Returns the SealOutputs as three lists (requests, plaintext lengths, facts); a None
+    request: that item needs the single path."""
     n = len(jsons)
     b = _buffers(_BATCH_JSON_CAPACITY)
     creds = ffi.new("pasarela_credentials *[]", credentials)
@@ -229,7 +231,9 @@ def seal_json_batch(credentials: list[Any], timestamp: int, jsons: list[bytes]) 
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
     facts = ffi.new("unsigned[]", n)
-    results: list[Optional[SealOutput]] = []
+    requests: list[Optional[bytes]] = []
+    all_plaintext_lens: list[int] = []
+    all_facts: list[int] = []
     start = offset = 0
     while start < n:
         done = lib.pasarela_seal_json_batch(
@@ -244,19 +248,19 @@ def seal_json_batch(credentials: list[Any], timestamp: int, jsons: list[bytes]) 
             continue
         stop = start + done
         item_lens = ffi.unpack(out_lens + start, done)
-        requests = ffi.buffer(b.out, sum(item_lens))  # each item copied out once, by its slice
+        out = ffi.buffer(b.out, sum(item_lens))  # each item copied out once, by its slice
         o = 0
-        for status, out_len, plaintext_len, item_facts in zip(
-                ffi.unpack(statuses + start, done), item_lens, ffi.unpack(plaintext_lens + start, done),
-                ffi.unpack(facts + start, done)):
+        for status, out_len in zip(ffi.unpack(statuses + start, done), item_lens):
             if status == _OK:
-                results.append((requests[o:o + out_len], plaintext_len, item_facts))
+                requests.append(out[o:o + out_len])
                 o += out_len
             else:
-                results.append(None)
+                requests.append(None)
+        all_plaintext_lens += ffi.unpack(plaintext_lens + start, done)
+        all_facts += ffi.unpack(facts + start, done)
         offset += sum(lens[start:stop])
         start = stop
-    return results
+    return requests, all_plaintext_lens, all_facts
 
 
 _REFUSALS = {

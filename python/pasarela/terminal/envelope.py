@@ -193,7 +193,7 @@ class Terminal:
         """Seal many payloads for this terminal at one timestamp: the same results as seal() called for
         each (fresh IVs), with one key derivation, one getrandom and few C calls for the whole batch."""
         payloads = list(payloads)
-        return _seal_many([self] * len(payloads), payloads, method, timestamp)
+        return _seal_many([self] * len(payloads), payloads, method, timestamp, self)
 
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
@@ -235,8 +235,9 @@ def seal_batch(items: Iterable[tuple[Terminal, Payload]], *, method: str = "POST
     return _seal_many([terminal for terminal, _ in pairs], [payload for _, payload in pairs], method, timestamp)
 
 
-def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
-               timestamp: Optional[int]) -> list[Sealed]:
+def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, timestamp: Optional[int],
+               only: Optional[Terminal] = None) -> list[Sealed]:
+    """only: the terminal of every item, when there is one."""
     method = check_method(method)
     ts = check_timestamp(timestamp)
     if not _HAS_HW_AES:
@@ -250,11 +251,13 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str,
             except (orjson.JSONEncodeError, TypeError):
                 continue
             batched.append(i)
-    results = _binding.seal_json_batch([terminals[i]._native.struct for i in batched], ts, raws)
+    structs = ([only._native.struct] * len(batched) if only is not None
+               else [terminals[i]._native.struct for i in batched])
+    requests, plaintext_lens, facts = _binding.seal_json_batch(structs, ts, raws)
     sealed: list[Optional[Sealed]] = [None] * len(payloads)
-    for i, result in zip(batched, results):
-        if result is not None and (not result[2] & _FACT_NULL or _finite(payloads[i])):
-            sealed[i] = Sealed(terminals[i], method, ts, result[0], result[1])
+    for i, request, plaintext_len, fact in zip(batched, requests, plaintext_lens, facts):
+        if request is not None and (not fact & _FACT_NULL or _finite(payloads[i])):
+            sealed[i] = Sealed(terminals[i], method, ts, request, plaintext_len)
     # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
     # which seals it or raises the precise error
     return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts)
