@@ -360,8 +360,14 @@ static void seal_group(group *g) {
  * ciphertext would not fit in ws->plaintext at all (the caller seals it alone). */
 static int group_add(group *g, pasarela_workspace *ws, const pasarela_credentials *c, uint64_t timestamp,
                      char *out, size_t n, const uint8_t *iv) {
-    size_t need = PASARELA_SEAL_SCRATCH_SIZE(n);
-    if (need > ws->plaintext_cap) return PASARELA_E_BUFFER_TOO_SMALL;
+    size_t need = (PASARELA_SEAL_SCRATCH_SIZE(n) + 15) / 16 * 16; /* the next item's text starts 16-aligned */
+    if (need > ws->plaintext_cap) { /* the same refusal as a single seal when the keys fail */
+        pasarela_sealing_keys local;
+        const pasarela_sealing_keys *keys;
+        int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
+        if (keys == &local) pasarela_wipe(&local, sizeof local);
+        return rc != PASARELA_OK ? rc : PASARELA_E_BUFFER_TOO_SMALL;
+    }
     if (g->count == GROUP_MAX || ws->plaintext_cap - g->area_used < need || (g->count > 0 && g->cpu != c->cpu))
         seal_group(g);
     g->cpu = c->cpu;
@@ -388,7 +394,7 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
     pasarela_cbc_job job = {&g->keys[k - 1].schedule, iv, (const uint8_t *)out,
                             n, (uint8_t *)text + (g->text_lens[i] + 15) / 16 * 16};
     g->jobs[i] = job;
-    g->area_used += (need + 15) / 16 * 16;
+    g->area_used += need;
     return PASARELA_OK;
 }
 

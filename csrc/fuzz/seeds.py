@@ -56,6 +56,27 @@ def seal_json() -> dict[str, bytes]:
     return seeds
 
 
+def seal_batch() -> dict[str, bytes]:
+    """selector, timestamp (u64 big-endian), two credential pairs (one length byte each), then items separated
+    by 0xFF: each a credentials byte (bit 0) and a JSON text."""
+    def header(selector: int, timestamp: int = 1_700_000_000) -> bytes:
+        return (bytes([selector]) + struct.pack(">Q", timestamp) + b"\x12demo-business-code\x09DEMO-0001"
+                + "\x0ccódigo-ñ\x06SN-€".encode())
+    texts = list(JSON_TEXTS.values())
+    mixed = b"\xff".join(bytes([i % 2]) + text for i, text in enumerate(texts))
+    sizes = b"\xff".join(b"\x00" + b'{"p":"' + b"x" * n + b'"}' for n in range(0, 600, 37))
+    return {
+        "mixed-terminals": header(0b00010) + mixed,
+        "mixed-shortest": header(0b00011) + mixed,
+        "from-pool": header(0b00110) + mixed,
+        "no-key-cache": header(0b01010) + mixed,
+        "small-output": header(0b10010) + sizes,
+        "lengths": header(0b00011) + sizes,
+        "bad-timestamp": header(0b00000, 1_700_000_000_000) + mixed,
+        "one-item": header(0b00010) + b"\x01" + JSON_TEXTS["charge"],
+    }
+
+
 def _header(selector: int, timestamp: int, business_code: bytes, serial: bytes) -> bytes:
     """selector, timestamp (u64 big-endian), iv[16], business code and serial (one length byte each)."""
     return (bytes([selector]) + struct.pack(">Q", timestamp) + bytes(range(16)) + bytes([len(business_code)])
@@ -119,6 +140,7 @@ SEEDS = {
     "hex_decode": hex_decode,
     "aes_cbc_decrypt": aes_cbc_decrypt,
     "open": open_,
+    "seal_batch": seal_batch,
 }
 
 
