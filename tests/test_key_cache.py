@@ -77,3 +77,19 @@ def test_batch_of_many_sizes_matches_the_reference() -> None:
     for payload, one in zip(payloads, sealed):
         want = REFERENCES[0].seal(payload, timestamp=MINUTE_START, iv=one.iv)
         assert (one.plaintext, one.signature, one.body) == (want.plaintext, want.signature, want.body)
+
+
+def test_batches_larger_than_a_chunk_match_the_reference() -> None:
+    """seal_many serializes and seals 64 KiB of JSON at a time: items on both sides of chunk boundaries,
+    with items the batch path leaves to the single path (JSON text, NaN refused) in between."""
+    payloads: list[Any] = []
+    for n in range(12):
+        payloads.append({"big": "z" * (9000 + 997 * n), "n": n})
+        payloads.append({"small": n, "price": 1999.99 + n})
+        if n % 5 == 0:
+            payloads.append(b'{"text": 1.0}')
+    sealed = TERMINALS[1].seal_many(payloads, timestamp=MINUTE_START)
+    assert len(sealed) == len(payloads)
+    for payload, one in zip(payloads, sealed):
+        want = REFERENCES[1].seal(payload, timestamp=MINUTE_START, iv=one.iv)
+        assert (one.plaintext, one.signature, one.body) == (want.plaintext, want.signature, want.body)
