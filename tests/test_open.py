@@ -20,6 +20,7 @@ from node_envelope import NodeEnvelope
 from pasarela import AuthError, reference
 from pasarela.errors import AUTH_001_BODY
 from pasarela.terminal import reference as primitives
+from pasarela.terminal.inbound import SIGNATURE_FORMAT
 from strategies import json_objects
 
 IMPLEMENTATIONS = [pasarela.Terminal, reference.Terminal]
@@ -335,3 +336,15 @@ def test_open_refusals_all_answer_the_same() -> None:
                 impl(BUSINESS_CODE, SERIAL).open(method, headers, body, params, now=NOON)
             answers.add((str(info.value), json.dumps(info.value.body), info.value.status))
     assert answers == {("AUTH-001: Invalid or expired credentials", json.dumps(AUTH_001_BODY), 401)}
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize("mangle", [str.upper, lambda s: s[:-1] + "g", lambda s: s[:-1] + "é", lambda s: s[:-1],
+                                    lambda s: " " + s[1:], lambda s: s[:-1] + "_"],
+                         ids=["uppercase", "g", "non-ASCII", "127", "space", "underscore"])
+def test_open_names_a_malformed_signature_in_both_implementations(impl: Any, mangle: Any) -> None:
+    """The hex check runs only once a signature failed to match: the reason is the same as when it ran first."""
+    headers, data = _sealed_headers()
+    headers["Authorization"] = "Basic " + mangle(headers["Authorization"][6:])
+    err = _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, {"data": data}, None)
+    assert err.reason == SIGNATURE_FORMAT

@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, NoReturn, Optional
 
 from ._version import __version__
 from .errors import AuthError, NativeError, PayloadError, TimestampError
-from .terminal.inbound import BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, SIGNATURE_MISMATCH
+from .terminal.inbound import BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, signature_refusal
 from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
@@ -270,8 +270,18 @@ _REFUSALS = {
     lib.PASARELA_E_JSON_SYNTAX: NOT_JSON,
     lib.PASARELA_E_JSON_NOT_OBJECT: NOT_OBJECT,
     lib.PASARELA_E_KEY_MEMBER: KEY_IN_PLAINTEXT,
-    lib.PASARELA_E_SIGNATURE: SIGNATURE_MISMATCH,
 }
+
+
+def _refuse(status: int, timestamp: int, signature: bytes) -> NoReturn:
+    """The AuthError of a refused request (or the NativeError of a misuse)."""
+    if status == lib.PASARELA_E_SIGNATURE:
+        raise signature_refusal(signature.decode("ascii"))
+    reason = _REFUSALS.get(status)
+    if reason is None:
+        _check_timestamp(status, timestamp)
+        raise _fail(status)
+    raise AuthError(reason)
 
 
 def open_request(credentials: Credentials, timestamp: int, data: bytes, signature: bytes) -> tuple[bool, bytes]:
@@ -287,11 +297,7 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
         return True, ffi.unpack(b.plaintext_text, ws.plaintext_len)
     if status == _JSON_UNSUPPORTED:
         return False, ffi.unpack(b.out, ws.out_len)
-    reason = _REFUSALS.get(status)
-    if reason is None:
-        _check_timestamp(status, timestamp)
-        raise _fail(status)
-    raise AuthError(reason)
+    _refuse(status, timestamp, signature)
 
 
 def verify(credentials: Credentials, timestamp: int, canonical: bytes, signature: bytes) -> None:
@@ -300,10 +306,7 @@ def verify(credentials: Credentials, timestamp: int, canonical: bytes, signature
     status = lib.pasarela_verify(credentials.struct, _buffers(len(canonical)).ws, timestamp, canonical, len(canonical),
                                  signature)
     if status != _OK:
-        reason = _REFUSALS.get(status)
-        if reason is None:
-            raise _fail(status)
-        raise AuthError(reason)
+        _refuse(status, timestamp, signature)
 
 
 def decrypt_data(credentials: Credentials, timestamp: int, data: bytes) -> bytes:

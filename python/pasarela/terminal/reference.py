@@ -21,12 +21,12 @@ from .inbound import (
     KEY_IN_PLAINTEXT,
     NOT_JSON,
     NOT_OBJECT,
-    SIGNATURE_MISMATCH,
     Body,
     Params,
     parse_payload,
     read_data,
     read_request,
+    signature_refusal,
 )
 from .request import (
     KEY_REASON,
@@ -143,7 +143,7 @@ def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]
     if "key" in payload:
         raise AuthError(KEY_IN_PLAINTEXT)
     if not hmac.compare_digest(sign(canonical, encoded_key), signature):
-        raise AuthError(SIGNATURE_MISMATCH)
+        raise signature_refusal(signature)
     return payload
 
 
