@@ -6,7 +6,9 @@
  *    written so compilers emit ror, and big-endian loads use __builtin_bswap64 where available;
  *  - on x86-64 with GCC or clang, when cpu has PASARELA_CPU_AVX2: scalar rounds with BMI2 and the
  *    message schedule on AVX2 (see the comment at sha512_blocks_avx2's section), compiled with a
- *    target attribute, so the rest of the library needs no -m flags.
+ *    target attribute, so the rest of the library needs no -m flags. Its block functions are written
+ *    once, in sha512_avx2_blocks.h, which this file includes twice: plain, and with the AES-CBC hooks
+ *    of pasarela_sha512_with_cbc (at the end of this file).
  * The only tables are the K constants, indexed by round number, never by data; neither path
  * branches on data. */
 #include <string.h>
@@ -337,179 +339,32 @@ static inline PAS_AVX2_FN void wipe32(void *p, size_t n)
     __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 
-/* The first block of an update, at p0 (p1: the next block, or p0 again): loads the pair into table
- * wt and reads lane 0 of it while computing rows 8..39, each eight rounds before its first use.
- * When it is also the last block (last != 0), it wipes the table. */
-static PAS_AVX2_FN __attribute__((noinline)) void blk_full(uint64_t state[8], uint64_t *wt, const uint8_t *p0,
-                                                          const uint8_t *p1, int last)
-{
-    const __m256i rot8 = PAS_ROT8;
-    __m256i x0, x1, x2, x3, x4, x5, x6, x7;
-    uint64_t *w = wt;
-    const uint64_t *k = K512 + 16;
-    uint64_t a, b, c, d, e, f, g, h, x, y;
-
-    PAIR_LOAD(x0, x1, x2, x3, x4, x5, x6, x7, wt, p0, p1);
-    XLOAD_STATE();
-    do { /* 16 rounds reading the 8 rows at w, computing the 8 rows after them */
-        PAS_PIN(w); /* read the rows back from memory rather than carry them in registers */
-        PSTEPW(x0, x1, x2, x3, x4, x5, x6, x7, 0);
-        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
-        PSTEPW(x1, x2, x3, x4, x5, x6, x7, x0, 1);
-        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
-        PSTEPW(x2, x3, x4, x5, x6, x7, x0, x1, 2);
-        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
-        PSTEPW(x3, x4, x5, x6, x7, x0, x1, x2, 3);
-        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
-        PSTEPW(x4, x5, x6, x7, x0, x1, x2, x3, 4);
-        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
-        PSTEPW(x5, x6, x7, x0, x1, x2, x3, x4, 5);
-        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
-        PSTEPW(x6, x7, x0, x1, x2, x3, x4, x5, 6);
-        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
-        PSTEPW(x7, x0, x1, x2, x3, x4, x5, x6, 7);
-        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
-        w += 32;
-        k += 16;
-    } while (k != K512 + 80);
-    PAS_PIN(w);
-    XRND8(XW);
-    XRND8(XW8);
-    XADD_STATE();
-    if (last) {
-        wipe32(wt, 40);
-    }
-}
-
-/* A later block: reads the rows at wr while computing rows row0 .. row0 + 15 of table wt (one
- * every four rounds of the first 64), continuing the ring. */
-static PAS_AVX2_FN __attribute__((noinline)) void blk_half(uint64_t state[8], const uint64_t *wr, uint64_t *wt,
-                                                          __m256i ring[8], int row0)
-{
-    const __m256i rot8 = PAS_ROT8;
-    __m256i x0 = ring[0], x1 = ring[1], x2 = ring[2], x3 = ring[3];
-    __m256i x4 = ring[4], x5 = ring[5], x6 = ring[6], x7 = ring[7];
-    const uint64_t *w;
-    uint64_t a, b, c, d, e, f, g, h, x, y;
-    int r;
-
-    XLOAD_STATE();
-    for (r = 0; r < 2; r++) {
-        const int q = row0 + 8 * r;
-        w = wr + 64 * r;
-        PAS_PIN(w);
-        PSTEP(x0, x1, x2, x3, x4, x5, x6, x7, q);
-        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
-        PSTEP(x1, x2, x3, x4, x5, x6, x7, x0, q + 1);
-        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
-        PSTEP(x2, x3, x4, x5, x6, x7, x0, x1, q + 2);
-        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
-        PSTEP(x3, x4, x5, x6, x7, x0, x1, x2, q + 3);
-        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
-        PSTEP(x4, x5, x6, x7, x0, x1, x2, x3, q + 4);
-        XRND(a, b, c, d, e, f, g, h, XW16(0), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW16(1), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW16(2), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW16(3), y, x);
-        PSTEP(x5, x6, x7, x0, x1, x2, x3, x4, q + 5);
-        XRND(e, f, g, h, a, b, c, d, XW16(4), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW16(5), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW16(6), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW16(7), y, x);
-        PSTEP(x6, x7, x0, x1, x2, x3, x4, x5, q + 6);
-        XRND(a, b, c, d, e, f, g, h, XW16(8), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW16(9), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW16(10), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW16(11), y, x);
-        PSTEP(x7, x0, x1, x2, x3, x4, x5, x6, q + 7);
-        XRND(e, f, g, h, a, b, c, d, XW16(12), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW16(13), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW16(14), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW16(15), y, x);
-    }
-    w = wr + 128;
-    PAS_PIN(w);
-    XRND8(XW);
-    XRND8(XW8);
-    XADD_STATE();
-    ring[0] = x0, ring[1] = x1, ring[2] = x2, ring[3] = x3;
-    ring[4] = x4, ring[5] = x5, ring[6] = x6, ring[7] = x7;
-}
-
-/* The last block of an update when it is the second of its pair: all its rows are ready and there is
- * no schedule work left, so it wipes as it goes: the rows of its own table zcur once it has read
- * them, the other table and the ring (no conditions, so that compilers keep one copy of the loop). */
-static PAS_AVX2_FN __attribute__((noinline)) void blk_last(uint64_t state[8], const uint64_t *wr, uint64_t *zcur,
-                                                          uint64_t *zother, __m256i zring[8])
-{
-    const uint64_t *w;
-    uint64_t a, b, c, d, e, f, g, h, x, y;
-    int r;
-
-    wipe32(zring, 8);
-    XLOAD_STATE();
-    for (r = 0; r < 5; r++) {
-        w = wr + 32 * r;
-        PAS_PIN(w);
-        wipe32(zother + 32 * r, 8);
-        XRND8(XW);
-        XRND8(XW8);
-        wipe32(zcur + 32 * r, 8);
-    }
-    XADD_STATE();
-}
-
-/* nblocks >= 1 blocks: the first at `first`, the others consecutive at p. Blocks 2i and 2i+1 form
- * pair i, whose rows live in table[i % 2]. The schedule rows and the ring are wiped before return:
- * by blk_last as it goes when the last block is the second of a pair, else at the end. */
-static PAS_AVX2_FN void sha512_blocks_avx2(uint64_t state[8], const uint8_t *first, const uint8_t *p, size_t nblocks)
-{
-    uint64_t table[2][160] __attribute__((aligned(32)));
-    __m256i ring[8];
-    size_t i;
-
-#define XBLOCK(k) ((k) == 0 ? first : p + 128 * ((k) - 1))
-    blk_full(state, table[0], first, nblocks >= 2 ? p : first, nblocks == 1);
-    for (i = 1; i < nblocks; i++) {
-        uint64_t *cur = table[(i >> 1) & 1], *other = table[((i >> 1) + 1) & 1];
-        if (i & 1) {
-            if (i + 1 < nblocks) { /* start pair i/2 + 1: blocks i + 1 and i + 2 (or i + 1 twice) */
-                pair_load(other, ring, XBLOCK(i + 1), XBLOCK(i + 2 < nblocks ? i + 2 : i + 1));
-                blk_half(state, cur + 2, other, ring, 8);
-            } else { /* the last block (when nblocks == 2, `other` and the ring were unused) */
-                blk_last(state, cur + 2, cur, other, ring);
-            }
-        } else {
-            blk_half(state, cur, cur, ring, 24);
-        }
-    }
-#undef XBLOCK
-    if (nblocks > 1 && (nblocks & 1)) { /* ended on the first block of a pair */
-        wipe32(table, sizeof table / 32);
-        wipe32(ring, 8);
-    }
-    _mm256_zeroall(); /* no message-derived words left in vector registers */
-}
+/* blk_full, blk_half, blk_last and sha512_blocks_avx2: written once in sha512_avx2_blocks.h, here with
+ * every hook empty (pasarela_sha512_with_cbc below includes it again with its AES hooks). The end of
+ * sha512_blocks_avx2 clears the vector registers: no message-derived words left in them. */
+#define PAS_BLK_NAME(n) n
+#define PAS_BLK_FN PAS_AVX2_FN
+#define PAS_BLK_PARAM
+#define PAS_BLK_ARG
+#define PAS_BLK_BEGIN
+#define PAS_BLK_HOOK(bit) \
+    do {                  \
+    } while (0)
+#define PAS_BLK_NEXT(n) \
+    do {                \
+    } while (0)
+#define PAS_BLK_END
+#define PAS_BLK_DONE _mm256_zeroall()
+#include "sha512_avx2_blocks.h"
+#undef PAS_BLK_NAME
+#undef PAS_BLK_FN
+#undef PAS_BLK_PARAM
+#undef PAS_BLK_ARG
+#undef PAS_BLK_BEGIN
+#undef PAS_BLK_HOOK
+#undef PAS_BLK_NEXT
+#undef PAS_BLK_END
+#undef PAS_BLK_DONE
 #endif
 
 /* nblocks whole blocks: the first at `first` (the context's buffer, or the input), then consecutive
@@ -627,13 +482,13 @@ void pasarela_sha512_blocks(unsigned cpu, uint64_t state[8], const uint8_t *p, s
  * pasarela_sha512_with_cbc: SHA-512 of one message while one AES-256-CBC-PKCS#7 job runs alongside.
  *
  * CBC encryption waits on its own latency (14 dependent aesenc a block, ~57 cycles), the hash on its
- * scalar arithmetic (~4 cycles a round); the AES units sit idle during the hash. The variants below
- * of blk_full, blk_half and blk_last (same rounds, same schedule, same tables) each take a quota of
- * q AES blocks (0..PAS_CBC_MAX) and issue them at q of ten hook points, one every eight rounds,
- * spread over the 80 rounds; the out-of-order core runs each block's aesenc chain under the rounds
- * that follow. The quota of a hash block is the AES blocks left divided by the hash blocks left,
- * rounded up, at most PAS_CBC_MAX; the AES blocks the hash could not cover run alone at the end
- * (aes.c's one-chain code). The message must not overlap the job's output.
+ * scalar arithmetic (~4 cycles a round); the AES units sit idle during the hash. The _cbc instances
+ * below of blk_full, blk_half and blk_last (sha512_avx2_blocks.h again: same rounds, same schedule,
+ * same tables) each take a quota of q AES blocks (0..PAS_CBC_MAX) and issue them at q of ten hook
+ * points, one every eight rounds, spread over the 80 rounds; the out-of-order core runs each block's
+ * aesenc chain under the rounds that follow. The quota of a hash block is the AES blocks left divided
+ * by the hash blocks left, rounded up, at most PAS_CBC_MAX; the AES blocks the hash could not cover run
+ * alone at the end (aes.c's one-chain code). The message must not overlap the job's output.
  *
  * Measured on Zen 4 (test_aes_many bench): the overlap is partial. Each AES block issued inside a hash
  * block still adds ~10 ns to it (its latency alone is ~15 ns), whether the 14 aesenc come in one burst,
@@ -719,199 +574,34 @@ static inline unsigned cbc_take_quota(pas_cbc_chain *cc)
         }                                \
     } while (0)
 
-/* blk_full with up to ten CBC blocks (hooks: 2 per 16 rounds). */
-static PAS_AVX2_AES_FN __attribute__((noinline)) void blk_full_cbc(uint64_t state[8], uint64_t *wt,
-                                                                  const uint8_t *p0, const uint8_t *p1, int last,
-                                                                  pas_cbc_chain *cc)
-{
-    const __m256i rot8 = PAS_ROT8;
-    __m256i x0, x1, x2, x3, x4, x5, x6, x7;
-    uint64_t *w = wt;
-    const uint64_t *k = K512 + 16;
-    uint64_t a, b, c, d, e, f, g, h, x, y;
-    unsigned m = cbc_take_quota(cc);
+/* blk_full_cbc, blk_half_cbc, blk_last_cbc and sha512_blocks_avx2_cbc: sha512_avx2_blocks.h again, each
+ * block function taking its quota at the start (hook mask m, chain value cv in a register), issuing a CBC
+ * block at the hooks whose bit m has, shifting m as its loops go, and storing the chain back at the end.
+ * The vector registers are cleared by sha512_with_cbc_avx2, after the job's leftover blocks. */
+#define PAS_BLK_NAME(n) n##_cbc
+#define PAS_BLK_FN PAS_AVX2_AES_FN
+#define PAS_BLK_PARAM , pas_cbc_chain *cc
+#define PAS_BLK_ARG , cc
+#define PAS_BLK_BEGIN                \
+    unsigned m = cbc_take_quota(cc); \
     __m128i cv = _mm_loadu_si128((const __m128i *)(const void *)cc->chain);
-
-    PAIR_LOAD(x0, x1, x2, x3, x4, x5, x6, x7, wt, p0, p1);
-    XLOAD_STATE();
-    do {
-        PAS_PIN(w);
-        PAS_CBC_HOOK(1u);
-        PSTEPW(x0, x1, x2, x3, x4, x5, x6, x7, 0);
-        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
-        PSTEPW(x1, x2, x3, x4, x5, x6, x7, x0, 1);
-        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
-        PSTEPW(x2, x3, x4, x5, x6, x7, x0, x1, 2);
-        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
-        PSTEPW(x3, x4, x5, x6, x7, x0, x1, x2, 3);
-        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
-        PAS_CBC_HOOK(2u);
-        PSTEPW(x4, x5, x6, x7, x0, x1, x2, x3, 4);
-        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
-        PSTEPW(x5, x6, x7, x0, x1, x2, x3, x4, 5);
-        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
-        PSTEPW(x6, x7, x0, x1, x2, x3, x4, x5, 6);
-        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
-        PSTEPW(x7, x0, x1, x2, x3, x4, x5, x6, 7);
-        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
-        w += 32;
-        k += 16;
-        m >>= 2;
-    } while (k != K512 + 80);
-    PAS_PIN(w);
-    PAS_CBC_HOOK(1u);
-    XRND8(XW);
-    PAS_CBC_HOOK(2u);
-    XRND8(XW8);
-    XADD_STATE();
-    _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
-    if (last) {
-        wipe32(wt, 40);
-    }
-}
-
-/* blk_half with up to ten CBC blocks (hooks: 4 per 32 rounds, then 2 in the last 16). */
-static PAS_AVX2_AES_FN __attribute__((noinline)) void blk_half_cbc(uint64_t state[8], const uint64_t *wr,
-                                                                  uint64_t *wt, __m256i ring[8], int row0,
-                                                                  pas_cbc_chain *cc)
-{
-    const __m256i rot8 = PAS_ROT8;
-    __m256i x0 = ring[0], x1 = ring[1], x2 = ring[2], x3 = ring[3];
-    __m256i x4 = ring[4], x5 = ring[5], x6 = ring[6], x7 = ring[7];
-    const uint64_t *w;
-    uint64_t a, b, c, d, e, f, g, h, x, y;
-    int r;
-    unsigned m = cbc_take_quota(cc);
-    __m128i cv = _mm_loadu_si128((const __m128i *)(const void *)cc->chain);
-
-    XLOAD_STATE();
-    for (r = 0; r < 2; r++) {
-        const int q = row0 + 8 * r;
-        w = wr + 64 * r;
-        PAS_PIN(w);
-        PAS_CBC_HOOK(1u);
-        PSTEP(x0, x1, x2, x3, x4, x5, x6, x7, q);
-        XRND(a, b, c, d, e, f, g, h, XW(0), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(1), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW(2), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(3), y, x);
-        PSTEP(x1, x2, x3, x4, x5, x6, x7, x0, q + 1);
-        XRND(e, f, g, h, a, b, c, d, XW(4), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(5), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW(6), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(7), y, x);
-        PAS_CBC_HOOK(2u);
-        PSTEP(x2, x3, x4, x5, x6, x7, x0, x1, q + 2);
-        XRND(a, b, c, d, e, f, g, h, XW(8), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW(9), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW(10), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW(11), y, x);
-        PSTEP(x3, x4, x5, x6, x7, x0, x1, x2, q + 3);
-        XRND(e, f, g, h, a, b, c, d, XW(12), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW(13), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW(14), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW(15), y, x);
-        PAS_CBC_HOOK(4u);
-        PSTEP(x4, x5, x6, x7, x0, x1, x2, x3, q + 4);
-        XRND(a, b, c, d, e, f, g, h, XW16(0), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW16(1), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW16(2), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW16(3), y, x);
-        PSTEP(x5, x6, x7, x0, x1, x2, x3, x4, q + 5);
-        XRND(e, f, g, h, a, b, c, d, XW16(4), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW16(5), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW16(6), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW16(7), y, x);
-        PAS_CBC_HOOK(8u);
-        PSTEP(x6, x7, x0, x1, x2, x3, x4, x5, q + 6);
-        XRND(a, b, c, d, e, f, g, h, XW16(8), x, y);
-        XRND(h, a, b, c, d, e, f, g, XW16(9), y, x);
-        XRND(g, h, a, b, c, d, e, f, XW16(10), x, y);
-        XRND(f, g, h, a, b, c, d, e, XW16(11), y, x);
-        PSTEP(x7, x0, x1, x2, x3, x4, x5, x6, q + 7);
-        XRND(e, f, g, h, a, b, c, d, XW16(12), x, y);
-        XRND(d, e, f, g, h, a, b, c, XW16(13), y, x);
-        XRND(c, d, e, f, g, h, a, b, XW16(14), x, y);
-        XRND(b, c, d, e, f, g, h, a, XW16(15), y, x);
-        m >>= 4;
-    }
-    w = wr + 128;
-    PAS_PIN(w);
-    PAS_CBC_HOOK(1u);
-    XRND8(XW);
-    PAS_CBC_HOOK(2u);
-    XRND8(XW8);
-    XADD_STATE();
-    _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
-    ring[0] = x0, ring[1] = x1, ring[2] = x2, ring[3] = x3;
-    ring[4] = x4, ring[5] = x5, ring[6] = x6, ring[7] = x7;
-}
-
-/* blk_last with up to ten CBC blocks (hooks: 2 per 16 rounds). */
-static PAS_AVX2_AES_FN __attribute__((noinline)) void blk_last_cbc(uint64_t state[8], const uint64_t *wr,
-                                                                  uint64_t *zcur, uint64_t *zother,
-                                                                  __m256i zring[8], pas_cbc_chain *cc)
-{
-    const uint64_t *w;
-    uint64_t a, b, c, d, e, f, g, h, x, y;
-    int r;
-    unsigned m = cbc_take_quota(cc);
-    __m128i cv = _mm_loadu_si128((const __m128i *)(const void *)cc->chain);
-
-    wipe32(zring, 8);
-    XLOAD_STATE();
-    for (r = 0; r < 5; r++) {
-        w = wr + 32 * r;
-        PAS_PIN(w);
-        wipe32(zother + 32 * r, 8);
-        PAS_CBC_HOOK(1u);
-        XRND8(XW);
-        PAS_CBC_HOOK(2u);
-        XRND8(XW8);
-        wipe32(zcur + 32 * r, 8);
-        m >>= 2;
-    }
-    XADD_STATE();
-    _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
-}
-
-/* sha512_blocks_avx2 with the _cbc block functions. */
-static PAS_AVX2_AES_FN void sha512_blocks_avx2_cbc(uint64_t state[8], const uint8_t *first, const uint8_t *p,
-                                                   size_t nblocks, pas_cbc_chain *cc)
-{
-    uint64_t table[2][160] __attribute__((aligned(32)));
-    __m256i ring[8];
-    size_t i;
-
-#define XBLOCK(k) ((k) == 0 ? first : p + 128 * ((k) - 1))
-    blk_full_cbc(state, table[0], first, nblocks >= 2 ? p : first, nblocks == 1, cc);
-    for (i = 1; i < nblocks; i++) {
-        uint64_t *cur = table[(i >> 1) & 1], *other = table[((i >> 1) + 1) & 1];
-        if (i & 1) {
-            if (i + 1 < nblocks) {
-                pair_load(other, ring, XBLOCK(i + 1), XBLOCK(i + 2 < nblocks ? i + 2 : i + 1));
-                blk_half_cbc(state, cur + 2, other, ring, 8, cc);
-            } else {
-                blk_last_cbc(state, cur + 2, cur, other, ring, cc);
-            }
-        } else {
-            blk_half_cbc(state, cur, cur, ring, 24, cc);
-        }
-    }
-#undef XBLOCK
-    if (nblocks > 1 && (nblocks & 1)) {
-        wipe32(table, sizeof table / 32);
-        wipe32(ring, 8);
-    }
-}
+#define PAS_BLK_HOOK(bit) PAS_CBC_HOOK(bit)
+#define PAS_BLK_NEXT(n) \
+    do {                \
+        m >>= (n);      \
+    } while (0)
+#define PAS_BLK_END _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
+#define PAS_BLK_DONE (void)0
+#include "sha512_avx2_blocks.h"
+#undef PAS_BLK_NAME
+#undef PAS_BLK_FN
+#undef PAS_BLK_PARAM
+#undef PAS_BLK_ARG
+#undef PAS_BLK_BEGIN
+#undef PAS_BLK_HOOK
+#undef PAS_BLK_NEXT
+#undef PAS_BLK_END
+#undef PAS_BLK_DONE
 
 static PAS_AVX2_AES_FN void sha512_with_cbc_avx2(const uint8_t *msg, size_t len, uint8_t digest[64],
                                                  const pasarela_cbc_job *job)
