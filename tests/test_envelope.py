@@ -293,3 +293,27 @@ def test_forked_child_does_not_reuse_parent_ivs() -> None:
     parent = b"".join(fresh_iv() for _ in range(8))
     assert len(child) == 128
     assert {child[i:i + 16] for i in range(0, 128, 16)}.isdisjoint({parent[i:i + 16] for i in range(0, 128, 16)})
+
+
+def test_forked_child_does_not_reuse_the_ivs_of_the_parents_workspace() -> None:
+    """Terminal.seal and seal_many take IVs from the thread's workspace pool (in C): a child discards it."""
+    import os
+
+    terminal = Terminal("bc-fork", "SN-fork")
+    terminal.seal({"n": 0})  # the parent's workspace pool now holds 255 unused IVs
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read)
+        sealed = [terminal.seal({"n": i}) for i in range(8)] + terminal.seal_many([{"m": i} for i in range(8)])
+        os.write(write, b"".join(one.iv for one in sealed))
+        os._exit(0)
+    os.close(write)
+    child = b""
+    while chunk := os.read(read, 4096):
+        child += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    parent = [terminal.seal({"n": i}) for i in range(8)] + terminal.seal_many([{"m": i} for i in range(8)])
+    assert len(child) == 16 * 16
+    assert {child[i:i + 16] for i in range(0, len(child), 16)}.isdisjoint({one.iv for one in parent})
