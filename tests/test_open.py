@@ -293,6 +293,7 @@ def _refusal_cases() -> list[tuple[str, str, dict[str, str], Any, Any, str]]:
         ("IV 15 bytes", f"{iv_hex[2:]}:{ct_hex}", "IV"), ("IV 17 bytes", f"{iv_hex}00:{ct_hex}", "IV"),
         ("IV empty", f":{ct_hex}", "IV"), ("ciphertext 15 bytes", f"{iv_hex}:{ct_hex[2:]}", "ciphertext"),
         ("ciphertext empty", f"{iv_hex}:", "ciphertext"),
+        ("non-ASCII data", f"{iv_hex}:{ct_hex[:-2]}é", "hex"), ("non-ASCII IV", f"é{iv_hex[1:]}:{ct_hex}", "hex"),
     ]:
         cases.append((label, "POST", headers, {"data": value}, None, word))
     cases.append(("body not JSON", "POST", headers, b"data=" + data.encode(), None, "JSON"))

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, NoReturn, Optional
 
 from ._version import __version__
 from .errors import AuthError, NativeError, PayloadError, TimestampError
-from .terminal.inbound import BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, signature_refusal
+from .terminal.inbound import BAD_DATA, BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, signature_refusal
 from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
@@ -264,7 +264,7 @@ def seal_json_batch(credentials: list[Any], timestamp: int,
 
 
 _REFUSALS = {
-    lib.PASARELA_E_BAD_HEX: "data is not <iv hex>:<ciphertext hex>",
+    lib.PASARELA_E_BAD_HEX: BAD_DATA,
     lib.PASARELA_E_BAD_LENGTH: "ciphertext is not a non-zero multiple of 16 bytes",
     lib.PASARELA_E_BAD_PADDING: BAD_PADDING,
     lib.PASARELA_E_JSON_SYNTAX: NOT_JSON,

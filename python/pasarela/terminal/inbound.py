@@ -19,6 +19,7 @@ from ..errors import AuthError
 from .request import BODY_METHODS
 
 __all__ = [
+    "BAD_DATA",
     "BAD_PADDING",
     "DEFAULT_TOLERANCE",
     "KEY_IN_PLAINTEXT",
@@ -61,6 +62,7 @@ NOT_JSON = "plaintext is not JSON"
 NOT_OBJECT = "plaintext is not a JSON object"
 KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
 SIGNATURE_MISMATCH = "signature does not match the payload"
+BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
 SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
 
 
@@ -118,6 +120,8 @@ def _data_field(method: str, body: Body, params: Params) -> str:
             value = value[0] if len(value) == 1 else None
     if not isinstance(value, str):
         raise AuthError("no data string in the request")
+    if not value.isascii():
+        raise AuthError(BAD_DATA)
     return value
 
 
@@ -125,7 +129,7 @@ def read_data(data: str) -> tuple[bytes, bytes]:
     """(iv, ciphertext) from ``<iv_hex>:<ciphertext_hex>``."""
     match = _DATA.fullmatch(data)
     if match is None or len(match.group(1)) % 2 or len(match.group(2)) % 2:
-        raise AuthError("data is not <iv hex>:<ciphertext hex>")
+        raise AuthError(BAD_DATA)
     iv, ciphertext = bytes.fromhex(match.group(1)), bytes.fromhex(match.group(2))
     if len(iv) != 16:
         raise AuthError(f"IV is {len(iv)} bytes, not 16")
