@@ -73,10 +73,7 @@ typedef struct state {
 static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-static inline void skip_ws(state *s) {
-    while (s->pos < s->n && is_ws(s->in[s->pos])) s->pos++;
-}
-
+#if !defined(PASARELA_JSON_SSE2)
 /* Bytes of an 8-byte word that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (SWAR: each such byte gets its high bit set in the result). */
 static inline uint64_t special_bytes(uint64_t w) {
@@ -87,6 +84,7 @@ static inline uint64_t special_bytes(uint64_t w) {
     uint64_t is_backslash = (backslash - ones) & ~backslash;
     return (control | is_quote | is_backslash | w) & high;
 }
+#endif
 
 /* No bounds checks: pasarela_json_canonicalize refuses an output buffer smaller than
  * PASARELA_JSON_OUT_MAX(n), and no input can outgrow it (strings never grow when re-escaped; the
@@ -181,24 +179,47 @@ static size_t utf8_sequence(const uint8_t *in, size_t avail) {
     return 0;
 }
 
-/* s->pos is at the opening quote (the checked path: canonicalize_trusted copies strings). */
-static int string_token(state *s) {
+#if defined(PASARELA_JSON_SSE2)
+/* Bits of the 16 bytes at p that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
+ * (a signed compare with 0x20 catches both the controls and the bytes >= 0x80). */
+static inline unsigned special_bytes16(__m128i v) {
+    __m128i low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+    __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"')), backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(quote, backslash)));
+}
+static inline unsigned lowest_bit(unsigned m);
+#endif
+
+/* The first byte at or after in[q] (q <= n) that needs attention inside a string, or n. */
+HOT_INLINE size_t plain_run_end(const uint8_t *in, size_t q, size_t n) {
+#if defined(PASARELA_JSON_SSE2)
+    while (n - q >= 16) {
+        unsigned m = special_bytes16(_mm_loadu_si128((const __m128i *)(const void *)(in + q)));
+        if (m) return q + lowest_bit(m);
+        q += 16;
+    }
+#else
+    while (n - q >= 8) {
+        uint64_t w;
+        memcpy(&w, in + q, 8);
+        if (special_bytes(w)) break;
+        q += 8;
+    }
+#endif
+    while (q < n) {
+        uint8_t c = in[q];
+        if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
+        q++;
+    }
+    return q;
+}
+
+/* The rest of a checked string: s->pos is inside it (past the opening quote, which is written),
+ * where the general scan would be. */
+static int string_rest(state *s) {
     int rc;
-    s->pos++;
-    if ((rc = put_byte(s, '"')) != PASARELA_OK) return rc;
     for (;;) {
-        size_t run = s->pos;
-        while (s->n - run >= 8) {
-            uint64_t w;
-            memcpy(&w, s->in + run, 8);
-            if (special_bytes(w)) break;
-            run += 8;
-        }
-        while (run < s->n) {
-            uint8_t c = s->in[run];
-            if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
-            run++;
-        }
+        size_t run = plain_run_end(s->in, s->pos, s->n);
         if (run > s->pos) {
             if ((rc = put(s, s->in + s->pos, run - s->pos)) != PASARELA_OK) return rc;
             s->pos = run;
@@ -251,6 +272,117 @@ static int string_token(state *s) {
         s->pos += 2;
         if ((rc = put_code_point(s, cp)) != PASARELA_OK) return rc;
     }
+}
+
+/* The checked string whose opening quote is in[pos], when it has no escape, no control byte and only
+ * well-formed UTF-8: copied to dst (room writable bytes; a block copy may write garbage past the
+ * string, within room), returns its end. Else returns 0 with *stop at the first byte the general scan
+ * is to look at (an escape, a control byte, bytes that are not UTF-8, the end of the input), the bytes
+ * before it copied: what string_rest would have written when it gets there. */
+HOT_INLINE size_t plain_string(const uint8_t *in, size_t pos, size_t n, uint8_t *dst, size_t room, size_t *stop) {
+    size_t q = pos + 1;
+    dst[0] = '"';
+#if defined(PASARELA_JSON_SSE2)
+    while (n - q >= 16 && room - (q - pos) >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + q));
+        unsigned m = special_bytes16(v);
+        _mm_storeu_si128((__m128i *)(void *)(dst + (q - pos)), v);
+        if (m) {
+            q += lowest_bit(m);
+            goto found;
+        }
+        q += 16;
+    }
+#else
+    (void)room;
+#endif
+    while (q < n) {
+        uint8_t c = in[q];
+        if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
+        dst[q - pos] = c;
+        q++;
+    }
+#if defined(PASARELA_JSON_SSE2)
+found:
+#endif
+    if (q < n && in[q] == '"') {
+        dst[q - pos] = '"';
+        return q + 1;
+    }
+    /* text with non-ASCII characters: byte by byte (predictable branches instead of a chain of
+     * dependent block scans), each character copied as the general scan copies it */
+    while (q < n) {
+        uint8_t c = in[q];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            dst[q - pos] = c;
+            q++;
+        } else if (c >= 0x80) {
+            size_t k = utf8_sequence(in + q, n - q);
+            if (k == 0) break;
+            for (size_t i = 0; i < k; i++) dst[q - pos + i] = in[q + i];
+            q += k;
+        } else {
+            if (c != '"') break; /* a control byte or an escape */
+            dst[q - pos] = '"';
+            return q + 1;
+        }
+    }
+    *stop = q;
+    return 0;
+}
+
+/* Length of the checked number token at in[pos] ('-' or a digit) when number_token would write it
+ * unchanged, else 0: -?(0|[1-9][0-9]*) of at most 15 digits, except "-0"; or with a fraction that
+ * does not end in '0', at most 15 significant digits, and when the integer part is 0 at most 5
+ * zeros after the point (0.000001 is written 0.000001, 0.0000001 as 1e-7); never before 'e'/'E'. */
+HOT_INLINE size_t plain_number_length(const uint8_t *in, size_t pos, size_t n) {
+    size_t p = pos + (in[pos] == '-'), int_start = p, digits;
+#if defined(PASARELA_JSON_SSE2)
+    if (n - pos >= 16) { /* the same rule on the bits of one block, when the token ends in it */
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
+        unsigned digit = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+            _mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)), _mm_set1_epi8(9)));
+        unsigned i0 = (unsigned)(p - pos), other = ~digit & 0xFFFFu & (0xFFFFu << i0);
+        if (other != 0 && in[p] != '0') {
+            unsigned i1 = lowest_bit(other), end = i1; /* the first byte past the integer part */
+            if (i1 == i0) return 0;                   /* no digit */
+            if (in[pos + i1] == '.') {
+                unsigned rest = other & (0xFFFEu << i1);
+                if (rest == 0) goto scalar;
+                end = lowest_bit(rest);
+                if (end == i1 + 1 || in[pos + end - 1] == '0' || end - i0 - 1 > 15) return 0;
+            }
+            if (in[pos + end] == 'e' || in[pos + end] == 'E') return 0;
+            return end; /* at most 15 digits: the block has 16 bytes */
+        }
+    }
+scalar:
+#endif
+    if (p >= n) return 0;
+    if (in[p] == '0') {
+        p++;
+        digits = 0;
+    } else {
+        while (p < n && is_digit(in[p])) p++;
+        digits = p - int_start;
+        if (digits == 0 || digits > 15) return 0;
+    }
+    if (p < n && in[p] == '.') {
+        size_t frac_start = ++p;
+        while (p < n && is_digit(in[p])) p++;
+        if (p == frac_start || in[p - 1] == '0') return 0;
+        if (digits == 0) {
+            size_t z = frac_start;
+            while (in[z] == '0') z++; /* stops at the last digit, not '0' */
+            if (z - frac_start > 5 || p - z > 15) return 0;
+        } else if (digits + (p - frac_start) > 15) {
+            return 0;
+        }
+    } else if (digits == 0 && int_start != pos) {
+        return 0; /* "-0" is written 0 */
+    }
+    if (p < n && (in[p] == 'e' || in[p] == 'E')) return 0;
+    return p - pos;
 }
 
 /* Writes digits[0..k) with decimal point position n (value = 0.digits * 10^n) as
@@ -356,19 +488,6 @@ HOT_INLINE int number_token(state *s) {
     return put_js_number(s, negative, digits, k, (int)n);
 }
 
-static int literal_token(state *s) {
-    static const char *const words[3] = {"true", "false", "null"};
-    for (size_t i = 0; i < 3; i++) {
-        size_t len = strlen(words[i]);
-        if (s->n - s->pos >= len && memcmp(s->in + s->pos, words[i], len) == 0) {
-            s->pos += len;
-            if (i == 2) s->facts |= PASARELA_JSON_FACT_NULL;
-            return put(s, words[i], len);
-        }
-    }
-    return PASARELA_E_JSON_SYNTAX;
-}
-
 /* An integer-like key is "0" or [1-9][0-9]* below 2^32 - 1: JavaScript's array index. */
 HOT_INLINE uint64_t key_order(const uint8_t *key, size_t len, size_t position) {
     uint64_t v = 0;
@@ -412,7 +531,7 @@ static void sort_members(member *m, size_t count, member_less less) {
 }
 
 static int same_key(const state *s, const member *a, const member *b) {
-    return a->key_len == b->key_len &&
+    return a->key_len == b->key_len && s->out[a->start + 1] == s->out[b->start + 1] &&
            memcmp(s->out + a->start + 1, s->out + b->start + 1, a->key_len) == 0;
 }
 
@@ -449,83 +568,6 @@ HOT_INLINE int close_object(state *s, const frame *f) {
     }
     memcpy(s->out + f->body_start, s->temp, w);
     return PASARELA_OK;
-}
-
-static int canonicalize(state *s) {
-    frame stack[PASARELA_JSON_MAX_DEPTH];
-    size_t depth = 0;
-    int rc;
-    skip_ws(s);
-    for (;;) {
-        /* a value */
-        if (s->pos >= s->n) return PASARELA_E_JSON_SYNTAX;
-        uint8_t c = s->in[s->pos];
-        if (c == '{' || c == '[') {
-            if (depth == PASARELA_JSON_MAX_DEPTH) return PASARELA_E_JSON_UNSUPPORTED;
-            frame *f = &stack[depth++];
-            f->is_object = c == '{';
-            f->first = (uint32_t)s->members_top;
-            s->pos++;
-            if ((rc = put_byte(s, c)) != PASARELA_OK) return rc;
-            f->body_start = s->len;
-            skip_ws(s);
-            if (s->pos < s->n && s->in[s->pos] == (f->is_object ? '}' : ']')) {
-                s->pos++;
-                if ((rc = put_byte(s, f->is_object ? '}' : ']')) != PASARELA_OK) return rc;
-                depth--;
-                goto after_value;
-            }
-            if (!f->is_object) continue;
-            goto member_key;
-        } else if (c == '"') {
-            if ((rc = string_token(s)) != PASARELA_OK) return rc;
-        } else if (c == '-' || is_digit(c)) {
-            if ((rc = number_token(s)) != PASARELA_OK) return rc;
-        } else {
-            if ((rc = literal_token(s)) != PASARELA_OK) return rc;
-        }
-    after_value:
-        for (;;) {
-            skip_ws(s);
-            if (depth == 0) return s->pos == s->n ? PASARELA_OK : PASARELA_E_JSON_SYNTAX;
-            frame *f = &stack[depth - 1];
-            if (s->pos >= s->n) return PASARELA_E_JSON_SYNTAX;
-            uint8_t d = s->in[s->pos++];
-            if (f->is_object) s->members[s->members_top - 1].end = s->len;
-            if (d == ',') {
-                if ((rc = put_byte(s, ',')) != PASARELA_OK) return rc;
-                skip_ws(s);
-                if (f->is_object) goto member_key;
-                break; /* next array element */
-            }
-            if (d != (f->is_object ? '}' : ']')) return PASARELA_E_JSON_SYNTAX;
-            if ((rc = put_byte(s, d)) != PASARELA_OK) return rc;
-            if (f->is_object) {
-                if ((rc = close_object(s, f)) != PASARELA_OK) return rc;
-                s->members_top = f->first;
-            }
-            depth--;
-        }
-        continue;
-    member_key: {
-            if (s->pos >= s->n || s->in[s->pos] != '"') return PASARELA_E_JSON_SYNTAX;
-            if (s->members_top >= s->members_cap) return PASARELA_E_BUFFER_TOO_SMALL;
-            member *m = &s->members[s->members_top++];
-            const frame *f = &stack[depth - 1];
-            m->start = s->len;
-            if ((rc = string_token(s)) != PASARELA_OK) return rc;
-            size_t key_len = s->len - m->start - 2;
-            const uint8_t *key = s->out + m->start + 1;
-            m->key_len = (uint32_t)key_len;
-            m->order = key_order(key, key_len, s->members_top - 1 - f->first);
-            if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) s->facts |= PASARELA_JSON_FACT_KEY;
-            skip_ws(s);
-            if (s->pos >= s->n || s->in[s->pos] != ':') return PASARELA_E_JSON_SYNTAX;
-            s->pos++;
-            if ((rc = put_byte(s, ':')) != PASARELA_OK) return rc;
-            skip_ws(s);
-        }
-    }
 }
 
 /* ---- The trusted path (PASARELA_JSON_SHORTEST_DIGITS) ----
@@ -966,6 +1008,161 @@ done:
 #undef FAIL
 #undef STRING_END
 #undef NUMBER_LENGTH
+    s->pos = pos;
+    s->len = len;
+    s->members_top = top;
+    s->facts = facts;
+    return rc;
+}
+
+COLD_CALL int checked_string_rest(state *s) { return string_rest(s); }
+COLD_CALL int checked_number_token(state *s) { return number_token(s); }
+
+/* The checked path (no flag): the state in locals as in canonicalize_trusted (below), printable
+ * ASCII strings and numbers already in JavaScript form copied after a check, the rest handed to the
+ * general string and number code at the very position, and with the very output, it would have had:
+ * the same output, statuses, error offsets and facts as the plain token-by-token parse. */
+static int canonicalize(state *s) {
+    frame stack[PASARELA_JSON_MAX_DEPTH];
+    frame *f = NULL; /* stack[depth - 1] when depth > 0 */
+    size_t depth = 0;
+    int in_object = 0; /* f->is_object */
+    const uint8_t *const in = s->in;
+    const size_t n = s->n, cap = s->cap, members_cap = s->members_cap;
+    uint8_t *const out = s->out;
+    member *const members = s->members;
+    size_t pos = s->pos, len = s->len, top = s->members_top;
+    unsigned facts = 0;
+    int rc;
+#define SKIP_WS() while (pos < n && is_ws(in[pos])) pos++
+#define FAIL(code) do { rc = (code); goto done; } while (0)
+    /* the string at pos, written; on error FAIL */
+#define STRING() do { \
+        size_t stop_, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
+        if (end_ != 0) { \
+            len += end_ - pos; \
+            pos = end_; \
+        } else { \
+            s->len = len + (stop_ - pos); \
+            s->pos = stop_; \
+            rc = checked_string_rest(s); \
+            pos = s->pos; \
+            len = s->len; \
+            if (rc != PASARELA_OK) FAIL(rc); \
+        } \
+    } while (0)
+    SKIP_WS();
+value:
+    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
+    {
+        uint8_t c = in[pos];
+        if (c == '"') {
+            STRING();
+        } else if (c == '-' || is_digit(c)) {
+            size_t k = plain_number_length(in, pos, n);
+            if (k != 0) {
+                copy_token(out + len, in + pos, k, n - pos, cap - len);
+                len += k;
+                pos += k;
+            } else {
+                s->pos = pos;
+                s->len = len;
+                rc = checked_number_token(s);
+                pos = s->pos;
+                len = s->len;
+                if (rc != PASARELA_OK) FAIL(rc);
+            }
+        } else if (c == '{' || c == '[') {
+            if (depth == PASARELA_JSON_MAX_DEPTH) FAIL(PASARELA_E_JSON_UNSUPPORTED);
+            f = &stack[depth++];
+            in_object = c == '{';
+            f->is_object = (uint32_t)in_object;
+            f->first = (uint32_t)top;
+            pos++;
+            out[len++] = c;
+            f->body_start = len;
+            SKIP_WS();
+            uint8_t close = (uint8_t)(c + 2); /* '}' or ']' */
+            if (pos < n && in[pos] == close) {
+                pos++;
+                out[len++] = close;
+                goto pop;
+            }
+            if (in_object) goto key;
+            goto value;
+        } else if (c == 't' && n - pos >= 4 && memcmp(in + pos, "true", 4) == 0) {
+            memcpy(out + len, "true", 4);
+            len += 4;
+            pos += 4;
+        } else if (c == 'f' && n - pos >= 5 && memcmp(in + pos, "false", 5) == 0) {
+            memcpy(out + len, "false", 5);
+            len += 5;
+            pos += 5;
+        } else if (c == 'n' && n - pos >= 4 && memcmp(in + pos, "null", 4) == 0) {
+            memcpy(out + len, "null", 4);
+            len += 4;
+            pos += 4;
+            facts |= PASARELA_JSON_FACT_NULL;
+        } else {
+            FAIL(PASARELA_E_JSON_SYNTAX);
+        }
+    }
+after_value:
+    SKIP_WS();
+    if (depth == 0) FAIL(pos == n ? PASARELA_OK : PASARELA_E_JSON_SYNTAX);
+    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
+    {
+        uint8_t d = in[pos++];
+        if (in_object) members[top - 1].end = len;
+        if (d == ',') {
+            out[len++] = ',';
+            SKIP_WS();
+            if (in_object) goto key;
+            goto value;
+        }
+        if (d != (in_object ? '}' : ']')) FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past it */
+        out[len++] = d;
+        if (in_object) {
+            s->pos = pos;
+            s->len = len;
+            s->members_top = top;
+            if ((rc = close_object(s, f)) != PASARELA_OK) FAIL(rc);
+        }
+    }
+pop:
+    if (in_object) top = f->first;
+    depth--;
+    if (depth) {
+        f = &stack[depth - 1];
+        in_object = (int)f->is_object;
+    }
+    goto after_value;
+key:
+    if (pos >= n || in[pos] != '"') FAIL(PASARELA_E_JSON_SYNTAX);
+    if (top >= members_cap) FAIL(PASARELA_E_BUFFER_TOO_SMALL);
+    {
+        size_t start = len;
+        top++;
+        STRING();
+        member *m = &members[top - 1];
+        const uint8_t *key = out + start + 1;
+        size_t key_len = len - start - 2;
+        m->start = start;
+        m->key_len = (uint32_t)key_len;
+        /* when key_len is 0, key[0] is the closing quote */
+        m->order = is_digit(key[0]) ? key_order(key, key_len, top - 1 - f->first) : NOT_INT_KEY + (top - 1 - f->first);
+        if (depth == 1 && key_len == 3 && key[0] == 'k' && key[1] == 'e' && key[2] == 'y') facts |= PASARELA_JSON_FACT_KEY;
+    }
+    SKIP_WS();
+    if (pos >= n || in[pos] != ':') FAIL(PASARELA_E_JSON_SYNTAX);
+    pos++;
+    out[len++] = ':';
+    SKIP_WS();
+    goto value;
+done:
+#undef SKIP_WS
+#undef FAIL
+#undef STRING
     s->pos = pos;
     s->len = len;
     s->members_top = top;
