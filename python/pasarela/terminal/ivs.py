@@ -2,6 +2,8 @@
 
 One getrandom call serves 256 IVs, which removes a system call from every seal. Each thread has its
 own pool, and a forked child discards the pool it inherited, so no IV is ever handed out twice.
+This pool serves the pure-Python reference (which must not depend on the C core); the C path takes
+its IVs from the same kind of pool kept in each thread's C workspace (pasarela._binding).
 """
 
 from __future__ import annotations
