@@ -1038,7 +1038,7 @@ static int canonicalize(state *s) {
 #define FAIL(code) do { rc = (code); goto done; } while (0)
     /* the string at pos, written; on error FAIL */
 #define STRING() do { \
-        size_t stop_, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
+        size_t stop_ = pos, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
         if (end_ != 0) { \
             len += end_ - pos; \
             pos = end_; \

@@ -267,6 +267,8 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, 
                 batched, raws, size = [], [], 0
     if batched:
         _seal_chunk(terminals, payloads, batched, raws, method, ts, only, sealed)
+    if None not in sealed:
+        return sealed  # type: ignore[return-value]  # every item is a Sealed
     # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
     # which seals it or raises the precise error
     return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts)
