@@ -36,6 +36,7 @@ typedef struct pasarela_sha512_ctx {
     size_t used;
     unsigned cpu;             /* pasarela_cpu_features() bits: selects the block function */
 } pasarela_sha512_ctx;
+PASARELA_INTERNAL extern const uint64_t pasarela_sha512_k[80]; /* the round constants */
 PASARELA_INTERNAL void pasarela_sha512_init(pasarela_sha512_ctx *ctx, unsigned cpu);
 PASARELA_INTERNAL void pasarela_sha512_update(pasarela_sha512_ctx *ctx, const uint8_t *in, size_t n);
 PASARELA_INTERNAL void pasarela_sha512_final(pasarela_sha512_ctx *ctx, uint8_t out[64]); /* wipes ctx */

@@ -20,7 +20,8 @@
 #include <immintrin.h>
 #endif
 
-static const uint64_t K512[80] = {
+/* The SHA-512 round constants (FIPS 180-4, 4.2.3), shared with sha512_many.c. */
+const uint64_t pasarela_sha512_k[80] = {
     UINT64_C(0x428a2f98d728ae22), UINT64_C(0x7137449123ef65cd), UINT64_C(0xb5c0fbcfec4d3b2f), UINT64_C(0xe9b5dba58189dbbc),
     UINT64_C(0x3956c25bf348b538), UINT64_C(0x59f111f1b605d019), UINT64_C(0x923f82a4af194f9b), UINT64_C(0xab1c5ed5da6d8118),
     UINT64_C(0xd807aa98a3030242), UINT64_C(0x12835b0145706fbe), UINT64_C(0x243185be4ee4b28c), UINT64_C(0x550c7dc3d5ffb4e2),
@@ -42,6 +43,7 @@ static const uint64_t K512[80] = {
     UINT64_C(0x28db77f523047d84), UINT64_C(0x32caab7b40c72493), UINT64_C(0x3c9ebe0a15c9bebc), UINT64_C(0x431d67c49c100d4c),
     UINT64_C(0x4cc5d4becb3e42b6), UINT64_C(0x597f299cfc657e2a), UINT64_C(0x5fcb6fab3ad6faec), UINT64_C(0x6c44198c4a475817),
 };
+#define K512 pasarela_sha512_k
 
 static inline uint64_t rotr64(uint64_t x, unsigned n)
 {
