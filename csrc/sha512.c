@@ -358,15 +358,6 @@ static inline PAS_AVX2_FN void wipe32(void *p, size_t n)
 #define PAS_BLK_END
 #define PAS_BLK_DONE _mm256_zeroall()
 #include "sha512_avx2_blocks.h"
-#undef PAS_BLK_NAME
-#undef PAS_BLK_FN
-#undef PAS_BLK_PARAM
-#undef PAS_BLK_ARG
-#undef PAS_BLK_BEGIN
-#undef PAS_BLK_HOOK
-#undef PAS_BLK_NEXT
-#undef PAS_BLK_END
-#undef PAS_BLK_DONE
 #endif
 
 /* nblocks whole blocks: the first at `first` (the context's buffer, or the input), then consecutive
@@ -595,15 +586,6 @@ static inline unsigned cbc_take_quota(pas_cbc_chain *cc)
 #define PAS_BLK_END _mm_storeu_si128((__m128i *)(void *)cc->chain, cv);
 #define PAS_BLK_DONE (void)0
 #include "sha512_avx2_blocks.h"
-#undef PAS_BLK_NAME
-#undef PAS_BLK_FN
-#undef PAS_BLK_PARAM
-#undef PAS_BLK_ARG
-#undef PAS_BLK_BEGIN
-#undef PAS_BLK_HOOK
-#undef PAS_BLK_NEXT
-#undef PAS_BLK_END
-#undef PAS_BLK_DONE
 
 static PAS_AVX2_AES_FN void sha512_with_cbc_avx2(const uint8_t *msg, size_t len, uint8_t digest[64],
                                                  const pasarela_cbc_job *job)

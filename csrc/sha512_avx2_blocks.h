@@ -5,7 +5,7 @@
  *  - blk_full, blk_half, blk_last and sha512_blocks_avx2: plain SHA-512 (every hook below empty), and
  *  - blk_full_cbc, ..., sha512_blocks_avx2_cbc: the same rounds, schedule and tables with one AES-256-CBC
  *    job interleaved for pasarela_sha512_with_cbc (see its notes in sha512.c).
- * Before each inclusion sha512.c defines, and after it undefines:
+ * Before each inclusion sha512.c defines (and the end of this file undefines):
  *   PAS_BLK_NAME(n)    the name of function n in this instance
  *   PAS_BLK_FN         the target attribute
  *   PAS_BLK_PARAM      extra trailing parameters, with a leading comma (or nothing)
@@ -224,3 +224,14 @@ static PAS_BLK_FN void PAS_BLK_NAME(sha512_blocks_avx2)(uint64_t state[8], const
     }
     PAS_BLK_DONE;
 }
+
+/* the parameters are this inclusion's only: the next one defines its own */
+#undef PAS_BLK_NAME
+#undef PAS_BLK_FN
+#undef PAS_BLK_PARAM
+#undef PAS_BLK_ARG
+#undef PAS_BLK_BEGIN
+#undef PAS_BLK_HOOK
+#undef PAS_BLK_NEXT
+#undef PAS_BLK_END
+#undef PAS_BLK_DONE
