@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import re
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from hypothesis import given
@@ -272,17 +272,15 @@ def test_fresh_ivs_never_repeat_within_and_across_pools() -> None:
     assert all(len(iv) == 16 for iv in ivs)
 
 
-def test_forked_child_does_not_reuse_parent_ivs() -> None:
+def _in_forked_child(produce: Callable[[], bytes]) -> bytes:
+    """What produce() returns when run in a forked child of this process."""
     import os
 
-    from pasarela.terminal.ivs import fresh_iv
-
-    fresh_iv()  # the parent's pool now holds unused IVs a child must not hand out again
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         os.close(read)
-        os.write(write, b"".join(fresh_iv() for _ in range(8)))
+        os.write(write, produce())
         os._exit(0)
     os.close(write)
     child = b""
@@ -290,6 +288,14 @@ def test_forked_child_does_not_reuse_parent_ivs() -> None:
         child += chunk
     os.close(read)
     os.waitpid(pid, 0)
+    return child
+
+
+def test_forked_child_does_not_reuse_parent_ivs() -> None:
+    from pasarela.terminal.ivs import fresh_iv
+
+    fresh_iv()  # the parent's pool now holds unused IVs a child must not hand out again
+    child = _in_forked_child(lambda: b"".join(fresh_iv() for _ in range(8)))
     parent = b"".join(fresh_iv() for _ in range(8))
     assert len(child) == 128
     assert {child[i:i + 16] for i in range(0, 128, 16)}.isdisjoint({parent[i:i + 16] for i in range(0, 128, 16)})
@@ -297,23 +303,13 @@ def test_forked_child_does_not_reuse_parent_ivs() -> None:
 
 def test_forked_child_does_not_reuse_the_ivs_of_the_parents_workspace() -> None:
     """Terminal.seal and seal_many take IVs from the thread's workspace pool (in C): a child discards it."""
-    import os
-
     terminal = Terminal("bc-fork", "SN-fork")
     terminal.seal({"n": 0})  # the parent's workspace pool now holds 255 unused IVs
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read)
-        sealed = [terminal.seal({"n": i}) for i in range(8)] + terminal.seal_many([{"m": i} for i in range(8)])
-        os.write(write, b"".join(one.iv for one in sealed))
-        os._exit(0)
-    os.close(write)
-    child = b""
-    while chunk := os.read(read, 4096):
-        child += chunk
-    os.close(read)
-    os.waitpid(pid, 0)
-    parent = [terminal.seal({"n": i}) for i in range(8)] + terminal.seal_many([{"m": i} for i in range(8)])
+
+    def seal_some() -> list[Sealed]:
+        return [terminal.seal({"n": i}) for i in range(8)] + terminal.seal_many([{"m": i} for i in range(8)])
+
+    child = _in_forked_child(lambda: b"".join(one.iv for one in seal_some()))
+    parent = seal_some()
     assert len(child) == 16 * 16
     assert {child[i:i + 16] for i in range(0, len(child), 16)}.isdisjoint({one.iv for one in parent})
