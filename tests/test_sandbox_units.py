@@ -12,6 +12,7 @@ import json
 import struct
 import subprocess
 import sys
+import time
 import uuid
 import zlib
 from collections.abc import Mapping
@@ -290,11 +291,11 @@ def _transfer(token: str = "t" * 32) -> Transfer:
 
 def test_signed_headers_verify_with_the_receiver_and_by_hand() -> None:
     body = b'{"token":"abc","status":"approvedTransaction"}'
-    headers = signed_headers(_CONFIG, "event-1", body)
-    verify_webhook_signature(headers, body, "s3cret-hook", merchant_id=_CONFIG.public_key)
-    by_hand = hmac.new(b"s3cret-hook", body + b".event-1", hashlib.sha256).hexdigest()
+    headers = signed_headers(_CONFIG, "1700000000000", body)
+    verify_webhook_signature(headers, body, "s3cret-hook", merchant_id=_CONFIG.public_key, clock=lambda: 1.7e9)
+    by_hand = hmac.new(b"s3cret-hook", body + b".1700000000000", hashlib.sha256).hexdigest()
     assert headers["X-Kushki-Signature"] == by_hand
-    assert headers["X-Kushki-SimpleSignature"] == hmac.new(b"s3cret-hook", b"event-1", hashlib.sha256).hexdigest()
+    assert headers["X-Kushki-SimpleSignature"] == hmac.new(b"s3cret-hook", b"1700000000000", hashlib.sha256).hexdigest()
     assert headers["X-Kushki-Key"] == _CONFIG.public_key
     assert "s3cret-hook" not in json.dumps(headers)
 
@@ -319,9 +320,11 @@ class Recorder:
     def __init__(self, *answers: Any) -> None:
         self.answers = list(answers)
         self.deliveries: list[tuple[str, Mapping[str, str], bytes]] = []
+        self.received_at: list[float] = []
 
     def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
         self.deliveries.append((url, headers, body))
+        self.received_at.append(time.time())
         answer = self.answers.pop(0) if self.answers else 200
         if isinstance(answer, Exception):
             raise answer
@@ -344,6 +347,7 @@ def test_dispatcher_retries_with_backoff_until_200_then_never_again() -> None:
     sandbox = _sandbox_with(sender, clock)
     _queue(sandbox, TransferStatus.PAID)
     dispatcher: Dispatcher = sandbox.dispatcher
+    first_pass = time.time()
     assert dispatcher.deliver_due() == 0  # 503
     assert dispatcher.deliver_due() == 0  # not due before 1 s
     clock.now += 1.0
@@ -356,9 +360,15 @@ def test_dispatcher_retries_with_backoff_until_200_then_never_again() -> None:
     assert dispatcher.deliver_due() == 1
     clock.now += 3600.0
     assert dispatcher.deliver_due() == 0 and len(sender.deliveries) == 4
-    ids = {headers["X-Kushki-Id"] for _, headers, _ in sender.deliveries}
     bodies = {body for _, _, body in sender.deliveries}
-    assert len(ids) == 1 and len(bodies) == 1  # every retry is the same event, same bytes
+    assert len(bodies) == 1  # every retry is the same event, same bytes
+    # ...but each attempt carries the wall-clock time it was sent at (not the simulator's clock, which says
+    # 1970 here and jumped an hour), signed afresh: a retry after a long outage is still fresh.
+    sent_at = [int(headers["X-Kushki-Id"]) for _, headers, _ in sender.deliveries]
+    assert int(first_pass * 1000) <= sent_at[0] and sent_at == sorted(sent_at)
+    assert all(sent <= received * 1000 for sent, received in zip(sent_at, sender.received_at))
+    for _, headers, body in sender.deliveries:
+        verify_webhook_signature(headers, body, "s3cret-hook", merchant_id=_CONFIG.public_key)
     with sandbox.store.read() as tx:
         [entry] = tx.outbox(10)
     assert entry.delivered_at == clock.now - 3600.0 and entry.attempts == 4 and entry.last_error is None

@@ -1,4 +1,5 @@
-"""Transfer webhooks (spec 6.1, rule 4): signatures accepted and refused, parsing, redeliveries, ASGI."""
+"""Transfer webhooks (spec 6.1, rule 4): signatures accepted and refused, freshness, the simple signature
+confirmed by a status query, parsing, redeliveries, hostile bodies, ASGI."""
 
 # ruff: noqa: S105, S106 (test tokens, keys and secrets are fixtures)
 
@@ -15,14 +16,19 @@ from typing import Any
 import httpx
 import pytest
 
-from local_server import LocalServer
-from pasarela.errors import ConfigurationError, WebhookSignatureError
+from local_server import LocalServer, ScriptedService, scripted_service_fixtures
+from pasarela.errors import ConfigurationError, TransportError, WebhookSignatureError
+from pasarela.http import RetryPolicy, ServiceConfig
 from pasarela.transfers import (
+    AsyncTransferClient,
     PendingTransfers,
     SeenEvents,
+    TransferClient,
     TransferEvent,
     TransferState,
+    TransferStatus,
     TransferWebhookReceiver,
+    VerifiedWebhook,
     WebhookHeaders,
     body_signature,
     id_signature,
@@ -30,9 +36,30 @@ from pasarela.transfers import (
 )
 
 SECRET = "whsec-0123456789"
-WEBHOOK_ID = "1700000000000-abc"
+NOW = 1_700_000_000.0
+WEBHOOK_ID = "1700000000000"  # the sender's clock in Unix milliseconds: NOW
 REFERENCE = "1f0c6a1e-3b1a-4c55-8a22-2f4e0f6d9b10"
-BODY = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status": "PAID", "amount": 10000}).encode()
+BODY = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status": "PAID", "amount": 10000},
+                  separators=(",", ":")).encode()  # as JSON.stringify writes it
+
+
+class Clock:
+    """The receiver's clock, moved by the test."""
+
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def clock() -> float:
+    return NOW
+
+
+def at(seconds: float) -> str:
+    """The X-Kushki-Id the service sends ``seconds`` after NOW."""
+    return str(int((NOW + seconds) * 1000))
 
 
 def signed(body: bytes = BODY, webhook_id: str = WEBHOOK_ID, secret: str = SECRET) -> dict[str, str]:
@@ -59,14 +86,14 @@ def test_signatures_are_the_documented_hmacs() -> None:
 def test_valid_body_signature_accepted_case_insensitively() -> None:
     headers = {name.lower(): value for name, value in signed().items()}
     headers["x-kushki-signature"] = headers["x-kushki-signature"].upper()
-    verify_webhook_signature(headers, BODY, SECRET)
-    verify_webhook_signature(signed(), BODY, SECRET.encode(), merchant_id="merchant-1")
+    assert verify_webhook_signature(headers, BODY, SECRET, clock=clock) == VerifiedWebhook(WEBHOOK_ID, BODY)
+    verify_webhook_signature(signed(), BODY, SECRET.encode(), merchant_id="merchant-1", clock=clock)
 
 
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda h, b: (h, b + b" "), "does not match the body"),
+        (lambda h, b: (h, b + b"x"), "does not match the body"),
         (lambda h, b: (h, b.replace(b"PAID", b"PAIX")), "does not match the body"),
         (lambda h, b: ({**h, "X-Kushki-Id": "other-id"}, b), "does not match the body"),
         (lambda h, b: ({k: v for k, v in h.items() if k != "X-Kushki-Id"}, b), "missing X-Kushki-Id"),
@@ -77,42 +104,132 @@ def test_valid_body_signature_accepted_case_insensitively() -> None:
 def test_tampered_or_unsigned_deliveries_refused(mutate: Any, message: str) -> None:
     headers, body = mutate(signed(), BODY)
     with pytest.raises(WebhookSignatureError, match=message):
-        verify_webhook_signature(headers, body, SECRET)
+        verify_webhook_signature(headers, body, SECRET, clock=clock)
 
 
 def test_wrong_secret_refused() -> None:
     with pytest.raises(WebhookSignatureError):
-        verify_webhook_signature(signed(secret="another-secret"), BODY, SECRET)
+        verify_webhook_signature(signed(secret="another-secret"), BODY, SECRET, clock=clock)
 
 
 def test_merchant_id_checked_when_configured() -> None:
     with pytest.raises(WebhookSignatureError, match="X-Kushki-Key"):
-        verify_webhook_signature(signed(), BODY, SECRET, merchant_id="merchant-2")
+        verify_webhook_signature(signed(), BODY, SECRET, merchant_id="merchant-2", clock=clock)
 
 
-def test_simple_signature_accepted_only_when_allowed() -> None:
+def test_simple_signature_refused_by_default_accepted_only_when_allowed_and_then_binds_no_body() -> None:
     headers = {"X-Kushki-Id": WEBHOOK_ID, "X-Kushki-SimpleSignature": id_signature(SECRET, WEBHOOK_ID)}
-    verify_webhook_signature(headers, BODY, SECRET)
-    with pytest.raises(WebhookSignatureError):
-        verify_webhook_signature(headers, BODY, SECRET, allow_simple_signature=False)
+    with pytest.raises(WebhookSignatureError, match="missing X-Kushki-Signature"):
+        verify_webhook_signature(headers, BODY, SECRET, clock=clock)
+    verified = verify_webhook_signature(headers, BODY, SECRET, allow_simple_signature=True, clock=clock)
+    assert verified == VerifiedWebhook(WEBHOOK_ID, None)  # nothing in the body is authenticated
     with pytest.raises(WebhookSignatureError, match="SimpleSignature does not match"):
-        verify_webhook_signature(
-            {**headers, "X-Kushki-SimpleSignature": id_signature("nope", WEBHOOK_ID)}, BODY, SECRET
-        )
+        verify_webhook_signature({**headers, "X-Kushki-SimpleSignature": id_signature("nope", WEBHOOK_ID)}, BODY,
+                                 SECRET, allow_simple_signature=True, clock=clock)
 
 
 def test_a_present_body_signature_decides_even_with_a_valid_simple_one() -> None:
     headers = {**signed(), "X-Kushki-SimpleSignature": id_signature(SECRET, WEBHOOK_ID), "X-Kushki-Signature": "0" * 64}
     with pytest.raises(WebhookSignatureError):
-        verify_webhook_signature(headers, BODY, SECRET)
+        verify_webhook_signature(headers, BODY, SECRET, allow_simple_signature=True, clock=clock)
 
 
 def test_header_names_are_configurable() -> None:
     names = WebhookHeaders(webhook_id="X-Id", signature="X-Sig", simple_signature="X-Simple", merchant_id="X-Merchant")
     headers = {"X-Id": WEBHOOK_ID, "X-Sig": body_signature(SECRET, BODY, WEBHOOK_ID), "X-Merchant": "m"}
-    verify_webhook_signature(headers, BODY, SECRET, names=names, merchant_id="m")
+    verify_webhook_signature(headers, BODY, SECRET, names=names, merchant_id="m", clock=clock)
     with pytest.raises(WebhookSignatureError):
-        verify_webhook_signature(signed(), BODY, SECRET, names=names)
+        verify_webhook_signature(signed(), BODY, SECRET, names=names, clock=clock)
+
+
+# --- freshness of X-Kushki-Id -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sent", "accepted"),
+    [(-600.0, True), (-600.001, False), (-86_400.0, False), (0.0, True), (300.0, True), (300.001, False)],
+)
+def test_ids_older_than_ten_minutes_or_more_than_five_ahead_are_refused(sent: float, accepted: bool) -> None:
+    webhook_id = at(sent)
+    headers = signed(webhook_id=webhook_id)
+    if accepted:
+        verify_webhook_signature(headers, BODY, SECRET, clock=clock)
+    else:
+        with pytest.raises(WebhookSignatureError, match=r"old|future"):
+            verify_webhook_signature(headers, BODY, SECRET, clock=clock)
+
+
+def test_the_window_is_configurable() -> None:
+    headers = signed(webhook_id=at(-120.0))
+    verify_webhook_signature(headers, BODY, SECRET, clock=clock, max_age=121)
+    with pytest.raises(WebhookSignatureError, match="120 s old"):
+        verify_webhook_signature(headers, BODY, SECRET, clock=clock, max_age=60)
+    with pytest.raises(WebhookSignatureError, match="future"):
+        verify_webhook_signature(signed(webhook_id=at(2.0)), BODY, SECRET, clock=clock, max_ahead=1)
+    with pytest.raises(ConfigurationError, match="max_age"):
+        TransferWebhookReceiver(lambda event: None, secret=SECRET, max_age=-1, clock=clock)
+
+
+@pytest.mark.parametrize("webhook_id", ["1700000000000-abc", "f47ac10b-58cc-4372-a567-0e02b2c3d479",
+                                        "\uff11\uff17\uff10\uff10", "1" * 17, "-1700000000000", "1700000000000.5"])
+def test_ids_that_are_not_timestamps_are_refused_unless_allowed(webhook_id: str) -> None:
+    headers = signed(webhook_id=webhook_id)
+    with pytest.raises(WebhookSignatureError, match="not a Unix timestamp"):
+        verify_webhook_signature(headers, BODY, SECRET, clock=clock)
+    verify_webhook_signature(headers, BODY, SECRET, clock=clock, allow_non_timestamp_id=True)
+
+
+def test_a_stale_delivery_is_refused_by_the_receiver_with_401() -> None:
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=Clock(NOW + 601))
+    assert receiver.handle(signed(), BODY).status == 401
+    assert events == []
+
+
+def test_a_captured_delivery_replayed_inside_the_window_reaches_the_handler_once() -> None:
+    events: list[TransferEvent] = []
+    moving = Clock()
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=moving)
+    assert receiver.handle(signed(), BODY).status == 200
+    moving.now += 300
+    replayed = receiver.handle(signed(), BODY)  # the same captured headers and body
+    retried = receiver.handle(signed(webhook_id=at(299.0)), BODY)  # the service's retry: a new id, same event
+    assert (replayed.status, json.loads(replayed.body)) == (200, {"status": "duplicate"})
+    assert (retried.status, json.loads(retried.body)) == (200, {"status": "duplicate"})
+    moving.now += 301
+    assert receiver.handle(signed(), BODY).status == 401  # out of the window: refused, not just deduplicated
+    assert len(events) == 1
+
+
+# --- a body re-spaced on the way ------------------------------------------------------------------
+
+
+def test_a_body_re_spaced_by_a_proxy_verifies_against_its_json_stringify_form() -> None:
+    respaced = json.dumps(json.loads(BODY), indent=2).encode()
+    assert respaced != BODY
+    headers = signed()  # signed over what JSON.stringify wrote
+    assert verify_webhook_signature(headers, respaced, SECRET, clock=clock) == VerifiedWebhook(WEBHOOK_ID, BODY)
+    assert verify_webhook_signature(headers, BODY + b"\r\n", SECRET, clock=clock).body == BODY
+    events: list[TransferEvent] = []
+    assert TransferWebhookReceiver(events.append, secret=SECRET, clock=clock).handle(headers, respaced).status == 200
+    assert events[0].state is TransferState.APPROVED and events[0].transaction_reference == REFERENCE
+
+
+def test_a_re_spaced_body_whose_content_differs_is_refused() -> None:
+    tampered = json.dumps({**json.loads(BODY), "amount": 10001}, indent=2).encode()
+    with pytest.raises(WebhookSignatureError, match="does not match the body"):
+        verify_webhook_signature(signed(), tampered, SECRET, clock=clock)
+
+
+def test_the_event_is_read_from_the_text_the_signature_covers() -> None:
+    # JavaScript reads 10000000000000001 as the double 1e16: the raw text differs from the signed one, and the
+    # event must say what was signed, not what Python's json.loads makes of the raw digits.
+    signed_text = BODY.replace(b"10000}", b"10000000000000000}")
+    raw = signed_text.replace(b"10000000000000000}", b"10000000000000001}")
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=clock)
+    assert receiver.handle(signed(signed_text), raw).status == 200
+    assert events[0].raw["amount"] == 10**16
 
 
 # --- events -------------------------------------------------------------------------------------
@@ -144,9 +261,9 @@ def test_seen_events_is_bounded() -> None:
 
 def test_receiver_hands_over_once_and_answers_200() -> None:
     events: list[TransferEvent] = []
-    receiver = TransferWebhookReceiver(events.append, secret=SECRET)
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=clock)
     first = receiver.handle(signed(), BODY)
-    again = receiver.handle(signed(webhook_id="redelivery-2"), BODY)
+    again = receiver.handle(signed(webhook_id=at(1.0)), BODY)
     assert (first.status, json.loads(first.body)) == (200, {"status": "received"})
     assert (again.status, json.loads(again.body)) == (200, {"status": "duplicate"})
     assert first.headers == {"content-type": "application/json"}
@@ -155,7 +272,7 @@ def test_receiver_hands_over_once_and_answers_200() -> None:
 
 def test_receiver_refuses_bad_signatures_with_401(caplog: pytest.LogCaptureFixture) -> None:
     events: list[TransferEvent] = []
-    receiver = TransferWebhookReceiver(events.append, secret=SECRET)
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=clock)
     with caplog.at_level(logging.WARNING, logger="pasarela.webhooks"):
         reply = receiver.handle(signed(secret="forged"), BODY)
     assert reply.status == 401 and events == []
@@ -186,7 +303,7 @@ def test_a_failing_handler_gets_no_200_and_the_redelivery_is_handled() -> None:
         if len(calls) == 1:
             raise RuntimeError("database down")
 
-    receiver = TransferWebhookReceiver(flaky, secret=SECRET)
+    receiver = TransferWebhookReceiver(flaky, secret=SECRET, clock=clock)
     with pytest.raises(RuntimeError):
         receiver.handle(signed(), BODY)
     assert receiver.handle(signed(), BODY).status == 200
@@ -198,7 +315,7 @@ def test_final_events_release_the_pending_order() -> None:
     guard.reserve("order-1", "tok-1")
     guard.confirm("order-1", REFERENCE)
     guard.reserve("order-2", "tok-2")
-    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, pending=guard)
+    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, pending=guard, clock=clock)
     initialized = json.dumps({"token": "tok-2", "status": "initializedTransaction"}).encode()
     receiver.handle(signed(initialized), initialized)
     receiver.handle(signed(), BODY)
@@ -230,7 +347,7 @@ def test_sync_handle_refuses_an_async_handler() -> None:
 
 
 def test_receiver_repr_hides_the_secret() -> None:
-    assert SECRET not in repr(TransferWebhookReceiver(lambda event: None, secret=SECRET))
+    assert SECRET not in repr(TransferWebhookReceiver(lambda event: None, secret=SECRET, clock=clock))
 
 
 # --- the receiver as an ASGI app over real HTTP -------------------------------------------------
@@ -243,7 +360,7 @@ def asgi_receiver() -> Iterator[tuple[str, list[TransferEvent]]]:
     async def on_event(event: TransferEvent) -> None:
         events.append(event)
 
-    with LocalServer(TransferWebhookReceiver(on_event, secret=SECRET, merchant_id="merchant-1")) as server:
+    with LocalServer(TransferWebhookReceiver(on_event, secret=SECRET, merchant_id="merchant-1", clock=clock)) as server:
         yield server.base_url, events
 
 
@@ -279,3 +396,183 @@ def test_asgi_receiver_limits_the_body_and_serves_lifespan() -> None:
 
     asyncio.run(receiver({"type": "lifespan"}, receive, send))
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+# --- the simple signature: never trusted for the body ---------------------------------------------
+
+FORGED = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status": "approvedTransaction"}).encode()
+
+
+def simple_only(webhook_id: str = WEBHOOK_ID) -> dict[str, str]:
+    """What an attacker who saw one delivery can send with any body: the id and its simple signature."""
+    return {"X-Kushki-Id": webhook_id, "X-Kushki-SimpleSignature": id_signature(SECRET, webhook_id),
+            "X-Kushki-Key": "merchant-1"}
+
+
+def test_a_forged_body_with_only_the_simple_signature_is_refused_by_default() -> None:
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=clock)
+    reply = receiver.handle(simple_only(), FORGED)
+    assert reply.status == 401 and events == []
+
+
+def test_opting_in_to_the_simple_signature_needs_a_status_query() -> None:
+    with pytest.raises(ConfigurationError, match="status_query"):
+        TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True)
+    with pytest.raises(ConfigurationError, match="secret"):
+        TransferWebhookReceiver(lambda event: None, allow_simple_signature=True, status_query=lambda token: {})
+    with pytest.raises(ConfigurationError, match="only with allow_simple_signature"):
+        TransferWebhookReceiver(lambda event: None, secret=SECRET, status_query=lambda token: {})
+    with pytest.raises(ConfigurationError, match="function of the token or a transfers client"):
+        TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True, status_query=42)
+
+
+def test_with_the_simple_signature_the_handler_sees_the_status_query_state_not_the_body() -> None:
+    asked: list[str] = []
+
+    def status_of(token: str) -> TransferStatus:
+        asked.append(token)
+        return TransferStatus.from_json({"status": "declinedTransaction", "transactionReference": REFERENCE})
+
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, allow_simple_signature=True,
+                                       status_query=status_of, clock=clock)
+    assert receiver.handle(simple_only(), FORGED).status == 200
+    assert asked == ["tok-1"]
+    [event] = events
+    assert event.state is TransferState.REJECTED and event.status == "declinedTransaction"
+    assert event.raw == {"status": "declinedTransaction", "transactionReference": REFERENCE}
+    assert event.dedup_key == f"{REFERENCE}:declinedTransaction"
+    assert receiver.handle(simple_only(at(5.0)), FORGED).status == 200 and len(events) == 1  # deduplicated
+    # A body signature still decides alone, without a query.
+    assert receiver.handle(signed(), BODY).status == 200 and asked == ["tok-1", "tok-1"]
+    assert events[-1].state is TransferState.APPROVED
+
+
+def test_the_simple_signature_path_is_still_dated_and_needs_a_token() -> None:
+    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True,
+                                       status_query=lambda token: {"status": "PAID"}, clock=clock)
+    assert receiver.handle(simple_only(at(-601.0)), FORGED).status == 401
+    no_token = receiver.handle(simple_only(), b'{"status": "approvedTransaction"}')
+    assert (no_token.status, json.loads(no_token.body)) == (400, {"status": "no token to query"})
+
+
+scripted_server, service = scripted_service_fixtures()
+
+
+@pytest.fixture
+def service_config(service: ScriptedService) -> ServiceConfig:
+    return ServiceConfig(base_url=service.base_url, public_merchant_id="pub-1", private_merchant_id="priv-1",
+                         retry=RetryPolicy(max_attempts=1))
+
+
+def test_the_transfers_client_is_a_status_query(service: ScriptedService, service_config: ServiceConfig) -> None:
+    service.reply("GET", "/transfer/v1/status/tok-1", 200, {"status": "initializedTransaction"})
+    events: list[TransferEvent] = []
+    with TransferClient(service_config) as client:
+        receiver = TransferWebhookReceiver(events.append, secret=SECRET, allow_simple_signature=True,
+                                           status_query=client, clock=clock)
+        assert receiver.handle(simple_only(), FORGED).status == 200
+    assert [(event.token, event.state) for event in events] == [("tok-1", TransferState.INITIALIZED)]
+    assert service.requests[0].headers["private-merchant-id"] == "priv-1"
+
+
+def test_a_failed_status_query_answers_503_and_the_redelivery_is_handled(
+    service: ScriptedService, service_config: ServiceConfig
+) -> None:
+    service.reply("GET", "/transfer/v1/status/tok-1", 500, {"code": "K500", "message": "down"})
+    service.reply("GET", "/transfer/v1/status/tok-1", 200, {"status": "PAID"})
+    events: list[TransferEvent] = []
+    with TransferClient(service_config) as client:
+        receiver = TransferWebhookReceiver(events.append, secret=SECRET, allow_simple_signature=True,
+                                           status_query=client.status, clock=clock)
+        failed = receiver.handle(simple_only(), FORGED)
+        assert (failed.status, json.loads(failed.body)) == (503, {"status": "status unavailable"})
+        assert events == []
+        assert receiver.handle(simple_only(at(1.0)), FORGED).status == 200
+    assert [event.state for event in events] == [TransferState.APPROVED]
+
+
+def test_an_unreachable_status_service_fails_closed() -> None:
+    def down(token: str) -> TransferStatus:
+        raise TransportError("connection refused")
+
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, allow_simple_signature=True, status_query=down,
+                                       clock=clock)
+    assert receiver.handle(simple_only(), FORGED).status == 503 and events == []
+
+
+def test_over_asgi_the_async_client_is_queried_and_the_forged_state_never_arrives(
+    service: ScriptedService, service_config: ServiceConfig
+) -> None:
+    service.reply("GET", "/transfer/v1/status/tok-1", 200, {"status": "declinedTransaction"})
+    events: list[TransferEvent] = []
+
+    async def on_event(event: TransferEvent) -> None:
+        events.append(event)
+
+    async def run() -> int:
+        async with AsyncTransferClient(service_config) as client:
+            receiver = TransferWebhookReceiver(on_event, secret=SECRET, allow_simple_signature=True,
+                                               status_query=client, clock=clock)
+            transport = httpx.ASGITransport(app=receiver)
+            async with httpx.AsyncClient(transport=transport, base_url="http://receiver") as http:
+                reply = await http.post("/hooks", content=FORGED, headers=simple_only())
+                return reply.status_code
+
+    assert asyncio.run(run()) == 200
+    assert [event.state for event in events] == [TransferState.REJECTED]
+
+
+def test_a_blocking_status_query_runs_off_the_event_loop() -> None:
+    threads: list[bool] = []
+
+    def status_of(token: str) -> dict[str, str]:
+        try:
+            asyncio.get_running_loop()
+            threads.append(False)
+        except RuntimeError:  # no loop in this thread: a worker
+            threads.append(True)
+        return {"status": "PAID"}
+
+    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True,
+                                       status_query=status_of, clock=clock)
+    assert asyncio.run(receiver.handle_async(simple_only(), FORGED)).status == 200
+    assert threads == [True]
+
+
+def test_sync_handle_refuses_an_async_status_query() -> None:
+    async def status_of(token: str) -> dict[str, str]:
+        return {"status": "PAID"}
+
+    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True,
+                                       status_query=status_of, clock=clock)
+    with pytest.raises(TypeError, match="status query is async"):
+        receiver.handle(simple_only(), FORGED)
+
+
+# --- hostile bodies -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [990, 5_000, 100_000])
+def test_deeply_nested_bodies_get_400_not_a_crash(depth: int) -> None:
+    nested = b'{"token":"tok-1","x":' + b"[" * depth + b"]" * depth + b"}"
+    unsigned = TransferWebhookReceiver(lambda event: None, max_body_bytes=1 << 20)
+    assert unsigned.handle({}, nested).status in (200, 400)  # 200 only within the interpreter's own limit
+    if depth > 1000:
+        assert unsigned.handle({}, nested).status == 400
+    signed_receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, clock=clock)
+    assert signed_receiver.handle(signed(nested), nested).status == 400
+    simple = TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True,
+                                     status_query=lambda token: {"status": "PAID"}, clock=clock)
+    assert simple.handle(simple_only(), nested).status == 400
+    if depth > 1000:  # re-spaced: the JSON.stringify form is tried, and refused (too deep), not crashed on
+        assert signed_receiver.handle(signed(nested), b" " + nested).status == 401
+
+
+def test_deeply_nested_bodies_over_http_get_400() -> None:
+    nested = b"[" * 100_000 + b"]" * 100_000
+    with LocalServer(TransferWebhookReceiver(lambda event: None, secret=SECRET, clock=clock)) as server, \
+            httpx.Client(base_url=server.base_url) as client:
+        assert client.post("/", content=nested, headers=signed(nested)).status_code == 400

@@ -3,15 +3,17 @@
 The body carries ``token``, ``transactionReference``, ``status`` (``approvedTransaction`` or
 ``declinedTransaction``), ``amount``, ``currency``, ``ticketNumber``, ``created`` (epoch ms) and
 the merchant's ``metadata``. It is signed as :mod:`pasarela.transfers.webhook_signature` verifies:
-``X-Kushki-Id`` (the event id, the same on every retry), ``X-Kushki-Signature`` (HMAC-SHA256 of
-``<body>.<id>`` with the webhook secret), ``X-Kushki-SimpleSignature`` (of the id) and
-``X-Kushki-Key`` (the public merchant key).
+``X-Kushki-Id`` (the wall-clock time of each attempt in Unix milliseconds, as the service's sender
+sets it: so a retry after a long outage is still fresh for a receiver that refuses stale ids),
+``X-Kushki-Signature`` (HMAC-SHA256 of ``<body>.<id>`` with the webhook secret, computed afresh for
+each attempt), ``X-Kushki-SimpleSignature`` (of the id) and ``X-Kushki-Key`` (the public merchant key).
 
 :class:`Dispatcher` POSTs each pending event until the receiver answers 200, waiting
 ``backoff * 2**(attempts-1)`` (capped, with jitter) between tries. The outbox lives in SQLite
 (:mod:`.store`): a sandbox killed and restarted delivers every event still pending. Delivery is at
 least once (a kill between the receiver's 200 and the write that records it means one more
-delivery of the same event, same id): an idempotent receiver sees each event exactly once.
+delivery of the same event, same body): a receiver that deduplicates on the event (transaction
+reference and status, as :class:`~pasarela.transfers.TransferWebhookReceiver` does) sees it exactly once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import http.client
 import logging
 import random
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -147,7 +150,9 @@ class Dispatcher:
 
     def _attempt(self, url: str, entry: OutboxEntry) -> int:
         try:
-            status: Optional[int] = self._sender(url, signed_headers(self._config, entry.id, entry.body), entry.body)
+            # The wall clock, not the simulator's: the id dates this transmission for the receiver's clock.
+            headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
+            status: Optional[int] = self._sender(url, headers, entry.body)
             error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"

@@ -28,8 +28,8 @@ from .responses import (
 )
 from .status import TransferState
 from .webhook_dedup import EventLedger, SeenEvents
-from .webhook_signature import WebhookHeaders, body_signature, id_signature, verify_webhook_signature
-from .webhooks import TransferEvent, TransferWebhookReceiver, WebhookReply
+from .webhook_signature import VerifiedWebhook, WebhookHeaders, body_signature, id_signature, verify_webhook_signature
+from .webhooks import StatusQuery, TransferEvent, TransferWebhookReceiver, WebhookReply
 
 __all__ = [
     "BRE_B",
@@ -51,6 +51,7 @@ __all__ = [
     "QrDetails",
     "QrDetailsAmount",
     "SeenEvents",
+    "StatusQuery",
     "TransferClient",
     "TransferCountry",
     "TransferEvent",
@@ -63,6 +64,7 @@ __all__ = [
     "TransferToken",
     "TransferTokenRequest",
     "TransferWebhookReceiver",
+    "VerifiedWebhook",
     "WebhookHeaders",
     "WebhookReply",
     "body_signature",

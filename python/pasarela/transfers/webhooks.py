@@ -1,8 +1,9 @@
 """Receiving transfer webhooks (spec 6.1; certification rule 4: answer HTTP 200, inform the customer).
 
-:class:`TransferWebhookReceiver` verifies the signature when a secret is configured, parses the
-body, drops redeliveries, hands each new event to your handler, releases the order in the
-pending-transfer guard when the event is final, and answers 200. It is an ASGI app (mount it in
+:class:`TransferWebhookReceiver` verifies the signature and the freshness of ``X-Kushki-Id`` when a
+secret is configured (see :mod:`.webhook_signature`), parses the body, drops redeliveries, hands
+each new event to your handler, releases the order in the pending-transfer guard when the event is
+final, and answers 200. It is an ASGI app (mount it in
 Starlette/FastAPI or run it under uvicorn) and, through :meth:`~TransferWebhookReceiver.handle`,
 a plain callable for any other framework::
 
@@ -12,34 +13,58 @@ a plain callable for any other framework::
 The payload is "not shown" in the spec. An event is read leniently: ``token``,
 ``transactionReference`` and the status (see :mod:`.status`) when present, everything in ``raw``.
 Redeliveries are recognized by ``<transactionReference or token>:<status>`` when the body has
-them, else by the SHA-256 of the body. The handler runs before the 200 goes out, so a handler that
-raises gets no 200 (the event is forgotten, the service may deliver it again): keep it short,
-queue the slow work.
+them, else by the SHA-256 of the body; never by ``X-Kushki-Id``, which the service sets afresh on
+each attempt.
+
+Only the body signature (``X-Kushki-Signature``) authenticates the body. A receiver that opts in
+to deliveries signed with ``X-Kushki-SimpleSignature`` alone (``allow_simple_signature=True``) must
+give a ``status_query``: the body of such a delivery is read only for the transfer's token, and the
+handler gets an event built from the status the service returns for it, never from the body.
+
+The handler runs before the 200 goes out, so a handler that raises gets no 200 (the event is
+forgotten, the service may deliver it again): keep it short, queue the slow work.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
 import logging
+import time
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 from .._asgi_body import read_body
-from ..errors import ConfigurationError, ResponseShapeError, WebhookSignatureError
+from ..errors import ConfigurationError, PasarelaError, ResponseShapeError, WebhookSignatureError
 from ..http.response_reader import ResponseReader
 from .pending import TransferGuard
+from .responses import TransferStatus
 from .status import TransferState, find_status
 from .webhook_dedup import EventLedger, SeenEvents
-from .webhook_signature import Secret, WebhookHeaders, verify_webhook_signature
+from .webhook_signature import (
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_AHEAD,
+    Secret,
+    VerifiedWebhook,
+    WebhookHeaders,
+    verify_webhook_signature,
+)
 
-__all__ = ["TransferEvent", "TransferWebhookReceiver", "WebhookReply"]
+__all__ = ["StatusQuery", "TransferEvent", "TransferWebhookReceiver", "WebhookReply"]
 
 _log = logging.getLogger("pasarela.webhooks")
 _JSON = (("content-type", "application/json"),)
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the interpreter's limit
+        raise ResponseShapeError("$", "the webhook body is not JSON (or nests too deep)") from None
 
 
 @dataclass(frozen=True)
@@ -53,15 +78,12 @@ class TransferEvent:
     merchant_id: Optional[str]
     """The ``X-Kushki-Key`` header (the merchant the event is for), when sent."""
     raw: Mapping[str, Any] = field(repr=False)
+    """The webhook body; or the status record, when the event comes from a status query."""
     dedup_key: str = field(repr=False, default="")
 
     @classmethod
     def from_body(cls, body: bytes, merchant_id: Optional[str] = None) -> TransferEvent:
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            raise ResponseShapeError("$", "the webhook body is not JSON") from None
-        reader = ResponseReader.of(parsed)
+        reader = ResponseReader.of(_parse(body))
         token = reader.optional_text("token")
         reference = reader.optional_text("transactionReference")
         status = find_status(reader.raw)
@@ -71,6 +93,14 @@ class TransferEvent:
         else:
             key = "sha256:" + hashlib.sha256(body).hexdigest()
         return cls(token, reference, status, TransferState.of(status), merchant_id, reader.raw, key)
+
+    @classmethod
+    def from_status(cls, token: str, record: TransferStatus, merchant_id: Optional[str] = None) -> TransferEvent:
+        """The event as the service's status record of ``token`` tells it (nothing from a webhook body)."""
+        reference = record.raw.get("transactionReference")
+        reference = reference if isinstance(reference, str) and reference else None
+        return cls(token, reference, record.status, record.state, merchant_id, record.raw,
+                   f"{reference or token}:{record.status or ''}")
 
 
 @dataclass(frozen=True)
@@ -87,6 +117,36 @@ class WebhookReply:
 
 
 EventHandler = Callable[[TransferEvent], Optional[Awaitable[None]]]
+StatusRecord = Union[TransferStatus, Mapping[str, Any]]
+StatusQuery = Callable[[str], Union[StatusRecord, Awaitable[StatusRecord]]]
+"""The transfer's status by its token: ``TransferClient.status``, ``AsyncTransferClient.status``, or your
+own function returning a :class:`~.responses.TransferStatus` or the status record as parsed JSON."""
+
+
+@dataclass(frozen=True)
+class _StatusLookup:
+    """A delivery authenticated by the simple signature only: the token to query (read from the
+    unauthenticated body, so at worst it names another transfer, whose true state is then reported)."""
+
+    token: str
+    merchant_id: Optional[str]
+    query: StatusQuery
+
+
+def _status_function(source: object) -> StatusQuery:
+    """A status query from a function or from a client with a ``status(token)`` method."""
+    if callable(source):
+        return source
+    method = getattr(source, "status", None)
+    if callable(method):
+        return method  # type: ignore[no-any-return]
+    raise ConfigurationError("status_query must be a function of the token or a transfers client (with .status)")
+
+
+def _check_seconds(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ConfigurationError(f"{name} must be a finite number of seconds >= 0")
+    return float(value)
 
 
 class TransferWebhookReceiver:
@@ -97,6 +157,15 @@ class TransferWebhookReceiver:
     warning says so once); ``merchant_id`` additionally requires ``X-Kushki-Key`` to match;
     ``header_names`` renames the headers; ``ledger`` stores seen events (in memory by default);
     ``pending`` is released when an event is final; bodies over ``max_body_bytes`` get 413.
+
+    Freshness: a delivery whose ``X-Kushki-Id`` (Unix milliseconds) is more than ``max_age``
+    seconds old or more than ``max_ahead`` seconds ahead of ``clock()`` is refused (401), and so is
+    an id that is not a timestamp unless ``allow_non_timestamp_id``.
+
+    ``allow_simple_signature=True`` also accepts deliveries signed with ``X-Kushki-SimpleSignature``
+    only, and then requires ``status_query`` (a function of the token, or a transfers client): the
+    event handed over is built from the status it returns, never from the body. When the query fails
+    the delivery is answered 503 (the service delivers it again).
     """
 
     def __init__(
@@ -106,13 +175,26 @@ class TransferWebhookReceiver:
         secret: Optional[Secret] = None,
         merchant_id: Optional[str] = None,
         header_names: Optional[WebhookHeaders] = None,
-        allow_simple_signature: bool = True,
+        allow_simple_signature: bool = False,
+        status_query: Optional[object] = None,
+        max_age: float = DEFAULT_MAX_AGE,
+        max_ahead: float = DEFAULT_MAX_AHEAD,
+        allow_non_timestamp_id: bool = False,
+        clock: Callable[[], float] = time.time,
         ledger: Optional[EventLedger] = None,
         pending: Optional[TransferGuard] = None,
         max_body_bytes: int = 1 << 20,
     ) -> None:
         if secret is not None and not secret:
             raise ConfigurationError("secret must not be empty (pass None to skip signature checks)")
+        if allow_simple_signature and (secret is None or status_query is None):
+            raise ConfigurationError(
+                "allow_simple_signature=True needs the secret and a status_query (TransferClient.status or a "
+                "function of the token): the simple signature does not authenticate the body, so the event's "
+                "state must come from the service's status of the transfer"
+            )
+        if status_query is not None and not allow_simple_signature:
+            raise ConfigurationError("status_query is used only with allow_simple_signature=True")
         if secret is None:
             _log.warning("transfer webhooks are accepted without signature verification: configure the secret")
         self._on_event = on_event
@@ -120,6 +202,11 @@ class TransferWebhookReceiver:
         self._merchant_id = merchant_id
         self._names = header_names or WebhookHeaders()
         self._allow_simple = allow_simple_signature
+        self._status_query = _status_function(status_query) if status_query is not None else None
+        self._max_age = _check_seconds("max_age", max_age)
+        self._max_ahead = _check_seconds("max_ahead", max_ahead)
+        self._allow_non_timestamp_id = allow_non_timestamp_id
+        self._clock = clock
         self._ledger: EventLedger = ledger if ledger is not None else SeenEvents()
         self._pending = pending
         self._max_body_bytes = max_body_bytes
@@ -128,35 +215,70 @@ class TransferWebhookReceiver:
         secret = "<hidden>" if self._secret is not None else None
         return f"TransferWebhookReceiver(secret={secret}, merchant_id={self._merchant_id!r})"
 
-    def _admit(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, TransferEvent]:
-        """Verify, parse and claim: an event to hand over, or the reply that ends the delivery here."""
+    def _verify(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, VerifiedWebhook, None]:
+        """The reply refusing the delivery, what its signature proves, or None when no secret is set."""
+        if self._secret is None:
+            return None
+        try:
+            return verify_webhook_signature(
+                headers,
+                body,
+                self._secret,
+                names=self._names,
+                allow_simple_signature=self._allow_simple,
+                merchant_id=self._merchant_id,
+                max_age=self._max_age,
+                max_ahead=self._max_ahead,
+                allow_non_timestamp_id=self._allow_non_timestamp_id,
+                clock=self._clock,
+            )
+        except WebhookSignatureError as exc:
+            _log.warning("transfer webhook refused: %s", exc)
+            return WebhookReply.of(401, "invalid signature")
+
+    def _admit(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, TransferEvent, _StatusLookup]:
+        """Verify, parse and claim: an event to hand over, a status to query first, or the reply that ends
+        the delivery here."""
         if len(body) > self._max_body_bytes:
             return WebhookReply.of(413, "body too large")
-        if self._secret is not None:
-            try:
-                verify_webhook_signature(
-                    headers,
-                    body,
-                    self._secret,
-                    names=self._names,
-                    allow_simple_signature=self._allow_simple,
-                    merchant_id=self._merchant_id,
-                )
-            except WebhookSignatureError as exc:
-                _log.warning("transfer webhook refused: %s", exc)
-                return WebhookReply.of(401, "invalid signature")
+        verified = self._verify(headers, body)
+        if isinstance(verified, WebhookReply):
+            return verified
         merchant = {name.lower(): value for name, value in headers.items()}.get(self._names.merchant_id.lower())
         if self._merchant_id is not None and merchant != self._merchant_id:
             _log.warning("transfer webhook refused: %s does not name this merchant", self._names.merchant_id)
             return WebhookReply.of(401, "invalid signature")
         try:
-            event = TransferEvent.from_body(body, merchant)
+            if verified is None:
+                return self._claim(TransferEvent.from_body(body, merchant))
+            if verified.body is not None:
+                return self._claim(TransferEvent.from_body(verified.body, merchant))
+            return self._lookup(body, merchant)
         except ResponseShapeError as exc:
             _log.warning("transfer webhook refused: %s", exc)
             return WebhookReply.of(400, "unreadable body")
-        if not self._ledger.claim(event.dedup_key):
-            return WebhookReply.of(200, "duplicate")
-        return event
+
+    def _lookup(self, body: bytes, merchant: Optional[str]) -> Union[WebhookReply, _StatusLookup]:
+        token = ResponseReader.of(_parse(body)).optional_text("token")
+        if not token or self._status_query is None:  # the constructor requires the query with the simple signature
+            _log.warning("transfer webhook refused: signed with the simple signature only and no token to query")
+            return WebhookReply.of(400, "no token to query")
+        return _StatusLookup(token, merchant, self._status_query)
+
+    def _claim(self, event: TransferEvent) -> Union[WebhookReply, TransferEvent]:
+        return event if self._ledger.claim(event.dedup_key) else WebhookReply.of(200, "duplicate")
+
+    def _queried(self, lookup: _StatusLookup, record: object) -> Union[WebhookReply, TransferEvent]:
+        if isinstance(record, Mapping):
+            record = TransferStatus.from_json(record)
+        if not isinstance(record, TransferStatus):
+            raise TypeError(f"status_query must return a TransferStatus or a mapping, got {type(record).__name__}")
+        return self._claim(TransferEvent.from_status(lookup.token, record, lookup.merchant_id))
+
+    @staticmethod
+    def _unavailable(exc: PasarelaError) -> WebhookReply:
+        _log.warning("transfer webhook not handled: the status query failed: %s", exc)
+        return WebhookReply.of(503, "status unavailable")
 
     @contextmanager
     def _handling(self, event: TransferEvent) -> Iterator[Optional[Awaitable[None]]]:
@@ -170,16 +292,37 @@ class TransferWebhookReceiver:
             self._pending.release_transfer(token=event.token, transaction_reference=event.transaction_reference)
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        """Process one delivery with a synchronous handler; answer with the returned reply."""
+        """Process one delivery with a synchronous handler (and status query); answer with the returned reply."""
         admitted = self._admit(headers, body)
+        if isinstance(admitted, _StatusLookup):
+            try:
+                record = admitted.query(admitted.token)
+            except PasarelaError as exc:
+                return self._unavailable(exc)
+            _refuse_awaitable(record, "the status query")
+            admitted = self._queried(admitted, record)
         if isinstance(admitted, TransferEvent):
             with self._handling(admitted) as outcome:
-                _refuse_awaitable(outcome)
+                _refuse_awaitable(outcome, "the handler")
         return _reply_for(admitted)
 
     async def handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        """Process one delivery, awaiting the handler when it is a coroutine function."""
+        """Process one delivery, awaiting the handler (and the status query) when they are coroutine functions.
+
+        A blocking status query (``TransferClient.status``) runs in a worker thread, off the event loop."""
         admitted = self._admit(headers, body)
+        if isinstance(admitted, _StatusLookup):
+            query = admitted.query
+            try:
+                if inspect.iscoroutinefunction(query):
+                    record = await query(admitted.token)
+                else:
+                    record = await asyncio.to_thread(query, admitted.token)
+                    if inspect.isawaitable(record):
+                        record = await record
+            except PasarelaError as exc:
+                return self._unavailable(exc)
+            admitted = self._queried(admitted, record)
         if isinstance(admitted, TransferEvent):
             with self._handling(admitted) as outcome:
                 if inspect.isawaitable(outcome):
@@ -211,11 +354,11 @@ class TransferWebhookReceiver:
         await _respond(send, await self.handle_async(headers, body))
 
 
-def _refuse_awaitable(outcome: object) -> None:
+def _refuse_awaitable(outcome: object, what: str) -> None:
     if inspect.isawaitable(outcome):
         if inspect.iscoroutine(outcome):
             outcome.close()
-        raise TypeError("the handler is async: mount the receiver as an ASGI app or use handle_async()")
+        raise TypeError(f"{what} is async: mount the receiver as an ASGI app or use handle_async()")
 
 
 def _reply_for(admitted: Union[WebhookReply, TransferEvent]) -> WebhookReply:
