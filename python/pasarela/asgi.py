@@ -15,6 +15,15 @@ whatever the cause; the cause is logged at WARNING on the ``pasarela.asgi`` logg
 Strict on purpose: only ``data`` may travel in the query string (GET), nothing on POST, PUT and PATCH,
 since anything beside it is neither signed nor encrypted. With ``replay_store`` a signature is accepted
 once inside the tolerance window (:mod:`pasarela.terminal.replay`).
+
+With ``failure_limiter`` (an :class:`~pasarela.auth_limit.AuthFailureLimiter`; off by default), once a
+terminal serial has had too many AUTH-001 failures in the limiter's window, every request for it is
+answered the same AUTH-001 without being decrypted, until the window ends: this caps the queries a
+padding-oracle attacker can time. The answer stays AUTH-001 (HTTP 401), not 429, because that is the one
+answer the service gives to any refused terminal request and the only one terminal clients handle; the
+limit shows in the WARNING log line. Payloads nested deeper than :data:`~pasarela.terminal.stringify.MAX_DEPTH`
+(1000) are refused by ``open``; one that opens but nests too deep to be passed on as JSON is refused with
+AUTH-001 too, never a 500.
 """
 
 from __future__ import annotations
@@ -23,10 +32,11 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Collection, MutableMapping
-from typing import Any, Callable, Union
+from typing import Any, Callable, Optional, Union
 from urllib.parse import parse_qs
 
 from ._asgi_body import read_body
+from .auth_limit import AuthFailureLimiter
 from .errors import AUTH_001_BODY, AuthError
 from .terminal.inbound import DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
@@ -53,17 +63,23 @@ class TerminalAuthMiddleware:
     terminal: the credentials that open requests (``pasarela.Terminal``). tolerance: seconds of clock
     difference accepted (spec: 300). replay_store: refuse a signature seen before (optional). clock: the
     server time (default ``time.time``). exempt_paths: paths passed through unverified (health checks).
-    max_body_bytes: larger bodies are answered 413 without being read further.
+    max_body_bytes: larger bodies are answered 413 without being read further. failure_limiter: refuse a
+    terminal serial's requests unopened after too many failures (optional); limit_key: what the limiter
+    counts under, from the ASGI scope (default: the terminal's serial).
     """
 
     def __init__(self, app: ASGIApp, terminal: Opener, *, tolerance: float = DEFAULT_TOLERANCE,
                  replay_store: Union[ReplayStore, AsyncReplayStore, None] = None,
                  clock: Callable[[], float] = time.time, exempt_paths: Collection[str] = (),
-                 max_body_bytes: int = 1 << 20) -> None:
+                 max_body_bytes: int = 1 << 20, failure_limiter: Optional[AuthFailureLimiter] = None,
+                 limit_key: Optional[Callable[[Scope], str]] = None) -> None:
         self.app = app
         self._verifier = Verifier(terminal, replay_store=replay_store, tolerance=tolerance, clock=clock)
         self._exempt = frozenset(exempt_paths)
         self._max_body_bytes = max_body_bytes
+        self._limiter = failure_limiter
+        serial = str(getattr(terminal, "terminal_serial", ""))
+        self._limit_key: Callable[[Scope], str] = limit_key if limit_key is not None else (lambda scope: serial)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in self._exempt:
@@ -77,18 +93,24 @@ class TerminalAuthMiddleware:
             return
         method = str(scope["method"]).upper()
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        limit_key = self._limit_key(scope) if self._limiter is not None else ""
         try:
+            if self._limiter is not None and self._limiter.blocked(limit_key):
+                raise AuthError(f"too many AUTH-001 failures for {limit_key!r}: refused unopened until the "
+                                f"limiter's window ({self._limiter.window:g} s) ends")
             headers = _headers(scope)
             _check_query(method, query)
             payload = await self._verifier.open_async(method, headers, body or None,
                                                       query if method == "GET" else None)
+            forwarded = _forwarded(payload) if method in BODY_METHODS else b""
         except AuthError as exc:
+            if self._limiter is not None and not self._limiter.blocked(limit_key):
+                self._limiter.failed(limit_key)
             client = scope.get("client") or ("?", 0)
             logger.warning("terminal request refused (AUTH-001): %s %r from %s: %s", method, scope.get("path"),
                            client[0], exc.reason)
             await _answer(send, 401, AUTH_001_RESPONSE)
             return
-        forwarded = json.dumps(payload, separators=(",", ":")).encode("ascii") if method in BODY_METHODS else b""
         inner = dict(scope)
         inner["headers"] = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-length"]
         inner["headers"].append((b"content-length", str(len(forwarded)).encode("ascii")))
@@ -96,6 +118,14 @@ class TerminalAuthMiddleware:
         inner["pasarela.payload"] = payload
         inner["pasarela.timestamp"] = int(headers["timestamp"])
         await self.app(inner, _replay_body(forwarded, receive), send)
+
+
+def _forwarded(payload: Any) -> bytes:
+    """The payload as the JSON body the application reads."""
+    try:
+        return json.dumps(payload, separators=(",", ":")).encode("ascii")
+    except RecursionError:  # json.dumps recurses: a payload within open's 1000 levels can still be too deep
+        raise AuthError("the payload nests too deep to pass on as JSON") from None
 
 
 def _headers(scope: Scope) -> dict[str, str]:
