@@ -18,10 +18,12 @@ from typing import Any, Callable, Optional, Union
 
 from .redaction import redact_json
 
-__all__ = ["AuditHook", "AuditRecord", "JsonlAuditLog", "notify", "recordable_body"]
+__all__ = ["TOO_DEEP", "AuditHook", "AuditRecord", "JsonlAuditLog", "notify", "recordable_body"]
 
 _log = logging.getLogger("pasarela.audit")
 _MAX_TEXT = 65536
+TOO_DEEP = "[not recorded: JSON nested too deep to redact]"
+"""What a record holds for a JSON body too deep to parse and redact: its raw text could hold secrets."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,14 @@ AuditHook = Callable[[AuditRecord], None]
 
 
 def recordable_body(content: Optional[bytes]) -> Any:
-    """A body as it goes into a record: parsed JSON redacted, else text (cut at 64 KiB), ``None`` when empty."""
+    """A body as it goes into a record: parsed JSON redacted, else text (cut at 64 KiB), ``None`` when empty;
+    :data:`TOO_DEEP` for JSON nested deeper than Python can parse or redact."""
     if not content:
         return None
     try:
         return redact_json(json.loads(content))
+    except RecursionError:
+        return TOO_DEEP
     except ValueError:
         return content[:_MAX_TEXT].decode("utf-8", errors="replace")
 

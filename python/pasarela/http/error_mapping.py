@@ -22,7 +22,7 @@ def api_error(status: int, content: bytes) -> ApiError:
     message: Optional[str] = None
     try:
         parsed = json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict):
         code = _string(parsed.get("code"))

@@ -109,8 +109,9 @@ class Reply:
         """The body parsed as JSON; a body that is not JSON is a ResponseShapeError."""
         try:
             return json.loads(self.content)
-        except ValueError:
-            raise ResponseShapeError("$", f"the body of the HTTP {self.status} answer is not JSON") from None
+        except (ValueError, RecursionError):
+            raise ResponseShapeError("$", f"the body of the HTTP {self.status} answer is not JSON "
+                                          "(or nests too deep)") from None
 
 
 Exchange = Generator[Union[OutgoingRequest, Pause], Union[Received, Failed, None], Reply]

@@ -83,7 +83,10 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
     Integers come back as int within the 64-bit range and as float beyond it (there JSON.parse made
     them doubles anyway), which is also what orjson.loads returns, so the fast path may use it.
     """
-    payload: dict[str, Any] = json.loads(canonical.decode("utf-8"), parse_int=_json_int)
+    try:
+        payload: dict[str, Any] = json.loads(canonical.decode("utf-8"), parse_int=_json_int)
+    except RecursionError:  # within the 1000 levels canonicalization allows, but deeper than json.loads can go
+        raise AuthError(f"{NOT_JSON} (it nests deeper than Python's parser can build)") from None
     return payload
 
 

@@ -93,7 +93,11 @@ def canonical_json(payload: Payload) -> bytes:
         text = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else bytes(payload)
         plaintext = canonicalize_text(text)
         check_object_text(plaintext)
-        if "key" in json.loads(plaintext.decode("utf-8", "surrogatepass")):
+        try:
+            top_level = json.loads(plaintext.decode("utf-8", "surrogatepass"))
+        except RecursionError:  # within MAX_DEPTH, but deeper than json.loads can go
+            raise PayloadError("$", "the payload nests deeper than Python's parser can build") from None
+        if "key" in top_level:
             raise PayloadError("$.key", KEY_REASON)
         return plaintext
     raise PayloadError("$", f"{NOT_OBJECT_REASON}; got {type(payload).__name__}")

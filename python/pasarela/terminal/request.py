@@ -195,8 +195,8 @@ class Sealed:
             plaintext = self._terminal._decrypt(self.timestamp, iv, ciphertext)
             try:
                 return json.loads(plaintext.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                raise AuthError("the decrypted response is not JSON") from None
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                raise AuthError("the decrypted response is not JSON (or nests too deep)") from None
         return parsed
 
     def as_dict(self) -> dict[str, object]:
