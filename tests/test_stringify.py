@@ -322,17 +322,18 @@ def test_stringify_infinity() -> None:
 def test_stringify_int_too_large() -> None:
     err = refused({"n": 2**53})
     assert err.path == "$.n"
-    assert "9007199254740992" in err.reason
+    assert "9007199254740992" not in str(err)  # the value is never quoted: it may be a card number
     assert "2^53" in err.reason
     err = refused([9007199254740993])
     assert err.path == "$[0]"
-    assert err.reason == "integer 9007199254740993 is outside ±(2^53-1); JavaScript would change it"
+    assert err.reason == ("integer of 54 bits is outside ±(2^53-1); JavaScript would change it "
+                          "(send it as a string)")
 
 
 def test_stringify_int_too_small() -> None:
     err = refused({"x y": -(2**53)})
     assert err.path == '$["x y"]'
-    assert "-9007199254740992" in err.reason
+    assert "9007199254740992" not in err.reason and "negative integer of 54 bits" in err.reason
 
 
 def test_stringify_huge_int() -> None:

@@ -2,7 +2,7 @@
 
 Credentials come from --business-code/--terminal-serial or from the environment variables
 PASARELA_BUSINESS_CODE and PASARELA_TERMINAL_SERIAL (preferred: command lines are visible to
-other users of the machine). No secret is ever printed.
+other users of the machine, so --business-code prints a warning on stderr). No secret is ever printed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from .errors import PasarelaError
 from .terminal.envelope import Terminal
 
 
-def _credential(value: Optional[str], variable: str, option: str) -> str:
+def _credential(value: Optional[str], variable: str, option: str, command: str, *, secret: bool = False) -> str:
+    if secret and value is not None:
+        print(f"pasarela {command}: warning: {option} on the command line is visible to other users of this "
+              f"machine (process list, shell history); set {variable} instead", file=sys.stderr)
     resolved = value if value is not None else os.environ.get(variable)
     if not resolved:
         raise PasarelaError(f"no {option.lstrip('-').replace('-', ' ')}: pass {option} or set {variable}")
@@ -35,8 +38,9 @@ def _read_payload(source: str) -> bytes:
 
 def _seal(args: argparse.Namespace) -> int:
     terminal = Terminal(
-        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code"),
-        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial"),
+        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code", "seal",
+                                  secret=True),
+        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial", "seal"),
     )
     iv = None
     if args.iv is not None:
@@ -67,8 +71,10 @@ def _diagnose(args: argparse.Namespace) -> int:
         raise PasarelaError('"now" must be Unix seconds')
     verdict = diagnose(
         method, captured["headers"], captured.get("body"), captured.get("params"),
-        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code"),
-        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial"),
+        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code", "diagnose",
+                                  secret=True),
+        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial",
+                                    "diagnose"),
         now=now,
     )
     if args.json:

@@ -119,11 +119,17 @@ def diagnose(method: str, headers: Mapping[str, str], body: Body = None, params:
     now: the server's clock when the request arrived (default: now).
     """
     secret = encode_credential("business_code", business_code) + encode_credential("terminal_serial", terminal_serial)
-    try:
-        prefix = secret.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CredentialsError("business_code and terminal_serial must be UTF-8 text") from None
+    prefix = _text_or_none(secret)
+    if prefix is None:  # raised outside the except: the UnicodeDecodeError holds the secret bytes
+        raise CredentialsError("business_code and terminal_serial must be UTF-8 text")
     return _Diagnoser(prefix, tolerance).run(method, headers, body, params, time.time() if now is None else now)
+
+
+def _text_or_none(secret: bytes) -> Optional[str]:
+    try:
+        return secret.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _formatted(seconds: int) -> str:

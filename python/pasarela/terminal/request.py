@@ -47,15 +47,27 @@ class _Deriver(Protocol):
     def _decrypt(self, timestamp: int, iv: bytes, ciphertext: bytes) -> bytes: ...
 
 
+def _utf8_or_none(value: str) -> Optional[bytes]:
+    """UTF-8 of value, None when it holds a lone surrogate.
+
+    Raising from inside the ``except`` would chain the UnicodeEncodeError, whose ``object`` is the whole
+    value, as ``__context__`` (``from None`` only hides it from tracebacks): for a secret, test first.
+    """
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def encode_credential(name: str, value: object) -> bytes:
-    """UTF-8 bytes of a credential; the error names the credential, never its value."""
+    """UTF-8 bytes of a credential; the error names the credential, never its value (nor chains it)."""
     if isinstance(value, bytes):
         encoded = value
     elif isinstance(value, str):
-        try:
-            encoded = value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise CredentialsError(f"{name} is not valid text (it contains a lone surrogate)") from None
+        converted = _utf8_or_none(value)
+        if converted is None:
+            raise CredentialsError(f"{name} is not valid text (it contains a lone surrogate)")
+        encoded = converted
     else:
         raise CredentialsError(f"{name} must be a str, got {type(value).__name__}")
     if not encoded:

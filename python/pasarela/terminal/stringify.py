@@ -128,8 +128,10 @@ def _float_token(x: float) -> str:
 def _int_token(x: int) -> str:
     if -_MAX_SAFE_INTEGER <= x <= _MAX_SAFE_INTEGER:
         return int.__repr__(x)
-    shown = f"with {x.bit_length()} bits" if x.bit_length() > 256 else int.__repr__(x)
-    raise _Refused(f"integer {shown} is outside ±(2^53-1); JavaScript would change it")
+    # Never the value: an out-of-range integer is often an identifier such as a card number.
+    sign = "negative " if x < 0 else ""
+    raise _Refused(f"{sign}integer of {x.bit_length()} bits is outside ±(2^53-1); JavaScript would change it "
+                   "(send it as a string)")
 
 
 def _decimal_token(d: Decimal) -> str:

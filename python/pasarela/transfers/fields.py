@@ -48,10 +48,12 @@ def digits(value: object, field: str, *, length: int, max_length: Optional[int] 
 
 
 def choice(value: object, field: str, allowed: Collection[str]) -> str:
-    """One of ``allowed``, compared exactly (codes are case-sensitive on the wire)."""
+    """One of ``allowed``, compared exactly (codes are case-sensitive on the wire).
+
+    The error never echoes the value received: a secret passed in the wrong field would land in logs."""
     checked = text(value, field)
     if checked not in allowed:
-        raise ValidationError(field, f"must be one of {', '.join(sorted(allowed))}, got {checked!r}")
+        raise ValidationError(field, f"must be one of {', '.join(sorted(allowed))} (the value received is not shown)")
     return checked
 
 
