@@ -5,6 +5,7 @@ their own tests (test_asgi_hardening.py, test_webhooks.py)."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -12,10 +13,12 @@ import pytest
 import pasarela
 from faulty_clients import BUSINESS_CODE, SERIAL
 from local_server import ScriptedService, scripted_service_fixtures
+from pasarela.cli import main
 from pasarela.errors import AuthError, PayloadError, ResponseShapeError
 from pasarela.http import RetryPolicy, ServiceConfig
 from pasarela.http.audit import TOO_DEEP, AuditRecord, recordable_body
 from pasarela.terminal import reference
+from pasarela.terminal.diagnose import diagnose
 from pasarela.transfers import TransferClient
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
@@ -99,3 +102,17 @@ def test_a_deep_service_answer_is_a_response_shape_error_and_is_audited(service:
             client.status("tok-1")
     assert refused.value.status == 500 and refused.value.code is None
     assert [record.response_body for record in records] == [TOO_DEEP, TOO_DEEP]
+
+
+def test_diagnose_refuses_a_request_nested_too_deep_with_a_payload_error(monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    sealed = TERMINAL.seal({"a": 1})
+    deep = b'{"data":' + b"[" * DEEP + b"]" * DEEP + b"}"
+    with pytest.raises(PayloadError, match="nests too deep to diagnose"):
+        diagnose("POST", sealed.headers, deep, business_code=BUSINESS_CODE, terminal_serial=SERIAL)
+    monkeypatch.setenv("PASARELA_BUSINESS_CODE", BUSINESS_CODE)
+    monkeypatch.setenv("PASARELA_TERMINAL_SERIAL", SERIAL)
+    captured = '{"method": "POST", "headers": {}, "body": ' + "[" * DEEP + "]" * DEEP + "}"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(captured.encode())))
+    assert main(["diagnose"]) == 2
+    assert "pasarela diagnose: error:" in capsys.readouterr().err

@@ -54,6 +54,13 @@ def test_a_business_code_with_a_lone_surrogate_is_not_chained_to_the_error(make:
     assert_carries_nothing_of(refused.value, "SECRET-7788")
 
 
+def test_the_reference_refuses_a_business_code_that_is_not_utf8_without_chaining_it() -> None:
+    terminal = reference.Terminal(INVALID_UTF8_CODE, SERIAL)
+    with pytest.raises(CredentialsError, match="must be UTF-8 text") as refused:
+        terminal.seal({"a": 1})
+    assert_carries_nothing_of(refused.value, "SECRET-7788")
+
+
 @pytest.mark.parametrize("code", [SURROGATE_CODE, INVALID_UTF8_CODE], ids=["surrogate", "invalid-utf8"])
 def test_diagnose_does_not_chain_the_business_code_to_its_error(code: object) -> None:
     sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal({"a": 1})

@@ -61,8 +61,8 @@ def _diagnose(args: argparse.Namespace) -> int:
 
     try:
         captured = json.loads(_read_payload(args.file))
-    except ValueError:
-        raise PasarelaError("the captured request is not JSON") from None
+    except (ValueError, RecursionError):
+        raise PasarelaError("the captured request is not JSON (or nests too deep)") from None
     if not isinstance(captured, dict) or not isinstance(captured.get("headers"), dict):
         raise PasarelaError('the captured request must be a JSON object with "headers" and "body" or "params"')
     method = captured.get("method") or ("GET" if "params" in captured and "body" not in captured else "POST")

@@ -122,7 +122,10 @@ def diagnose(method: str, headers: Mapping[str, str], body: Body = None, params:
     prefix = _text_or_none(secret)
     if prefix is None:  # raised outside the except: the UnicodeDecodeError holds the secret bytes
         raise CredentialsError("business_code and terminal_serial must be UTF-8 text")
-    return _Diagnoser(prefix, tolerance).run(method, headers, body, params, time.time() if now is None else now)
+    try:
+        return _Diagnoser(prefix, tolerance).run(method, headers, body, params, time.time() if now is None else now)
+    except RecursionError:  # json.loads/dumps of a request nested deeper than Python's stack allows
+        raise PayloadError("$", "the captured request nests too deep to diagnose") from None
 
 
 def _text_or_none(secret: bytes) -> Optional[str]:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional, Union
 
-from ..errors import AuthError, PayloadError
+from ..errors import AuthError, CredentialsError, PayloadError
 from .inbound import (
     BAD_PADDING,
     DEFAULT_TOLERANCE,
@@ -70,9 +70,18 @@ def formatted_date(timestamp: int) -> str:
     return when.strftime("%Y:%m:%d:%H:%M")
 
 
+def _credentials_text(business_code: bytes, terminal_serial: bytes) -> str:
+    try:
+        return (business_code + terminal_serial).decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    # Raised here, not in the except: the UnicodeDecodeError holds the business code's bytes.
+    raise CredentialsError("business_code and terminal_serial must be UTF-8 text")
+
+
 def derive(business_code: bytes, terminal_serial: bytes, timestamp: int) -> Derived:
     """password, encodedKeyTimestamp and aesKey (spec 5.1 steps 3, 4, 6)."""
-    key = (business_code + terminal_serial).decode("utf-8") + formatted_date(timestamp)
+    key = _credentials_text(business_code, terminal_serial) + formatted_date(timestamp)
     # "padded to at least 32 characters", as JavaScript's padEnd counts them: UTF-16 code units
     padding = "0" * max(0, 32 - len(key.encode("utf-16-le")) // 2)
     password = hashlib.md5((key + padding).encode("utf-8")).hexdigest()  # noqa: S324 - the protocol's choice
