@@ -18,6 +18,7 @@ from pasarela.errors import AuthError, PayloadError, ResponseShapeError
 from pasarela.http import RetryPolicy, ServiceConfig
 from pasarela.http.audit import TOO_DEEP, AuditRecord, recordable_body
 from pasarela.terminal import reference
+from pasarela.terminal.calls import read_answer
 from pasarela.terminal.diagnose import diagnose
 from pasarela.transfers import TransferClient
 
@@ -74,6 +75,16 @@ def test_a_deep_encrypted_response_is_auth_001() -> None:
     answer = {"data": reference.encrypt(derived.aes_key, bytes(16), b"[" * DEEP + b"]" * DEEP)}
     with pytest.raises(AuthError, match="AUTH-001"):
         sealed.open_response(answer)
+
+
+def test_a_deep_plain_answer_to_a_terminal_call_is_a_typed_error() -> None:
+    sealed = TERMINAL.seal({"n": 1})
+    deep = b"[" * DEEP + b"]" * DEEP
+    with pytest.raises(ResponseShapeError, match="not JSON"):
+        read_answer(sealed, 200, deep)
+    with pytest.raises(pasarela.errors.ApiError) as refused:
+        read_answer(sealed, 502, deep)
+    assert refused.value.status == 502
 
 
 @pytest.mark.parametrize("depth", [990, DEEP])

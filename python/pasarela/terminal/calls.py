@@ -54,7 +54,7 @@ def read_answer(sealed: Sealed, status: int, content: bytes) -> Any:
     """
     try:
         parsed = json.loads(content) if content.strip() else None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         parsed = ValueError
     if status == 401 or (isinstance(parsed, dict) and parsed.get("code") == AUTH_001_BODY["code"]):
         raise AuthError(f"the service answered HTTP {status} AUTH-001")
