@@ -23,17 +23,17 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 from .._asgi_body import read_body
-from ..errors import ConfigurationError, ResponseShapeError, WebhookSignatureError
+from .._maybe_async import settled, synchronously
+from ..errors import ConfigurationError, ResponseShapeError, StoreUnavailableError, WebhookSignatureError
 from ..http.response_reader import ResponseReader
-from .pending import TransferGuard
+from .pending import AnyGuard
 from .status import TransferState, find_status
-from .webhook_dedup import EventLedger, SeenEvents
+from .webhook_dedup import AnyLedger, SeenEvents
 from .webhook_signature import Secret, WebhookHeaders, verify_webhook_signature
 
 __all__ = ["TransferEvent", "TransferWebhookReceiver", "WebhookReply"]
@@ -107,8 +107,8 @@ class TransferWebhookReceiver:
         merchant_id: Optional[str] = None,
         header_names: Optional[WebhookHeaders] = None,
         allow_simple_signature: bool = True,
-        ledger: Optional[EventLedger] = None,
-        pending: Optional[TransferGuard] = None,
+        ledger: Optional[AnyLedger] = None,
+        pending: Optional[AnyGuard] = None,
         max_body_bytes: int = 1 << 20,
     ) -> None:
         if secret is not None and not secret:
@@ -120,7 +120,7 @@ class TransferWebhookReceiver:
         self._merchant_id = merchant_id
         self._names = header_names or WebhookHeaders()
         self._allow_simple = allow_simple_signature
-        self._ledger: EventLedger = ledger if ledger is not None else SeenEvents()
+        self._ledger: AnyLedger = ledger if ledger is not None else SeenEvents()
         self._pending = pending
         self._max_body_bytes = max_body_bytes
 
@@ -129,7 +129,7 @@ class TransferWebhookReceiver:
         return f"TransferWebhookReceiver(secret={secret}, merchant_id={self._merchant_id!r})"
 
     def _admit(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, TransferEvent]:
-        """Verify, parse and claim: an event to hand over, or the reply that ends the delivery here."""
+        """Verify and parse: an event to claim and hand over, or the reply that ends the delivery here."""
         if len(body) > self._max_body_bytes:
             return WebhookReply.of(413, "body too large")
         if self._secret is not None:
@@ -154,37 +154,46 @@ class TransferWebhookReceiver:
         except ResponseShapeError as exc:
             _log.warning("transfer webhook refused: %s", exc)
             return WebhookReply.of(400, "unreadable body")
-        if not self._ledger.claim(event.dedup_key):
-            return WebhookReply.of(200, "duplicate")
         return event
 
-    @contextmanager
-    def _handling(self, event: TransferEvent) -> Iterator[Optional[Awaitable[None]]]:
-        """Run the handler (yielding what it returned): forget the claim if it fails, settle the guard if not."""
-        try:
-            yield self._on_event(event)
-        except BaseException:
-            self._ledger.forget(event.dedup_key)
-            raise
+    def _release(self, event: TransferEvent) -> object:
+        """Settle the guard once a final event was handled (what the guard returned, awaitable if async)."""
         if self._pending is not None and event.state.is_final:
-            self._pending.release_transfer(token=event.token, transaction_reference=event.transaction_reference)
+            return self._pending.release_transfer(token=event.token, transaction_reference=event.transaction_reference)
+        return None
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        """Process one delivery with a synchronous handler; answer with the returned reply."""
+        """Process one delivery with a synchronous handler (and sync ledger and guard); answer with the reply.
+
+        Claim the event (a redelivery ends here), run the handler (forget the claim if it fails), release the guard.
+        """
         admitted = self._admit(headers, body)
-        if isinstance(admitted, TransferEvent):
-            with self._handling(admitted) as outcome:
-                _refuse_awaitable(outcome)
-        return _reply_for(admitted)
+        if not isinstance(admitted, TransferEvent):
+            return admitted
+        if not synchronously(self._ledger.claim(admitted.dedup_key), _ASYNC_STORE):
+            return WebhookReply.of(200, "duplicate")
+        try:
+            _refuse_awaitable(self._on_event(admitted))
+        except BaseException:
+            synchronously(self._ledger.forget(admitted.dedup_key), _ASYNC_STORE)
+            raise
+        synchronously(self._release(admitted), _ASYNC_STORE)
+        return WebhookReply.of(200, "received")
 
     async def handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        """Process one delivery, awaiting the handler when it is a coroutine function."""
+        """As :meth:`handle`, awaiting the handler, the ledger and the guard when they are asynchronous."""
         admitted = self._admit(headers, body)
-        if isinstance(admitted, TransferEvent):
-            with self._handling(admitted) as outcome:
-                if inspect.isawaitable(outcome):
-                    await outcome
-        return _reply_for(admitted)
+        if not isinstance(admitted, TransferEvent):
+            return admitted
+        if not await settled(self._ledger.claim(admitted.dedup_key)):
+            return WebhookReply.of(200, "duplicate")
+        try:
+            await settled(self._on_event(admitted))
+        except BaseException:
+            await settled(self._ledger.forget(admitted.dedup_key))
+            raise
+        await settled(self._release(admitted))
+        return WebhookReply.of(200, "received")
 
     async def __call__(
         self,
@@ -208,7 +217,12 @@ class TransferWebhookReceiver:
             await _respond(send, WebhookReply.of(413, "body too large"))
             return
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-        await _respond(send, await self.handle_async(headers, body))
+        try:
+            reply = await self.handle_async(headers, body)
+        except StoreUnavailableError as exc:  # fail closed: not handled, so the service delivers it again
+            _log.error("transfer webhook not handled: %s", exc)
+            reply = WebhookReply.of(503, "try again later")
+        await _respond(send, reply)
 
 
 def _refuse_awaitable(outcome: object) -> None:
@@ -218,8 +232,7 @@ def _refuse_awaitable(outcome: object) -> None:
         raise TypeError("the handler is async: mount the receiver as an ASGI app or use handle_async()")
 
 
-def _reply_for(admitted: Union[WebhookReply, TransferEvent]) -> WebhookReply:
-    return admitted if isinstance(admitted, WebhookReply) else WebhookReply.of(200, "received")
+_ASYNC_STORE = "this webhook ledger or pending-transfer guard"
 
 
 async def _respond(send: Callable[[Mapping[str, Any]], Awaitable[None]], reply: WebhookReply) -> None:
