@@ -14,7 +14,9 @@ whatever the cause; the cause is logged at WARNING on the ``pasarela.asgi`` logg
 
 Strict on purpose: only ``data`` may travel in the query string (GET), nothing on POST, PUT and PATCH,
 since anything beside it is neither signed nor encrypted. With ``replay_store`` a signature is accepted
-once inside the tolerance window (:mod:`pasarela.terminal.replay`).
+once inside the tolerance window (:mod:`pasarela.terminal.replay`; shared by every node on Redis:
+:mod:`pasarela.terminal.replay_redis`). When that store cannot be reached the request is refused with
+HTTP 503 (fail closed): its signature is valid but whether it was seen before cannot be known.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Callable, Union
 from urllib.parse import parse_qs
 
 from ._asgi_body import read_body
-from .errors import AUTH_001_BODY, AuthError
+from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
 from .terminal.inbound import DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
 from .terminal.request import BODY_METHODS
@@ -42,6 +44,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 AUTH_001_RESPONSE = json.dumps(AUTH_001_BODY, separators=(",", ":")).encode("ascii")
 """The body of every refusal: {"type":"AUTH","code":"AUTH-001","message":"Invalid or expired credentials"}."""
+STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
+"""The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
 _SINGLE_HEADERS = frozenset({"authorization", "timestamp"})
 logger = logging.getLogger("pasarela.asgi")
@@ -87,6 +91,10 @@ class TerminalAuthMiddleware:
             logger.warning("terminal request refused (AUTH-001): %s %r from %s: %s", method, scope.get("path"),
                            client[0], exc.reason)
             await _answer(send, 401, AUTH_001_RESPONSE)
+            return
+        except StoreUnavailableError as exc:
+            logger.error("terminal request refused (503, fail closed): %s %r: %s", method, scope.get("path"), exc)
+            await _answer(send, StoreUnavailableError.status, STORE_UNAVAILABLE_RESPONSE)
             return
         forwarded = json.dumps(payload, separators=(",", ":")).encode("ascii") if method in BODY_METHODS else b""
         inner = dict(scope)
