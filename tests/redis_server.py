@@ -21,7 +21,7 @@ from typing import Optional
 import redis
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: SIGKILL when the test process dies, so a killed test run leaves no redis-server behind."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG (Linux)
 
@@ -49,7 +49,7 @@ class RedisServer:
         self._process = subprocess.Popen(
             [self._executable, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self._directory.name,
              "--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", str(log)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
         )
         probe = redis.Redis(port=self.port, socket_timeout=1.0, socket_connect_timeout=1.0)
         deadline = time.monotonic() + timeout
