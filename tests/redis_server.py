@@ -12,18 +12,23 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Optional
+from typing import Callable, Optional
 
 import redis
 
 
-def die_with_parent() -> None:
-    """In the child: SIGKILL when the test process dies, so a killed test run leaves no redis-server behind."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG (Linux)
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, so a killed test run leaves no server behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
+die_with_parent: Optional[Callable[[], None]] = _die_with_parent if sys.platform == "linux" else None
+"""For Popen's preexec_fn (Linux only; elsewhere the ``with`` blocks alone stop the servers)."""
 
 
 def free_port() -> int:
