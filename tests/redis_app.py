@@ -7,7 +7,8 @@
 - ``/health``: 200, unverified, touching nothing.
 
 Every answer carries ``x-worker-pid``, so a test can see that several processes took part. Settings come
-from the environment: PASARELA_TEST_REDIS_URL, PASARELA_TEST_EVENTS, PASARELA_TEST_WEBHOOK_SECRET.
+from the environment: PASARELA_TEST_REDIS_URL, PASARELA_TEST_EVENTS, PASARELA_TEST_WEBHOOK_SECRET, and
+PASARELA_TEST_REPLAY_STORE=memory for a per-worker in-memory replay store instead (benchmarks only).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import redis.backoff
 import pasarela
 from faulty_clients import BUSINESS_CODE, SERIAL
 from pasarela.asgi import TerminalAuthMiddleware
+from pasarela.terminal.replay import InMemoryReplayStore
 from pasarela.terminal.replay_redis import AsyncRedisReplayStore
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers
@@ -45,7 +47,8 @@ _webhook_secret = os.environ["PASARELA_TEST_WEBHOOK_SECRET"]
 
 async def _terminal_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     body = json.dumps(scope["pasarela.payload"]).encode()
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -55,8 +58,11 @@ async def _on_event(event: TransferEvent) -> None:
         events.write(f"{os.getpid()} {event.dedup_key}\n")
 
 
+# benchmarks/redis_replay.py compares with each worker's own in-memory store (no sharing: not a guarantee).
+_replay_store = (InMemoryReplayStore() if os.environ.get("PASARELA_TEST_REPLAY_STORE") == "memory"
+                 else AsyncRedisReplayStore(_client))
 _terminal = TerminalAuthMiddleware(_terminal_endpoint, pasarela.Terminal(BUSINESS_CODE, SERIAL),
-                                   replay_store=AsyncRedisReplayStore(_client))
+                                   replay_store=_replay_store)
 _webhooks = TransferWebhookReceiver(_on_event, secret=_webhook_secret, ledger=AsyncRedisEventLedger(_client),
                                     pending=AsyncRedisPendingTransfers(_client))
 
@@ -72,7 +78,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await send(message)
 
     if scope["path"] == "/health":
-        await tagged({"type": "http.response.start", "status": 200, "headers": []})
+        await tagged({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
         return
     target = _webhooks if scope["path"] == "/webhook" else _terminal
