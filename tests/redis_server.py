@@ -38,7 +38,10 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self) -> None:
+    """``cluster=True``: a one-node Redis Cluster serving all 16384 slots (a real Cluster to its clients:
+    redis-py's RedisCluster refuses a multi-key command whose keys hash to different slots)."""
+
+    def __init__(self, *, cluster: bool = False) -> None:
         executable = shutil.which("redis-server")
         if executable is None:
             raise RuntimeError("redis-server is not installed (scripts/setup installs it with apt)")
@@ -47,13 +50,15 @@ class RedisServer:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._process: Optional[subprocess.Popen[bytes]] = None
+        self._cluster = cluster
 
     def start(self, *, timeout: float = 10.0) -> None:
         """Start (or restart, on the same port) and wait until it answers PING."""
         log = Path(self._directory.name, "redis.log")
         self._process = subprocess.Popen(
             [self._executable, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self._directory.name,
-             "--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", str(log)],
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", str(log),
+             *(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] if self._cluster else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
         )
         probe = redis.Redis(port=self.port, socket_timeout=1.0, socket_connect_timeout=1.0)
@@ -62,7 +67,9 @@ class RedisServer:
             while True:
                 try:
                     probe.ping()
-                    return
+                    if not self._cluster or self._cluster_ready(probe):
+                        return
+                    time.sleep(0.02)
                 except redis.ConnectionError:
                     if self._process.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError(f"redis-server did not start on port {self.port}: "
@@ -71,6 +78,12 @@ class RedisServer:
                     time.sleep(0.02)
         finally:
             probe.close()
+
+    @staticmethod
+    def _cluster_ready(probe: redis.Redis) -> bool:
+        if int(probe.execute_command("CLUSTER", "INFO").decode().split("cluster_slots_assigned:")[1].split()[0]) == 0:
+            probe.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        return "cluster_state:ok" in probe.execute_command("CLUSTER", "INFO").decode()
 
     def kill(self) -> None:
         """Take Redis away at once (SIGKILL), as a crash or a network cut would."""

@@ -17,8 +17,10 @@ from typing import Any, Callable, TypeVar, Union
 import pytest
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
 import redis.asyncio.retry
 import redis.backoff
+import redis.cluster
 import redis.retry
 
 import pasarela
@@ -354,3 +356,43 @@ def test_without_redis_the_stores_name_the_extra_to_install() -> None:
             "try:\n import pasarela.terminal.replay_redis\nexcept ImportError as exc:\n print(exc)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert 'pip install "pasarela[redis]"' in out
+
+
+# --- Redis Cluster --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisServer]:
+    with RedisServer(cluster=True) as server:
+        yield server
+
+
+def test_the_stores_on_a_redis_cluster(redis_cluster: RedisServer) -> None:
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=redis_cluster.port)
+    try:
+        guard = RedisPendingTransfers(client)  # the default prefix carries a hash tag
+        guard.reserve("order-1", "tok-1")
+        guard.confirm("order-1", "ref-1")
+        with pytest.raises(PendingTransferError):
+            guard.reserve("order-1", "tok-2")
+        assert guard.release_transfer(transaction_reference="ref-1") == "order-1"
+        with pytest.raises(pasarela.errors.ConfigurationError, match="hash tag"):
+            RedisPendingTransfers(client, prefix="pasarela:pending:")
+        store, ledger = RedisReplayStore(client), RedisEventLedger(client)  # one key per call: no tag needed
+        assert store.first_use(SIGNATURE, 4e9) and not store.first_use(SIGNATURE, 4e9)
+        assert ledger.claim("ref-1:PAID") and not ledger.claim("ref-1:PAID")
+    finally:
+        client.close()
+
+    async def on_asyncio_cluster() -> None:
+        client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=redis_cluster.port)
+        try:
+            guard = AsyncRedisPendingTransfers(client)
+            await guard.reserve("order-2", "tok-2")
+            assert await guard.release_transfer(token="tok-2") == "order-2"
+            with pytest.raises(pasarela.errors.ConfigurationError, match="hash tag"):
+                AsyncRedisPendingTransfers(client, prefix="{}pending:")
+        finally:
+            await client.aclose()
+
+    asyncio.run(on_asyncio_cluster())
