@@ -3,7 +3,8 @@ approved or rejected.
 
 :class:`PendingTransfers` remembers, per order, the transfer that is not final yet, in SQLite
 (``":memory:"`` by default; give a file path to share the guard between processes: the order id is
-the primary key, so two processes racing for one order cannot both win). The transfer client
+the primary key, so two processes racing for one order cannot both win); for many machines use
+:mod:`.pending_redis` (sync and asyncio, on Redis). The transfer client
 reserves the order before ``init`` and confirms it after; a status query, a webhook or a cancel
 that shows a final result releases it.
 
