@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from node_envelope import NodeEnvelope
 from node_oracle import NodeOracle, NodeUnavailableError
+from redis_server import RedisServer
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
@@ -56,3 +57,17 @@ def node_envelope() -> Iterator[NodeEnvelope]:
         yield oracle
     finally:
         oracle.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real redis-server on a free loopback port for the session (fails, never skips, without it)."""
+    try:
+        server = RedisServer()
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.close()

@@ -14,7 +14,9 @@ whatever the cause; the cause is logged at WARNING on the ``pasarela.asgi`` logg
 
 Strict on purpose: only ``data`` may travel in the query string (GET), nothing on POST, PUT and PATCH,
 since anything beside it is neither signed nor encrypted. With ``replay_store`` a signature is accepted
-once inside the tolerance window (:mod:`pasarela.terminal.replay`).
+once inside the tolerance window (:mod:`pasarela.terminal.replay`; shared by every node on Redis:
+:mod:`pasarela.terminal.replay_redis`). When that store cannot be reached the request is refused with
+HTTP 503 (fail closed): its signature is valid but whether it was seen before cannot be known.
 
 With ``failure_limiter`` (an :class:`~pasarela.auth_limit.AuthFailureLimiter`; off by default), once a
 terminal serial has had too many AUTH-001 failures in the limiter's window, every request for it is
@@ -37,7 +39,7 @@ from urllib.parse import parse_qs
 
 from ._asgi_body import read_body
 from .auth_limit import AuthFailureLimiter
-from .errors import AUTH_001_BODY, AuthError
+from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
 from .terminal.inbound import DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
 from .terminal.request import BODY_METHODS
@@ -52,6 +54,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 AUTH_001_RESPONSE = json.dumps(AUTH_001_BODY, separators=(",", ":")).encode("ascii")
 """The body of every refusal: {"type":"AUTH","code":"AUTH-001","message":"Invalid or expired credentials"}."""
+STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
+"""The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
 _SINGLE_HEADERS = frozenset({"authorization", "timestamp"})
 logger = logging.getLogger("pasarela.asgi")
@@ -110,6 +114,10 @@ class TerminalAuthMiddleware:
             logger.warning("terminal request refused (AUTH-001): %s %r from %s: %s", method, scope.get("path"),
                            client[0], exc.reason)
             await _answer(send, 401, AUTH_001_RESPONSE)
+            return
+        except StoreUnavailableError as exc:
+            logger.error("terminal request refused (503, fail closed): %s %r: %s", method, scope.get("path"), exc)
+            await _answer(send, StoreUnavailableError.status, STORE_UNAVAILABLE_RESPONSE)
             return
         inner = dict(scope)
         inner["headers"] = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-length"]

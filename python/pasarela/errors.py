@@ -117,6 +117,22 @@ class WebhookSignatureError(PasarelaError):
     """A webhook's signature headers are missing or do not match the configured secret."""
 
 
+class StoreUnavailableError(PasarelaError):
+    """A shared store (Redis) could not be reached or refused the command: the call fails closed.
+
+    Raised by the Redis replay store, pending-transfer guard and webhook ledger instead of letting a
+    request, a transfer or a webhook through unchecked. ``store`` names which one; ``status`` is the
+    HTTP status a server answers with (503: the request may be retried once the store is back).
+    """
+
+    status = 503
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"{store} unavailable (request refused, fail closed): {reason}")
+        self.store = store
+        self.reason = reason
+
+
 class PendingTransferError(PasarelaError):
     """Certification rule 6: the order already has a transfer that is neither approved nor rejected."""
 
@@ -132,6 +148,7 @@ __all__ += [
     "PendingTransferError",
     "QrCodeError",
     "ResponseShapeError",
+    "StoreUnavailableError",
     "TransportError",
     "ValidationError",
     "WebhookSignatureError",

@@ -10,14 +10,8 @@ while the IV can be altered without changing what verifies. Consequence: two ide
 the same terminal within the same second have the same signature, and the second one is refused.
 
 Only verified requests are recorded, so a forged request cannot burn a legitimate signature. For many
-gateway nodes, share one store; any store whose ``first_use`` is atomic will do, e.g. Redis::
-
-    class RedisReplayStore:
-        def __init__(self, redis):  # a redis.Redis (or, with async def, a redis.asyncio.Redis)
-            self.redis = redis
-
-        def first_use(self, signature: str, expires_at: float) -> bool:
-            return bool(self.redis.set(f"pasarela:sig:{signature}", 1, nx=True, exat=math.ceil(expires_at)))
+gateway nodes, share one store: :mod:`pasarela.terminal.replay_redis` ships one on Redis (sync and
+asyncio, ``pip install "pasarela[redis]"``); any other store whose ``first_use`` is atomic will do.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Token creation carries the public key; init, status and cancel the private key (
 Only the status query (a GET) is retried. Give the client a :class:`~.pending.PendingTransfers`
 guard to enforce certification rule 6: ``init`` then needs the ``order_id`` and refuses a second
 transfer for an order whose first one is not approved or rejected yet; a final status or a cancel
-releases the order. The guard is synchronous (SQLite, microseconds) in the async client too.
+releases the order. The async client also takes an asyncio guard (``pending_redis.AsyncRedisPendingTransfers``)
+and awaits it; a sync guard (SQLite, microseconds) is called directly there.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Optional, Union
 
+from .._maybe_async import settled, synchronously
 from ..errors import FinalStatusError
 from ..http.config import MerchantKey, ServiceConfig
 from ..http.exchange import Endpoint
 from ..http.transport import AsyncServiceClient, AsyncSleep, Sleep, SyncServiceClient
 from .callback import token_from_callback
 from .models import TransferInitRequest, TransferTokenRequest
-from .pending import GuardedInit, TransferGuard
+from .pending import AnyGuard, GuardedInit, TransferGuard
 from .responses import TransferInit, TransferStatus, TransferToken, parse_transfer_init
 
 if TYPE_CHECKING:
@@ -33,26 +35,23 @@ STATUS = Endpoint("GET", "/transfer/v1/status/{}", MerchantKey.PRIVATE)
 CANCEL = Endpoint("PATCH", "/transfer/v1/cancel/{}", MerchantKey.PRIVATE)
 
 Callback = Union[str, Mapping[str, str]]
+_ASYNC_GUARD = "this pending-transfer guard"
 
 
 class _TransferGuarding:
-    """The guard bookkeeping both clients share (no I/O of its own but SQLite)."""
+    """The guard bookkeeping both clients share; the guard's answer is awaited by the async client."""
 
-    _pending: Optional[TransferGuard]
+    _pending: Optional[AnyGuard]
 
     def _guarded_init(self, request: TransferInitRequest, order_id: Optional[str]) -> GuardedInit:
         return GuardedInit(self._pending, order_id, request.token)
 
-    def _observed(self, token: str, status: TransferStatus) -> TransferStatus:
-        if self._pending is not None and status.state.is_final:
-            self._pending.release_transfer(token=token)
-        return status
-
-    def _ended(self, token: str) -> None:
-        # A cancelled QR is invalidated, and T023 means the transfer is already final: either way
-        # the order may start a new transfer.
-        if self._pending is not None:
-            self._pending.release_transfer(token=token)
+    def _release(self, token: str, status: Optional[TransferStatus] = None) -> object:
+        """Free the order after a final status, or (no status) after a cancel: a cancelled QR is invalidated,
+        and T023 means the transfer is already final, so either way the order may start a new transfer."""
+        if self._pending is not None and (status is None or status.state.is_final):
+            return self._pending.release_transfer(token=token)
+        return None
 
 
 class TransferClient(SyncServiceClient, _TransferGuarding):
@@ -82,7 +81,9 @@ class TransferClient(SyncServiceClient, _TransferGuarding):
             return guard.done(parse_transfer_init(reply.json()))
 
     def status(self, token: str) -> TransferStatus:
-        return self._observed(token, TransferStatus.from_json(self._send(STATUS.call(token=token)).json()))
+        status = TransferStatus.from_json(self._send(STATUS.call(token=token)).json())
+        synchronously(self._release(token, status), _ASYNC_GUARD)
+        return status
 
     def cancel(self, token: str) -> None:
         """Cancel a transfer that has no final status (Colombia QR: the QR is invalidated).
@@ -92,9 +93,9 @@ class TransferClient(SyncServiceClient, _TransferGuarding):
         try:
             self._send(CANCEL.call(token=token))
         except FinalStatusError:
-            self._ended(token)
+            synchronously(self._release(token), _ASYNC_GUARD)
             raise
-        self._ended(token)
+        synchronously(self._release(token), _ASYNC_GUARD)
 
     def status_from_callback(self, callback: Callback) -> TransferStatus:
         """Ecuador: the status of the transfer whose token the payer brought back to ``callbackUrl``."""
@@ -108,7 +109,7 @@ class AsyncTransferClient(AsyncServiceClient, _TransferGuarding):
         self,
         config: ServiceConfig,
         *,
-        pending: Optional[TransferGuard] = None,
+        pending: Optional[AnyGuard] = None,
         sleep: Optional[AsyncSleep] = None,
         http_client: Optional[httpx.AsyncClient] = None,
     ) -> None:
@@ -124,21 +125,23 @@ class AsyncTransferClient(AsyncServiceClient, _TransferGuarding):
     async def init(
         self, request: TransferInitRequest, *, order_id: Optional[str] = None, idempotency_key: Optional[str] = None
     ) -> TransferInit:
-        with self._guarded_init(request, order_id) as guard:
+        async with self._guarded_init(request, order_id) as guard:
             reply = await self._send(INIT.call(request.to_wire(), idempotency_key=idempotency_key))
-            return guard.done(parse_transfer_init(reply.json()))
+            return await guard.done_async(parse_transfer_init(reply.json()))
 
     async def status(self, token: str) -> TransferStatus:
         reply = await self._send(STATUS.call(token=token))
-        return self._observed(token, TransferStatus.from_json(reply.json()))
+        status = TransferStatus.from_json(reply.json())
+        await settled(self._release(token, status))
+        return status
 
     async def cancel(self, token: str) -> None:
         try:
             await self._send(CANCEL.call(token=token))
         except FinalStatusError:
-            self._ended(token)
+            await settled(self._release(token))
             raise
-        self._ended(token)
+        await settled(self._release(token))
 
     async def status_from_callback(self, callback: Callback) -> TransferStatus:
         return await self.status(token_from_callback(callback))

@@ -3,7 +3,8 @@ approved or rejected.
 
 :class:`PendingTransfers` remembers, per order, the transfer that is not final yet, in SQLite
 (``":memory:"`` by default; give a file path to share the guard between processes: the order id is
-the primary key, so two processes racing for one order cannot both win). The transfer client
+the primary key, so two processes racing for one order cannot both win); for many machines use
+:mod:`.pending_redis` (sync and asyncio, on Redis). The transfer client
 reserves the order before ``init`` and confirms it after; a status query, a webhook or a cancel
 that shows a final result releases it.
 
@@ -20,14 +21,16 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Callable, Optional, Protocol, Union
 
+from .._maybe_async import settled, synchronously
 from ..errors import ApiError, ConfigurationError, PendingTransferError, ValidationError
 from .responses import ColombiaQr, MexicoClabe, TransferInit
 
-__all__ = ["GuardedInit", "PendingTransfer", "PendingTransfers", "TransferGuard"]
+__all__ = ["AsyncTransferGuard", "GuardedInit", "PendingTransfer", "PendingTransfers", "TransferGuard"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,24 @@ class TransferGuard(Protocol):
         self, *, token: Optional[str] = None, transaction_reference: Optional[str] = None
     ) -> Optional[str]:
         """Free the order of the transfer with this token or reference; return the order id, if any."""
+
+
+class AsyncTransferGuard(Protocol):
+    """:class:`TransferGuard` for asyncio code (a guard reached over the network, e.g. on Redis)."""
+
+    def reserve(self, order_id: str, token: str) -> Awaitable[None]: ...
+
+    def confirm(self, order_id: str, transaction_reference: Optional[str]) -> Awaitable[None]: ...
+
+    def release(self, order_id: str) -> Awaitable[None]: ...
+
+    def release_transfer(
+        self, *, token: Optional[str] = None, transaction_reference: Optional[str] = None
+    ) -> Awaitable[Optional[str]]: ...
+
+
+AnyGuard = Union[TransferGuard, AsyncTransferGuard]
+_ASYNC_GUARD = "this pending-transfer guard"
 
 
 _SCHEMA = """
@@ -139,9 +160,10 @@ def _definitely_not_created(exc: BaseException) -> bool:
 
 class GuardedInit:
     """One ``init`` under a guard: reserve on entry, confirm with :meth:`done`, on failure release
-    only what certainly created nothing. With no guard it does nothing."""
+    only what certainly created nothing. With no guard it does nothing. ``with`` takes a sync guard;
+    ``async with`` and :meth:`done_async` either kind."""
 
-    def __init__(self, guard: Optional[TransferGuard], order_id: Optional[str], token: str) -> None:
+    def __init__(self, guard: Optional[AnyGuard], order_id: Optional[str], token: str) -> None:
         if guard is not None and (not isinstance(order_id, str) or not order_id):
             raise ValidationError("order_id", "is required when the client has a pending-transfer guard")
         self._guard = guard
@@ -150,17 +172,36 @@ class GuardedInit:
 
     def __enter__(self) -> GuardedInit:
         if self._guard is not None:
-            self._guard.reserve(self._order_id, self._token)
+            synchronously(self._guard.reserve(self._order_id, self._token), _ASYNC_GUARD)
+        return self
+
+    async def __aenter__(self) -> GuardedInit:
+        if self._guard is not None:
+            await settled(self._guard.reserve(self._order_id, self._token))
         return self
 
     def done(self, result: TransferInit) -> TransferInit:
         if self._guard is not None:
-            reference = result.transaction_reference if isinstance(result, (MexicoClabe, ColombiaQr)) else None
-            self._guard.confirm(self._order_id, reference)
+            synchronously(self._guard.confirm(self._order_id, _reference(result)), _ASYNC_GUARD)
+        return result
+
+    async def done_async(self, result: TransferInit) -> TransferInit:
+        if self._guard is not None:
+            await settled(self._guard.confirm(self._order_id, _reference(result)))
         return result
 
     def __exit__(
         self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         if self._guard is not None and exc is not None and _definitely_not_created(exc):
-            self._guard.release(self._order_id)
+            synchronously(self._guard.release(self._order_id), _ASYNC_GUARD)
+
+    async def __aexit__(
+        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if self._guard is not None and exc is not None and _definitely_not_created(exc):
+            await settled(self._guard.release(self._order_id))
+
+
+def _reference(result: TransferInit) -> Optional[str]:
+    return result.transaction_reference if isinstance(result, (MexicoClabe, ColombiaQr)) else None

@@ -2,17 +2,19 @@
 
 A receiver *claims* an event key before handing the event over and *forgets* it if the handler
 fails (so the redelivery is handled); the claim is atomic, so two concurrent deliveries of one
-event cannot both get through. :class:`SeenEvents` keeps the most recent keys in memory; give
-the receiver your own store (Redis, a database table) to share it between processes.
+event cannot both get through. :class:`SeenEvents` keeps the most recent keys in memory; to share
+them between processes and machines give the receiver a Redis ledger (:mod:`.webhook_dedup_redis`,
+sync or asyncio) or your own store (a database table).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Protocol
+from collections.abc import Awaitable
+from typing import Protocol, Union
 
-__all__ = ["EventLedger", "SeenEvents"]
+__all__ = ["AnyLedger", "AsyncEventLedger", "EventLedger", "SeenEvents"]
 
 
 class EventLedger(Protocol):
@@ -21,6 +23,17 @@ class EventLedger(Protocol):
 
     def forget(self, key: str) -> None:
         """Drop ``key`` (its handling failed and should be retried)."""
+
+
+class AsyncEventLedger(Protocol):
+    """:class:`EventLedger` for asyncio code (a ledger reached over the network, e.g. on Redis)."""
+
+    def claim(self, key: str) -> Awaitable[bool]: ...
+
+    def forget(self, key: str) -> Awaitable[None]: ...
+
+
+AnyLedger = Union[EventLedger, AsyncEventLedger]
 
 
 class SeenEvents:

@@ -33,18 +33,24 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 from .._asgi_body import read_body
-from ..errors import ConfigurationError, PasarelaError, ResponseShapeError, WebhookSignatureError
+from .._maybe_async import settled, synchronously
+from ..errors import (
+    ConfigurationError,
+    PasarelaError,
+    ResponseShapeError,
+    StoreUnavailableError,
+    WebhookSignatureError,
+)
 from ..http.response_reader import ResponseReader
-from .pending import TransferGuard
+from .pending import AnyGuard
 from .responses import TransferStatus
 from .status import TransferState, find_status
-from .webhook_dedup import EventLedger, SeenEvents
+from .webhook_dedup import AnyLedger, SeenEvents
 from .webhook_signature import (
     DEFAULT_MAX_AGE,
     DEFAULT_MAX_AHEAD,
@@ -181,8 +187,8 @@ class TransferWebhookReceiver:
         max_ahead: float = DEFAULT_MAX_AHEAD,
         allow_non_timestamp_id: bool = False,
         clock: Callable[[], float] = time.time,
-        ledger: Optional[EventLedger] = None,
-        pending: Optional[TransferGuard] = None,
+        ledger: Optional[AnyLedger] = None,
+        pending: Optional[AnyGuard] = None,
         max_body_bytes: int = 1 << 20,
     ) -> None:
         if secret is not None and not secret:
@@ -207,7 +213,7 @@ class TransferWebhookReceiver:
         self._max_ahead = _check_seconds("max_ahead", max_ahead)
         self._allow_non_timestamp_id = allow_non_timestamp_id
         self._clock = clock
-        self._ledger: EventLedger = ledger if ledger is not None else SeenEvents()
+        self._ledger: AnyLedger = ledger if ledger is not None else SeenEvents()
         self._pending = pending
         self._max_body_bytes = max_body_bytes
 
@@ -237,8 +243,8 @@ class TransferWebhookReceiver:
             return WebhookReply.of(401, "invalid signature")
 
     def _admit(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, TransferEvent, _StatusLookup]:
-        """Verify, parse and claim: an event to hand over, a status to query first, or the reply that ends
-        the delivery here."""
+        """Verify and parse: an event to claim and hand over, a status to query first, or the reply that
+        ends the delivery here."""
         if len(body) > self._max_body_bytes:
             return WebhookReply.of(413, "body too large")
         verified = self._verify(headers, body)
@@ -250,9 +256,9 @@ class TransferWebhookReceiver:
             return WebhookReply.of(401, "invalid signature")
         try:
             if verified is None:
-                return self._claim(TransferEvent.from_body(body, merchant))
+                return TransferEvent.from_body(body, merchant)
             if verified.body is not None:
-                return self._claim(TransferEvent.from_body(verified.body, merchant))
+                return TransferEvent.from_body(verified.body, merchant)
             return self._lookup(body, merchant)
         except ResponseShapeError as exc:
             _log.warning("transfer webhook refused: %s", exc)
@@ -265,34 +271,30 @@ class TransferWebhookReceiver:
             return WebhookReply.of(400, "no token to query")
         return _StatusLookup(token, merchant, self._status_query)
 
-    def _claim(self, event: TransferEvent) -> Union[WebhookReply, TransferEvent]:
-        return event if self._ledger.claim(event.dedup_key) else WebhookReply.of(200, "duplicate")
-
-    def _queried(self, lookup: _StatusLookup, record: object) -> Union[WebhookReply, TransferEvent]:
+    @staticmethod
+    def _queried(lookup: _StatusLookup, record: object) -> TransferEvent:
         if isinstance(record, Mapping):
             record = TransferStatus.from_json(record)
         if not isinstance(record, TransferStatus):
             raise TypeError(f"status_query must return a TransferStatus or a mapping, got {type(record).__name__}")
-        return self._claim(TransferEvent.from_status(lookup.token, record, lookup.merchant_id))
+        return TransferEvent.from_status(lookup.token, record, lookup.merchant_id)
 
     @staticmethod
     def _unavailable(exc: PasarelaError) -> WebhookReply:
         _log.warning("transfer webhook not handled: the status query failed: %s", exc)
         return WebhookReply.of(503, "status unavailable")
 
-    @contextmanager
-    def _handling(self, event: TransferEvent) -> Iterator[Optional[Awaitable[None]]]:
-        """Run the handler (yielding what it returned): forget the claim if it fails, settle the guard if not."""
-        try:
-            yield self._on_event(event)
-        except BaseException:
-            self._ledger.forget(event.dedup_key)
-            raise
+    def _release(self, event: TransferEvent) -> object:
+        """Settle the guard once a final event was handled (what the guard returned, awaitable if async)."""
         if self._pending is not None and event.state.is_final:
-            self._pending.release_transfer(token=event.token, transaction_reference=event.transaction_reference)
+            return self._pending.release_transfer(token=event.token, transaction_reference=event.transaction_reference)
+        return None
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        """Process one delivery with a synchronous handler (and status query); answer with the returned reply."""
+        """Process one delivery with a synchronous handler, status query, ledger and guard; answer with the reply.
+
+        Claim the event (a redelivery ends here), run the handler (forget the claim if it fails), release the guard.
+        """
         admitted = self._admit(headers, body)
         if isinstance(admitted, _StatusLookup):
             try:
@@ -301,15 +303,22 @@ class TransferWebhookReceiver:
                 return self._unavailable(exc)
             _refuse_awaitable(record, "the status query")
             admitted = self._queried(admitted, record)
-        if isinstance(admitted, TransferEvent):
-            with self._handling(admitted) as outcome:
-                _refuse_awaitable(outcome, "the handler")
-        return _reply_for(admitted)
+        if not isinstance(admitted, TransferEvent):
+            return admitted
+        if not synchronously(self._ledger.claim(admitted.dedup_key), _ASYNC_STORE):
+            return WebhookReply.of(200, "duplicate")
+        try:
+            _refuse_awaitable(self._on_event(admitted), "the handler")
+        except BaseException:
+            synchronously(self._ledger.forget(admitted.dedup_key), _ASYNC_STORE)
+            raise
+        synchronously(self._release(admitted), _ASYNC_STORE)
+        return WebhookReply.of(200, "received")
 
     async def handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        """Process one delivery, awaiting the handler (and the status query) when they are coroutine functions.
-
-        A blocking status query (``TransferClient.status``) runs in a worker thread, off the event loop."""
+        """As :meth:`handle`, awaiting the handler, the status query, the ledger and the guard when they are
+        asynchronous. A blocking status query (``TransferClient.status``) runs in a worker thread, off the
+        event loop."""
         admitted = self._admit(headers, body)
         if isinstance(admitted, _StatusLookup):
             query = admitted.query
@@ -317,17 +326,21 @@ class TransferWebhookReceiver:
                 if inspect.iscoroutinefunction(query):
                     record = await query(admitted.token)
                 else:
-                    record = await asyncio.to_thread(query, admitted.token)
-                    if inspect.isawaitable(record):
-                        record = await record
+                    record = await settled(await asyncio.to_thread(query, admitted.token))
             except PasarelaError as exc:
                 return self._unavailable(exc)
             admitted = self._queried(admitted, record)
-        if isinstance(admitted, TransferEvent):
-            with self._handling(admitted) as outcome:
-                if inspect.isawaitable(outcome):
-                    await outcome
-        return _reply_for(admitted)
+        if not isinstance(admitted, TransferEvent):
+            return admitted
+        if not await settled(self._ledger.claim(admitted.dedup_key)):
+            return WebhookReply.of(200, "duplicate")
+        try:
+            await settled(self._on_event(admitted))
+        except BaseException:
+            await settled(self._ledger.forget(admitted.dedup_key))
+            raise
+        await settled(self._release(admitted))
+        return WebhookReply.of(200, "received")
 
     async def __call__(
         self,
@@ -351,7 +364,12 @@ class TransferWebhookReceiver:
             await _respond(send, WebhookReply.of(413, "body too large"))
             return
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-        await _respond(send, await self.handle_async(headers, body))
+        try:
+            reply = await self.handle_async(headers, body)
+        except StoreUnavailableError as exc:  # fail closed: not handled, so the service delivers it again
+            _log.error("transfer webhook not handled: %s", exc)
+            reply = WebhookReply.of(503, "try again later")
+        await _respond(send, reply)
 
 
 def _refuse_awaitable(outcome: object, what: str) -> None:
@@ -361,8 +379,7 @@ def _refuse_awaitable(outcome: object, what: str) -> None:
         raise TypeError(f"{what} is async: mount the receiver as an ASGI app or use handle_async()")
 
 
-def _reply_for(admitted: Union[WebhookReply, TransferEvent]) -> WebhookReply:
-    return admitted if isinstance(admitted, WebhookReply) else WebhookReply.of(200, "received")
+_ASYNC_STORE = "this webhook ledger or pending-transfer guard"
 
 
 async def _respond(send: Callable[[Mapping[str, Any]], Awaitable[None]], reply: WebhookReply) -> None:

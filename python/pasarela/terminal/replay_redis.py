@@ -1,0 +1,62 @@
+"""The replay store on Redis, shared by every gateway node and worker (extra ``pasarela[redis]``).
+
+    import redis
+    from pasarela.terminal.replay_redis import RedisReplayStore
+
+    store = RedisReplayStore(redis.Redis.from_url("redis://replay.internal:6379/0", socket_timeout=0.5))
+    app = TerminalAuthMiddleware(app, terminal, replay_store=AsyncRedisReplayStore(redis.asyncio.Redis(...)))
+
+One command per verified request, ``SET <prefix><signature> 1 NX PX <ms>``: Redis runs it atomically, so
+of any number of nodes presenting one signature exactly one gets the key set (first use) and every other
+is refused. The key expires by itself when the request's window has passed on this node's clock, plus
+``clock_skew`` seconds so that a node whose clock runs behind still finds it. The lifetime is relative
+(PX), so Redis's own clock does not matter.
+
+When Redis cannot be reached or refuses the command, :class:`~pasarela.errors.StoreUnavailableError` is
+raised: the request is refused (HTTP 503 from the ASGI middleware), never accepted unchecked.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .._redis_store import check_prefix, failing_closed, milliseconds, seconds
+
+__all__ = ["AsyncRedisReplayStore", "RedisReplayStore"]
+
+_STORE = "replay store (Redis)"
+
+
+class _ReplayKeys:
+    def __init__(self, client: Any, *, prefix: str = "pasarela:replay:", clock_skew: float = 5.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._client = client
+        self._prefix = check_prefix(client, prefix, one_slot=False)
+        self._skew = seconds(clock_skew, "clock_skew", zero_ok=True)
+        self._clock = clock
+
+    def _set_args(self, signature: str, expires_at: float) -> tuple[str, dict[str, Any]]:
+        lifetime = max(expires_at - self._clock(), 0.0) + self._skew
+        return self._prefix + signature, {"nx": True, "px": milliseconds(lifetime)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(prefix={self._prefix!r})"
+
+
+class RedisReplayStore(_ReplayKeys):
+    """:class:`~pasarela.terminal.replay.ReplayStore` on a ``redis.Redis`` (or ``redis.cluster.RedisCluster``)."""
+
+    def first_use(self, signature: str, expires_at: float) -> bool:
+        key, options = self._set_args(signature, expires_at)
+        with failing_closed(_STORE):
+            return bool(self._client.set(key, b"1", **options))
+
+
+class AsyncRedisReplayStore(_ReplayKeys):
+    """:class:`~pasarela.terminal.replay.AsyncReplayStore` on a ``redis.asyncio.Redis`` (or its RedisCluster)."""
+
+    async def first_use(self, signature: str, expires_at: float) -> bool:
+        key, options = self._set_args(signature, expires_at)
+        with failing_closed(_STORE):
+            return bool(await self._client.set(key, b"1", **options))
