@@ -547,7 +547,8 @@ def test_unknown_routes_wrong_methods_and_schema_errors(start: Start) -> None:
         rule = client.post("/transfer/v1/tokens", json={"currency": "COP", "amount": {
             "subtotalIva": 0, "subtotalIva0": 10000, "iva": 0}}, headers=keys)
         assert rule.status_code == 400 and rule.json()["field"] == "flow"
-        not_json = client.post("/transfer/v1/tokens", content=b"{nope", headers=keys)
+        not_json = client.post("/transfer/v1/tokens", content=b"{nope",
+                               headers={**keys, "Content-Type": "application/json"})
         assert not_json.status_code == 400 and not_json.json()["field"] == "body"
         assert client.get("/status/unknown", headers=keys).status_code == 404
         assert client.get("/openapi.json").json()["openapi"] == "3.0.3"

@@ -16,12 +16,14 @@ from decimal import Decimal
 from typing import Optional
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .asgi_io import Reply
+from starlette.responses import Response
+from starlette.routing import Route
+
 from .auth import KeyRule
 from .context import Context
+from .endpoint import Call, api_route, form, html_reply, redirect
 from .errors import SandboxError
 from .payments import pay
-from .routing import Call, Route
 from .scenarios import Outcome
 from .store import Transfer
 
@@ -46,8 +48,8 @@ def callback_location(callback_url: str, token: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
-def _page(status: int, title: str, body: str) -> Reply:
-    return Reply.html(status, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+def _page(status: int, title: str, body: str) -> Response:
+    return html_reply(status, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
                               f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
                               f"<h1>{html.escape(title)}</h1>{body}</body></html>")
 
@@ -68,7 +70,7 @@ class PayerPage:
             raise SandboxError.not_found("no transfer was started with this token")
         return transfer
 
-    async def show(self, call: Call) -> Reply:
+    async def show(self, call: Call) -> Response:
         try:
             transfer = self._transfer(call.params["token"])
         except SandboxError as exc:
@@ -82,8 +84,8 @@ class PayerPage:
                 '<button name="action" value="decline">Decline</button></form>')
         return _page(200, _TITLES[transfer.variant], facts + form)
 
-    async def submit(self, call: Call) -> Reply:
-        action = call.request.form().get("action")
+    async def submit(self, call: Call) -> Response:
+        action = (await form(call.request)).get("action")
         try:
             if action not in _ACTIONS:
                 raise SandboxError.invalid("action", "must be pay or decline")
@@ -91,13 +93,13 @@ class PayerPage:
         except SandboxError as exc:
             return _page(exc.status, "Payment not completed", f"<p>{html.escape(exc.message)}</p>")
         if paid.callback_url is not None:
-            return Reply.redirect(callback_location(paid.callback_url, paid.token))
+            return redirect(callback_location(paid.callback_url, paid.token))
         return _page(200, _TITLES[paid.variant], f"<p>Status: <strong>{html.escape(paid.status.value)}</strong></p>")
 
 
 def routes(context: Context) -> list[Route]:
     page = PayerPage(context)
     return [
-        Route("GET", "/sandbox/pay/{token}", KeyRule.NONE, page.show),
-        Route("POST", "/sandbox/pay/{token}", KeyRule.NONE, page.submit),
+        api_route(context, "GET", "/sandbox/pay/{token}", KeyRule.NONE, page.show),
+        api_route(context, "POST", "/sandbox/pay/{token}", KeyRule.NONE, page.submit),
     ]

@@ -16,13 +16,15 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from starlette.responses import Response
+from starlette.routing import Route
+
 from ..cards.models import Card, NetworkTokenData
 from ..cards.validation import NETWORK_TOKEN_CAPABILITY
-from .asgi_io import Reply
 from .auth import KeyRule
 from .context import Context, digits, new_token
+from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
-from .routing import Call, Route
 from .store import Tx
 from .wire import card_token_request, charge_request, tokenless_charge_request
 
@@ -80,16 +82,16 @@ class CardApi:
     def __init__(self, context: Context) -> None:
         self._context = context
 
-    async def create_token(self, call: Call) -> Reply:
+    async def create_token(self, call: Call) -> Response:
         request = card_token_request(call.body)
         facts = _card_facts(request.card, request.is_network_token, request.network_token)
         facts["currency"] = request.currency
         token = new_token()
         with self._context.store.write() as tx:
             tx.add_card_token(token, facts, self._context.clock.now())
-        return Reply.json(201, {"token": token})
+        return json_reply(201, {"token": token})
 
-    def _charge_with_token(self, call: Call, kind: str) -> Reply:
+    def _charge_with_token(self, call: Call, kind: str) -> Response:
         request = charge_request(call.body)
         with self._context.store.write() as tx:
             token = tx.card_token(request.token)
@@ -101,27 +103,27 @@ class CardApi:
                 raise SandboxError.invalid("amount.currency", "differs from the currency of the card token")
             tx.use_card_token(request.token)
             answer = _approve(tx, kind, network_info(token.card, request.capabilities), self._context.clock.now())
-        return Reply.json(201, answer)
+        return json_reply(201, answer)
 
-    async def charge(self, call: Call) -> Reply:
+    async def charge(self, call: Call) -> Response:
         return self._charge_with_token(call, "charge")
 
-    async def pre_authorize(self, call: Call) -> Reply:
+    async def pre_authorize(self, call: Call) -> Response:
         return self._charge_with_token(call, "preAuthorization")
 
-    async def charge_tokenless(self, call: Call) -> Reply:
+    async def charge_tokenless(self, call: Call) -> Response:
         request = tokenless_charge_request(call.body)
         facts = _card_facts(request.card, request.is_network_token, request.network_token)
         with self._context.store.write() as tx:
             answer = _approve(tx, "tokenless", network_info(facts, request.capabilities), self._context.clock.now())
-        return Reply.json(201, answer)
+        return json_reply(201, answer)
 
 
 def routes(context: Context) -> list[Route]:
     api = CardApi(context)
     return [
-        Route("POST", "/card/v1/tokens", KeyRule.PUBLIC, api.create_token, "CardTokenRequest"),
-        Route("POST", "/card/v1/charges", KeyRule.PRIVATE, api.charge, "ChargeRequest"),
-        Route("POST", "/card/v1/preAuthorization", KeyRule.PRIVATE, api.pre_authorize, "ChargeRequest"),
-        Route("POST", "/card/v2/charges", KeyRule.PRIVATE, api.charge_tokenless, "TokenlessChargeRequest"),
+        api_route(context, "POST", "/card/v1/tokens", KeyRule.PUBLIC, api.create_token, "CardTokenRequest"),
+        api_route(context, "POST", "/card/v1/charges", KeyRule.PRIVATE, api.charge, "ChargeRequest"),
+        api_route(context, "POST", "/card/v1/preAuthorization", KeyRule.PRIVATE, api.pre_authorize, "ChargeRequest"),
+        api_route(context, "POST", "/card/v2/charges", KeyRule.PRIVATE, api.charge_tokenless, "TokenlessChargeRequest"),
     ]

@@ -1,6 +1,6 @@
 """The sandbox's OpenAPI 3.0 document, served at ``/openapi.json``.
 
-Request bodies are checked against these very schemas (:mod:`.schema_check`), so what the document
+Request bodies are checked against these very schemas (:mod:`.body_schema`, with jsonschema), so what the document
 promises and what the sandbox enforces are one thing. Rules a schema cannot say (an amount adding up
 to more than zero, a cryptogram only with ``isNetworkToken``) come from the client's own models and
 are answered with the same 400 naming the field.

@@ -14,14 +14,16 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Optional
 
-from .asgi_io import Reply, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from .auth import KeyRule
 from .clabe import SANDBOX_BANK, make_clabe
 from .context import Context, digits, new_token
+from .endpoint import Call, api_route, empty, json_reply
 from .errors import SandboxError
 from .jsontext import plain
 from .qr import png_data_uri
-from .routing import Call, Route
 from .scenarios import ColombiaScenario, colombia_scenario
 from .states import QR_VALIDITY_SECONDS, PaymentWindow, TransferStatus, cancel
 from .store import Transfer, TransferToken, Tx
@@ -34,8 +36,8 @@ _COUNTRIES = {"MXN": "MX", "USD": "EC", "COP": "CO"}
 _CODE_ATTEMPTS = 50
 
 
-def payer_page_url(request: Request, token: str) -> str:
-    return f"{request.host}/sandbox/pay/{token}"
+def payer_page_url(base_url: str, token: str) -> str:
+    return f"{base_url}/sandbox/pay/{token}"
 
 
 def status_record(transfer: Transfer, now: float) -> dict[str, Any]:
@@ -62,15 +64,15 @@ class TransferApi:
     def __init__(self, context: Context) -> None:
         self._context = context
 
-    async def create_token(self, call: Call) -> Reply:
+    async def create_token(self, call: Call) -> Response:
         body = call.body
         transfer_token_request(body)  # the client's rules, per country
         token = new_token()
         with self._context.store.write() as tx:
             tx.add_transfer_token(token, plain(body), self._context.clock.now())
-        return Reply.json(201, {"token": token})
+        return json_reply(201, {"token": token})
 
-    async def init(self, call: Call) -> Reply:
+    async def init(self, call: Call) -> Response:
         request = transfer_init_request(call.body)
         amount_wire = request.amount.to_wire(with_currency=False)
         now = self._context.clock.now()
@@ -98,7 +100,7 @@ class TransferApi:
             self._context.webhook_queued()
         if scenario is not None and scenario.http_status is None:
             return await self._time_out(call)
-        return Reply.json(201, self._init_answer(call.request, transfer, request.full_response))
+        return json_reply(201, self._init_answer(call.public_url, transfer, request.full_response))
 
     def _new_transfer(self, tx: Tx, token: TransferToken, currency: str, amount_wire: Mapping[str, Any],
                       metadata: Optional[Mapping[str, Any]], scenario: Optional[ColombiaScenario],
@@ -128,8 +130,8 @@ class TransferApi:
             metadata=None if metadata is None else dict(metadata),
         )
 
-    def _init_answer(self, request: Request, transfer: Transfer, full_response: bool) -> dict[str, Any]:
-        page = payer_page_url(request, transfer.token)
+    def _init_answer(self, base_url: str, transfer: Transfer, full_response: bool) -> dict[str, Any]:
+        page = payer_page_url(base_url, transfer.token)
         if transfer.variant == "clabe":
             return {
                 "bank": SANDBOX_BANK[0],
@@ -155,7 +157,7 @@ class TransferApi:
             }
         return answer
 
-    async def _time_out(self, call: Call) -> Reply:
+    async def _time_out(self, call: Call) -> Response:
         """The 13000 scenario: no answer within the delay (the transaction stays initialized)."""
         delay = self._context.config.timeout_delay
         try:
@@ -163,16 +165,16 @@ class TransferApi:
         except asyncio.TimeoutError:
             raise SandboxError(504, "TIMEOUT", f"the processor did not answer within {delay:g} s; "
                                                "the transaction stays initialized") from None
-        return Reply(0)  # the client left: nothing to send
+        return empty()  # the client left: nobody reads this
 
-    async def status(self, call: Call) -> Reply:
+    async def status(self, call: Call) -> Response:
         with self._context.store.read() as tx:
             transfer = tx.transfer(call.params["token"])
         if transfer is None:
             raise SandboxError.not_found("no transfer was started with this token")
-        return Reply.json(200, status_record(transfer, self._context.clock.now()))
+        return json_reply(200, status_record(transfer, self._context.clock.now()))
 
-    async def cancel(self, call: Call) -> Reply:
+    async def cancel(self, call: Call) -> Response:
         now = self._context.clock.now()
         with self._context.store.write() as tx:
             transfer = tx.transfer(call.params["token"])
@@ -180,11 +182,11 @@ class TransferApi:
                 raise SandboxError.not_found("no transfer was started with this token")
             cancel(transfer.status)
             tx.cancel_transfer(transfer.token, now)
-        return Reply.empty()
+        return empty()
 
 
 async def _disconnected(call: Call) -> None:
-    while (await call.receive())["type"] != "http.disconnect":
+    while (await call.request.receive())["type"] != "http.disconnect":
         pass
 
 
@@ -215,9 +217,9 @@ def _free_reference_code(tx: Tx) -> str:
 def routes(context: Context) -> list[Route]:
     api = TransferApi(context)
     return [
-        Route("POST", "/transfer/v1/tokens", KeyRule.PUBLIC, api.create_token, "TransferTokenRequest"),
-        Route("POST", "/transfer/v1/init", KeyRule.PRIVATE, api.init, "TransferInitRequest"),
-        Route("GET", "/transfer/v1/status/{token}", KeyRule.PRIVATE, api.status),
-        Route("GET", "/status/{token}", KeyRule.EITHER, api.status),
-        Route("PATCH", "/transfer/v1/cancel/{token}", KeyRule.PRIVATE, api.cancel),
+        api_route(context, "POST", "/transfer/v1/tokens", KeyRule.PUBLIC, api.create_token, "TransferTokenRequest"),
+        api_route(context, "POST", "/transfer/v1/init", KeyRule.PRIVATE, api.init, "TransferInitRequest"),
+        api_route(context, "GET", "/transfer/v1/status/{token}", KeyRule.PRIVATE, api.status),
+        api_route(context, "GET", "/status/{token}", KeyRule.EITHER, api.status),
+        api_route(context, "PATCH", "/transfer/v1/cancel/{token}", KeyRule.PRIVATE, api.cancel),
     ]
