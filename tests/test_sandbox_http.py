@@ -2,7 +2,7 @@
 uvicorn server): one JSON error shape with a code for 404/405/413/415, CORS for browser front ends, and
 the addresses the sandbox hands out (configured public URL, else the bound address, never the Host header)."""
 
-# ruff: noqa: S105, S106 (test keys are fixtures)
+
 
 from __future__ import annotations
 

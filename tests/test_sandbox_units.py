@@ -25,10 +25,10 @@ from starlette.routing import Route
 
 from pasarela.errors import ConfigurationError
 from pasarela.sandbox import SandboxConfig
+from pasarela.sandbox.body_schema import check_body
 from pasarela.sandbox.clabe import check_digit, is_valid, make_clabe
 from pasarela.sandbox.clock import SandboxClock
 from pasarela.sandbox.errors import SandboxError
-from pasarela.sandbox.body_schema import check_body
 from pasarela.sandbox.openapi import COMPONENTS, document
 from pasarela.sandbox.qr import PNG_DATA_URI_PREFIX, png_data_uri
 from pasarela.sandbox.scenarios import Outcome, colombia_scenario, document_outcome
