@@ -272,7 +272,8 @@ def test_colombia_other_amounts_succeed_without_webhook_until_the_payer_pays(sta
         assert client.status(token).state is TransferState.INITIALIZED
         assert merchant.events_for(token) == []
         paid = running.simulator("POST", "/sandbox/v1/payments", {"token": token})
-        assert paid.status_code == 200 and paid.json()["status"] == "PAID"
+        assert paid.status_code == 200 and paid.json()["status"] == "approvedTransaction"
+        assert (paid.json()["processorState"], paid.json()["transactionStatus"]) == ("OK", "PAID")
         assert merchant.wait_for_event(token).state is TransferState.APPROVED
 
 
@@ -285,7 +286,8 @@ def test_colombia_qr_becomes_invalid_after_ten_minutes(start: Start) -> None:
         assert client.status(token).raw["qrStatus"] == "valid"
         running.clock.offset = 600.0
         record = client.status(token)
-        assert record.raw["qrStatus"] == "expired" and record.state is TransferState.INITIALIZED
+        assert record.raw["qrStatus"] == "expired" and record.status == "expiredTransaction"
+        assert record.state is TransferState.REJECTED and record.raw["transactionStatus"] == "initialized"
         refused = running.simulator("POST", "/sandbox/v1/payments", {"token": token})
         assert refused.status_code == 409 and refused.json()["code"] == "QR_EXPIRED"
         client.cancel(token)  # not final: 204

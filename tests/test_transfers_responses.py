@@ -152,6 +152,16 @@ def test_transfer_token() -> None:
         ({"status": "Initialized"}, TransferState.INITIALIZED),
         ({"status": "somethingNew"}, TransferState.UNKNOWN),
         ({}, TransferState.UNKNOWN),
+        # The service's public webhook vocabulary, and processorState, which some clients read first.
+        ({"status": "expiredTransaction"}, TransferState.REJECTED),
+        ({"processorState": "OK"}, TransferState.APPROVED),
+        ({"processorState": "NOT_AUTHORIZED"}, TransferState.REJECTED),
+        ({"processorState": "FAILED"}, TransferState.REJECTED),
+        ({"status": "approvedTransaction", "processorState": "OK", "transactionStatus": "PAID"},
+         TransferState.APPROVED),
+        # An unrecognized word in one place does not hide a known one in another.
+        ({"status": "somethingNew", "processorState": "OK"}, TransferState.APPROVED),
+        ({"status": "somethingNew", "details": {"status": "declinedTransaction"}}, TransferState.REJECTED),
     ],
 )
 def test_status_record_states(body: dict[str, Any], state: TransferState) -> None:

@@ -25,6 +25,7 @@ from .endpoint import Call, api_route, form, html_reply, redirect
 from .errors import SandboxError
 from .payments import pay
 from .scenarios import Outcome
+from .settlement import settle_due
 from .store import Transfer
 
 __all__ = ["callback_location", "routes"]
@@ -64,6 +65,7 @@ class PayerPage:
         self._context = context
 
     def _transfer(self, token: str) -> Transfer:
+        settle_due(self._context, token)
         with self._context.store.read() as tx:
             transfer = tx.transfer(token)
         if transfer is None:

@@ -48,7 +48,8 @@ _UUID = _string("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _EPOCH_MS = {"type": "integer", "minimum": 0, "description": "epoch milliseconds"}
 _AMOUNT_MEMBERS = {"subtotalIva": _MONEY, "subtotalIva0": _MONEY, "iva": _MONEY}
 _NETWORK_TOKEN_CURRENCIES = ["COP", "CLP", "PEN", "MXN"]
-_TRANSFER_STATUSES = ["initialized", "PAID", "rejected"]
+_TRANSFER_STATUSES = ["initializedTransaction", "approvedTransaction", "declinedTransaction", "expiredTransaction"]
+_SPEC_STATUSES = ["initialized", "PAID", "rejected"]
 
 COMPONENTS: dict[str, Any] = {
     # --- requests
@@ -188,7 +189,7 @@ COMPONENTS: dict[str, Any] = {
     ),
     "QrDetails": _object(
         {
-            "status": {"type": "string", "enum": ["initializedTransaction", "PAID", "rejected"]},
+            "status": {"type": "string", "enum": _TRANSFER_STATUSES[:3]},
             "amount": _object(
                 {"currency": {"type": "string", "enum": ["COP"]}, **_AMOUNT_MEMBERS},
                 ("currency", "iva", "subtotalIva", "subtotalIva0"),
@@ -212,7 +213,11 @@ COMPONENTS: dict[str, Any] = {
         {
             "token": {"type": "string"},
             "transactionReference": _UUID,
-            "status": {"type": "string", "enum": _TRANSFER_STATUSES},
+            "status": {"type": "string", "enum": _TRANSFER_STATUSES,
+                       "description": "the service's webhook vocabulary (expiredTransaction: a QR left unpaid)"},
+            "transactionStatus": {"type": "string", "enum": _SPEC_STATUSES, "description": "the spec's word"},
+            "processorState": {"type": "string", "enum": ["OK", "NOT_AUTHORIZED"], "description": "once final"},
+            "completedAt": _EPOCH_MS,
             "country": {"type": "string", "enum": ["MX", "EC", "CO"]},
             "currency": {"type": "string", "enum": ["MXN", "USD", "COP"]},
             "amount": {"type": "object"},
@@ -224,8 +229,8 @@ COMPONENTS: dict[str, Any] = {
                          "description": "Colombia QR and Ecuador wallet"},
             "qrExpiresAt": _EPOCH_MS,
         },
-        ("token", "transactionReference", "status", "country", "currency", "amount", "ticketNumber", "created",
-         "updated", "cancelled"),
+        ("token", "transactionReference", "status", "transactionStatus", "country", "currency", "amount",
+         "ticketNumber", "created", "updated", "cancelled"),
         closed=True,
         description="The status record (its fields are not shown in the spec: this is the sandbox's).",
     ),

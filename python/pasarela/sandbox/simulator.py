@@ -16,6 +16,7 @@ from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
 from .payments import find_payable, pay
 from .scenarios import Outcome
+from .settlement import settle_due
 from .store import OutboxEntry
 from .transfers import status_record
 
@@ -63,6 +64,7 @@ class Simulator:
 
     async def clock(self, call: Call) -> Response:
         now = self._context.clock.advance(float(call.body["seconds"]))
+        settle_due(self._context)  # transfers whose settle_at has come
         self._context.webhook_queued()  # retries may have become due
         return json_reply(200, {"now": int(now * 1000)})
 

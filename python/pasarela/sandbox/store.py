@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS transfers (
     callback_url TEXT,
     clabe TEXT,
     reference_code TEXT,
-    metadata TEXT
+    metadata TEXT,
+    settle_at REAL
 );
 CREATE TABLE IF NOT EXISTS card_tokens (
     token TEXT PRIMARY KEY,
@@ -77,6 +78,9 @@ CREATE INDEX IF NOT EXISTS transfers_clabe ON transfers (clabe) WHERE clabe IS N
 CREATE INDEX IF NOT EXISTS transfers_code ON transfers (reference_code) WHERE reference_code IS NOT NULL;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivered_at IS NULL;
 """
+_SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
+_NEW_COLUMNS = (("transfers", "settle_at", "REAL"),)
+"""Columns added since the first release: a database written by it gains them when opened."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ class Transfer:
     clabe: Optional[str]
     reference_code: Optional[str]
     metadata: Optional[Mapping[str, Any]]
+    settle_at: Optional[float] = None
+    """When the transfer settles by itself if the payer has not paid (``None``: only by the payer)."""
 
 
 @dataclass(frozen=True)
@@ -132,12 +138,12 @@ class OutboxEntry:
 
 _TRANSFER_COLUMNS = (
     "token, reference, country, variant, status, currency, amount, ticket_number, created, updated,"
-    " cancelled, locked, expires_at, document_number, callback_url, clabe, reference_code, metadata"
+    " cancelled, locked, expires_at, document_number, callback_url, clabe, reference_code, metadata, settle_at"
 )
 _OUTBOX_COLUMNS = "id, token, body, created, attempts, next_attempt_at, delivered_at, last_error"
 # Statements are assembled from these constant column lists only; values always travel as parameters.
 _SELECT_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM transfers"  # noqa: S608
-_INSERT_TRANSFER = f"INSERT INTO transfers ({_TRANSFER_COLUMNS}) VALUES ({', '.join('?' * 18)})"  # noqa: S608
+_INSERT_TRANSFER = f"INSERT INTO transfers ({_TRANSFER_COLUMNS}) VALUES ({', '.join('?' * 19)})"  # noqa: S608
 _SELECT_OUTBOX = f"SELECT {_OUTBOX_COLUMNS} FROM outbox"  # noqa: S608
 
 
@@ -159,6 +165,7 @@ def _transfer(row: tuple[Any, ...]) -> Transfer:
         clabe=row[15],
         reference_code=row[16],
         metadata=json.loads(row[17]) if row[17] is not None else None,
+        settle_at=row[18],
     )
 
 
@@ -197,7 +204,7 @@ class Tx:
                 transfer.currency, dumps(transfer.amount), transfer.ticket_number, transfer.created,
                 transfer.updated, int(window.cancelled), int(window.locked), window.expires_at,
                 transfer.document_number, transfer.callback_url, transfer.clabe, transfer.reference_code,
-                None if transfer.metadata is None else dumps(transfer.metadata),
+                None if transfer.metadata is None else dumps(transfer.metadata), transfer.settle_at,
             ),
         )
 
@@ -218,6 +225,21 @@ class Tx:
 
     def set_status(self, token: str, status: TransferStatus, updated: float) -> None:
         self._db.execute("UPDATE transfers SET status = ?, updated = ? WHERE token = ?", (status.value, updated, token))
+
+    def due_settlements(self, now: float, token: Optional[str] = None) -> list[Transfer]:
+        """Initialized transfers, not cancelled nor locked, whose ``settle_at`` has come (``token``: that one only)."""
+        query = (f"{_SELECT_TRANSFERS} WHERE settle_at IS NOT NULL AND settle_at <= ? AND status = ? AND cancelled = 0"
+                 " AND locked = 0")
+        values: tuple[Any, ...] = (now, TransferStatus.INITIALIZED.value)
+        if token is not None:
+            query, values = query + " AND token = ?", (*values, token)
+        return [_transfer(row) for row in self._db.execute(query + " ORDER BY settle_at", values).fetchall()]
+
+    def next_settle_at(self) -> Optional[float]:
+        row = self._db.execute(
+            "SELECT MIN(settle_at) FROM transfers WHERE settle_at IS NOT NULL AND status = ? AND cancelled = 0"
+            " AND locked = 0", (TransferStatus.INITIALIZED.value,)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
 
     def cancel_transfer(self, token: str, updated: float) -> None:
         self._db.execute("UPDATE transfers SET cancelled = 1, updated = ? WHERE token = ?", (updated, token))
@@ -293,6 +315,11 @@ class Store:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            for table, column, kind in _NEW_COLUMNS:
+                present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            self._db.execute(_SETTLE_INDEX)
 
     @contextmanager
     def write(self) -> Iterator[Tx]:

@@ -25,6 +25,7 @@ from .errors import SandboxError
 from .jsontext import plain
 from .qr import png_data_uri
 from .scenarios import ColombiaScenario, colombia_scenario
+from .settlement import settle_due
 from .states import QR_VALIDITY_SECONDS, PaymentWindow, TransferStatus, cancel
 from .store import Transfer, TransferToken, Tx
 from .webhooks import enqueue_event
@@ -33,6 +34,7 @@ from .wire import client_rules, transfer_init_request, transfer_token_request
 __all__ = ["payer_page_url", "routes", "status_record"]
 
 _COUNTRIES = {"MXN": "MX", "USD": "EC", "COP": "CO"}
+EXPIRED_STATUS = "expiredTransaction"
 _CODE_ATTEMPTS = 50
 
 
@@ -41,10 +43,14 @@ def payer_page_url(base_url: str, token: str) -> str:
 
 
 def status_record(transfer: Transfer, now: float) -> dict[str, Any]:
+    """The service's vocabulary: ``status`` as its webhooks spell it (``expiredTransaction`` for a Colombia QR
+    left unpaid past its life), ``processorState`` once final; ``transactionStatus`` keeps the spec's word."""
+    expired = not transfer.status.is_final and transfer.window.qr_status(now) == "expired"
     record: dict[str, Any] = {
         "token": transfer.token,
         "transactionReference": transfer.reference,
-        "status": transfer.status.value,
+        "status": EXPIRED_STATUS if expired else transfer.status.webhook_status,
+        "transactionStatus": transfer.status.value,
         "country": transfer.country,
         "currency": transfer.currency,
         "amount": dict(transfer.amount),
@@ -53,6 +59,9 @@ def status_record(transfer: Transfer, now: float) -> dict[str, Any]:
         "updated": int(transfer.updated * 1000),
         "cancelled": transfer.window.cancelled,
     }
+    if transfer.status.processor_state is not None:
+        record["processorState"] = transfer.status.processor_state
+        record["completedAt"] = int(transfer.updated * 1000)
     if transfer.variant in ("qr", "wallet"):
         record["qrStatus"] = transfer.window.qr_status(now)
         if transfer.window.expires_at is not None:
@@ -128,7 +137,13 @@ class TransferApi:
             clabe=make_clabe(token.token) if variant == "clabe" else None,
             reference_code=_free_reference_code(tx) if variant == "wallet" else None,
             metadata=None if metadata is None else dict(metadata),
+            settle_at=self._settle_at(variant, now),
         )
+
+    def _settle_at(self, variant: str, now: float) -> Optional[float]:
+        """The Colombia QR ends by its scenario or its payer; the others settle by themselves (:mod:`.settlement`)."""
+        after = self._context.config.settle_after
+        return None if after is None or variant == "qr" else now + after
 
     def _init_answer(self, base_url: str, transfer: Transfer, full_response: bool) -> dict[str, Any]:
         page = payer_page_url(base_url, transfer.token)
@@ -147,7 +162,7 @@ class TransferApi:
         answer: dict[str, Any] = {"qr": png_data_uri(page), "transactionReference": transfer.reference}
         if full_response:
             answer["details"] = {
-                "status": TransferStatus.INITIALIZED.details_status,
+                "status": TransferStatus.INITIALIZED.webhook_status,
                 "amount": {"currency": transfer.currency, "iva": transfer.amount["iva"],
                            "subtotalIva": transfer.amount["subtotalIva"],
                            "subtotalIva0": transfer.amount["subtotalIva0"]},
@@ -168,6 +183,7 @@ class TransferApi:
         return empty()  # the client left: nobody reads this
 
     async def status(self, call: Call) -> Response:
+        settle_due(self._context, call.params["token"])
         with self._context.store.read() as tx:
             transfer = tx.transfer(call.params["token"])
         if transfer is None:

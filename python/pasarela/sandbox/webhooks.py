@@ -47,6 +47,7 @@ def event_body(transfer: Transfer, status: TransferStatus) -> dict[str, Any]:
         "transactionReference": transfer.reference,
         "status": status.webhook_status,
         "transactionStatus": status.value,
+        "processorState": status.processor_state,
         "amount": dict(transfer.amount),
         "currency": transfer.currency,
         "ticketNumber": transfer.ticket_number,
