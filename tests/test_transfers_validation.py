@@ -194,9 +194,14 @@ def test_transfer_currency_refused(currency: str) -> None:
     refused("currency", lambda: mexico(currency=currency))
 
 
-@pytest.mark.parametrize("user_type", ["0", "2", 1])
-def test_user_type_is_1(user_type: Any) -> None:
+@pytest.mark.parametrize("user_type", ["2", 1, ""])
+def test_user_type_is_0_or_1(user_type: Any) -> None:
     refused("userType", lambda: mexico(user_type=user_type))
+
+
+@pytest.mark.parametrize("user_type", ["0", "1"])
+def test_user_type_natural_and_legal_person_accepted(user_type: str) -> None:
+    assert mexico(user_type=user_type).to_wire()["userType"] == user_type
 
 
 def test_amount_must_be_positive_and_a_model() -> None:

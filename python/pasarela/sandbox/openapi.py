@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._version import __version__
+from ..transfers.amounts import MINOR_UNITS
 
 __all__ = ["COMPONENTS", "document"]
 
@@ -47,7 +48,7 @@ _MONEY = {"type": "number", "minimum": 0, "maximum": _MAX_AMOUNT, "multipleOf": 
 _UUID = _string("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _EPOCH_MS = {"type": "integer", "minimum": 0, "description": "epoch milliseconds"}
 _AMOUNT_MEMBERS = {"subtotalIva": _MONEY, "subtotalIva0": _MONEY, "iva": _MONEY}
-_NETWORK_TOKEN_CURRENCIES = ["COP", "CLP", "PEN", "MXN"]
+_CURRENCIES = sorted(MINOR_UNITS)
 _TRANSFER_STATUSES = ["initializedTransaction", "approvedTransaction", "declinedTransaction", "expiredTransaction"]
 _SPEC_STATUSES = ["initialized", "PAID", "rejected"]
 
@@ -65,7 +66,7 @@ COMPONENTS: dict[str, Any] = {
     ),
     "TransferTokenRequest": _object(
         {
-            "userType": {"type": "string", "enum": ["1"]},
+            "userType": {"type": "string", "enum": ["0", "1"], "description": "0 natural person, 1 legal person"},
             "documentType": _TEXT,
             "documentNumber": _string(r"\S", "999999990 is declined (Mexico, Ecuador)", minLength=1, maxLength=255),
             "paymentDescription": _TEXT,
@@ -84,7 +85,8 @@ COMPONENTS: dict[str, Any] = {
             "token": _TEXT,
             "amount": _ref("TransferAmount"),
             "metadata": {"type": "object"},
-            "fullResponse": {"type": "string", "enum": ["v2"]},
+            "fullResponse": {"anyOf": [{"type": "string", "enum": ["v2"]}, {"type": "boolean"}],
+                             "description": "v2 or true: the full answer (Colombia QR details)"},
         },
         ("token", "amount"),
     ),
@@ -113,7 +115,8 @@ COMPONENTS: dict[str, Any] = {
         {
             "card": _ref("Card"),
             "totalAmount": _MONEY,
-            "currency": {"type": "string", "enum": _NETWORK_TOKEN_CURRENCIES},
+            "currency": {"type": "string", "enum": _CURRENCIES,
+                         "description": "COP, CLP, PEN or MXN with isNetworkToken; any of these for a plain card"},
             "isNetworkToken": {"type": "boolean"},
             "networkToken": _ref("NetworkToken"),
         },
@@ -121,7 +124,7 @@ COMPONENTS: dict[str, Any] = {
     ),
     "ChargeAmount": _object(
         {**_AMOUNT_MEMBERS, "ice": _MONEY, "extraTaxes": _ref("ExtraTaxes"),
-         "currency": {"type": "string", "enum": ["COP", "CLP", "PEN", "MXN", "USD"]}},
+         "currency": {"type": "string", "enum": _CURRENCIES}},
         ("subtotalIva", "subtotalIva0", "iva", "currency"),
     ),
     "Capabilities": {"type": "array", "items": {"type": "string", "enum": ["networkToken"]}, "maxItems": 1,

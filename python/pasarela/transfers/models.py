@@ -53,7 +53,7 @@ class TransferTokenRequest:
     """``POST /transfer/v1/tokens`` (also what the browser's requestTransferToken sends).
 
     ``amount`` has no currency of its own here: ``currency`` travels beside it. ``user_type`` is
-    ``"1"``, the only value the spec uses.
+    ``"1"`` (legal person, the value the spec uses) or ``"0"`` (natural person, in the service's docs).
     """
 
     amount: Amount

@@ -6,8 +6,8 @@ Per country, read from the currency:
 - Ecuador (USD): ``documentType`` CI, RUC or PAS, ``documentNumber``, ``callbackUrl``.
 - Colombia QR (COP): ``flow`` with ``processorName`` BRE-B and ``type`` QR; the rest optional.
 
-Everywhere: ``userType`` is "1" when sent, the amount adds up to more than zero with the
-currency's decimals, ICE and extra taxes only in Ecuador, the mirrored amount form of 2.4 only
+Everywhere: ``userType`` is "0" (natural person) or "1" (legal person) when sent, the amount adds up to
+more than zero with the currency's decimals, ICE only in Ecuador, extra taxes in Ecuador and Colombia, the mirrored amount form of 2.4 only
 in Colombia. Document numbers are not checked against the CURP/CI/RUC formats: the test
 environment decides outcomes by numbers such as 123456789 and 999999990, which are neither.
 """
@@ -29,7 +29,7 @@ __all__ = ["ECUADOR_DOCUMENT_TYPES", "TRANSFER_CURRENCIES", "check_flow", "check
 TRANSFER_CURRENCIES = frozenset({"MXN", "USD", "COP"})
 ECUADOR_DOCUMENT_TYPES = frozenset({"CI", "RUC", "PAS"})
 _MEXICO_DOCUMENT_TYPES = frozenset({"CURP"})
-_USER_TYPES = frozenset({"1"})
+_USER_TYPES = frozenset({"0", "1"})  # the service's webhook docs: 0 natural person, 1 legal person
 _TRANSFER_DECIMAL_PLACES = 2  # MXN, USD and COP alike
 
 
