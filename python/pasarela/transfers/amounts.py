@@ -149,8 +149,8 @@ class Amount:
     """The amount object. Build it with :meth:`from_total`, :meth:`from_subtotals` or :meth:`untaxed`.
 
     ``subtotal_iva`` is the taxed subtotal (before tax), ``subtotal_iva0`` the untaxed one, ``iva``
-    the tax; ``ice`` is Ecuador only (USD), ``extra_taxes`` Ecuador and Colombia (COP); both sent only when set. ``currency``
-    belongs inside the object for card charges (spec 2.3) and is left ``None`` for transfers, whose
+    the tax; ``ice`` is Ecuador only (USD), ``extra_taxes`` Ecuador and Colombia (COP); both sent only when
+    set. ``currency`` belongs inside the object for card charges (spec 2.3) and is left ``None`` for transfers, whose
     request carries the currency beside the amount.
     """
 
