@@ -9,7 +9,8 @@ Per country, read from the currency:
 Everywhere: ``userType`` is "0" (natural person) or "1" (legal person) when sent, the amount adds up to
 more than zero with the currency's decimals, ICE only in Ecuador, extra taxes in Ecuador and Colombia,
 the mirrored amount form of 2.4 only in Colombia. Document numbers are not checked against the
-CURP/CI/RUC formats: the test environment decides outcomes by numbers such as 123456789 and 999999990, which are neither.
+CURP/CI/RUC formats: the test environment decides outcomes by numbers such as 123456789 and
+999999990, which are neither.
 """
 
 from __future__ import annotations
