@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import threading
 import time
 import uuid
@@ -171,6 +172,13 @@ def start_transfer(client: TransferClient, request: TransferTokenRequest, amount
                    **init: Any) -> tuple[str, Any]:
     token = client.create_token(request).token
     return token, client.init(TransferInitRequest(token=token, amount=amount, **init))
+
+
+def page_token(page: str) -> dict[str, str]:
+    """The per-page token of a payer page's form, as the browser would post it back."""
+    found = re.search(r'name="page_token" value="([^"]+)"', page)
+    assert found is not None, page
+    return {"page_token": found.group(1)}
 
 
 def assert_png(data_uri: str) -> None:
@@ -395,7 +403,7 @@ def test_ecuador_bank_redirect_is_followed_to_the_callback(
         with httpx.Client(follow_redirects=True, timeout=10) as browser:
             portal = browser.get(answer.redirect_url)
             assert portal.status_code == 200 and 'name="action" value="pay"' in portal.text
-            back = browser.post(answer.redirect_url, data={"action": "pay"})
+            back = browser.post(answer.redirect_url, data={"action": "pay", **page_token(portal.text)})
         assert back.status_code == 200 and back.history[0].status_code == 303
         assert str(back.url) == f"{merchant.base_url}/return?order=77&token={token}"
         with merchant.lock:
@@ -423,9 +431,10 @@ def test_payer_page_decline_and_unknown_token(start: Start, merchant: Merchant) 
     with running.transfers() as client:
         token, _ = start_transfer(client, *colombia(5000))
         with httpx.Client(base_url=running.base_url, timeout=10) as browser:
-            declined = browser.post(f"/sandbox/pay/{token}", data={"action": "decline"})
+            form = page_token(browser.get(f"/sandbox/pay/{token}").text)
+            declined = browser.post(f"/sandbox/pay/{token}", data={"action": "decline", **form})
             assert declined.status_code == 200 and "rejected" in declined.text
-            assert browser.post(f"/sandbox/pay/{token}", data={"action": "pay"}).status_code == 409
+            assert browser.post(f"/sandbox/pay/{token}", data={"action": "pay", **form}).status_code == 409
             assert browser.get("/sandbox/pay/nope").status_code == 404
         assert merchant.wait_for_event(token).state is TransferState.REJECTED
 

@@ -6,6 +6,7 @@ the addresses the sandbox hands out (configured public URL, else the bound addre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -154,3 +155,55 @@ def test_links_use_the_public_url_when_given() -> None:
     with Sandbox(config) as sandbox, LocalServer(sandbox.app) as server:  # type: ignore[arg-type]
         url = _ecuador_redirect(server.base_url, host="evil.example")
         assert url.startswith("https://sandbox.shop.example/sandbox/pay/")
+
+
+# --- the payer page refuses forged cross-site posts (issue 11) -----------------------------------
+
+
+def _colombia_transfer(client: TestClient) -> str:
+    amount = {"subtotalIva": 0, "subtotalIva0": 5000, "iva": 0}
+    token: str = client.post("/transfer/v1/tokens", headers=PUBLIC_KEY, json={
+        "currency": "COP", "amount": amount, "flow": {"processorName": "BRE-B", "type": "QR"}}).json()["token"]
+    assert client.post("/transfer/v1/init", json={"token": token, "amount": amount},
+                       headers=PRIVATE_KEY).status_code == 201
+    return token
+
+
+def _page_token(page: str) -> str:
+    found = re.search(r'name="page_token" value="([^"]+)"', page)
+    assert found is not None, page
+    return found.group(1)
+
+
+def _state(client: TestClient, token: str) -> str:
+    status: str = client.get(f"/transfer/v1/status/{token}", headers=PRIVATE_KEY).json()["status"]
+    return status
+
+
+def test_a_forged_cross_site_post_cannot_pay(client: TestClient) -> None:
+    token = _colombia_transfer(client)
+    # What a page on another site can send: a form post with the action, from its own origin.
+    forged = client.post(f"/sandbox/pay/{token}", data={"action": "pay"},
+                         headers={"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
+    assert forged.status_code == 403
+    assert client.post(f"/sandbox/pay/{token}", data={"action": "pay", "page_token": "x" * 40}).status_code == 403
+    assert _state(client, token) == "initializedTransaction"
+
+
+def test_a_page_token_is_bound_to_its_transfer_and_refused_cross_site(client: TestClient) -> None:
+    first, second = _colombia_transfer(client), _colombia_transfer(client)
+    other_page = _page_token(client.get(f"/sandbox/pay/{second}").text)
+    assert client.post(f"/sandbox/pay/{first}", data={"action": "pay", "page_token": other_page}).status_code == 403
+    own = _page_token(client.get(f"/sandbox/pay/{first}").text)
+    refused = client.post(f"/sandbox/pay/{first}", data={"action": "pay", "page_token": own},
+                          headers={"Sec-Fetch-Site": "cross-site"})
+    assert refused.status_code == 403 and _state(client, first) == "initializedTransaction"
+    paid = client.post(f"/sandbox/pay/{first}", data={"action": "pay", "page_token": own},
+                       headers={"Sec-Fetch-Site": "same-origin"})
+    assert paid.status_code == 200 and _state(client, first) == "approvedTransaction"
+
+
+def test_the_payer_page_cannot_be_framed(client: TestClient) -> None:
+    page = client.get(f"/sandbox/pay/{_colombia_transfer(client)}")
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

@@ -458,12 +458,15 @@ _PATHS: dict[str, Any] = {
         "post": {"operationId": "payerPageSubmit", "summary": "Payer page form: pay or decline, then callbackUrl",
                  "security": [], "tags": ["simulator"], "parameters": [_TOKEN_PARAMETER],
                  "requestBody": {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": _object(
-                     {"action": {"type": "string", "enum": ["pay", "decline"]}}, ("action",))}}},
+                     {"action": {"type": "string", "enum": ["pay", "decline"]},
+                      "page_token": {"type": "string", "description": "the per-page token of the form"}},
+                     ("action", "page_token"))}}},
                  "responses": {
                      "303": {"description": "back to callbackUrl?token=...",
                              "headers": {"Location": {"schema": {"type": "string"}}}},
                      "200": _html("the result (the token request had no callbackUrl)"),
                      "400": _html("action missing"), "404": _html("no such transfer"),
+                     "403": _html("the page token is missing, wrong, too old, or the post came from another site"),
                      "409": _html("already final, cancelled, QR expired, or a scenario that stays initialized")}},
     },
     "/openapi.json": {"get": {"operationId": "openapi", "summary": "This document", "security": [],
