@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS transfers_clabe ON transfers (clabe) WHERE clabe IS NOT NULL;
 CREATE INDEX IF NOT EXISTS transfers_code ON transfers (reference_code) WHERE reference_code IS NOT NULL;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivered_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_pending_by_transfer ON outbox (token, created) WHERE delivered_at IS NULL;
 """
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
 _NEW_COLUMNS = (("transfers", "settle_at", "REAL"),)
@@ -145,6 +146,12 @@ _OUTBOX_COLUMNS = "id, token, body, created, attempts, next_attempt_at, delivere
 _SELECT_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM transfers"  # noqa: S608
 _INSERT_TRANSFER = f"INSERT INTO transfers ({_TRANSFER_COLUMNS}) VALUES ({', '.join('?' * 19)})"  # noqa: S608
 _SELECT_OUTBOX = f"SELECT {_OUTBOX_COLUMNS} FROM outbox"  # noqa: S608
+_DUE_OUTBOX = (
+    f"{_SELECT_OUTBOX} AS event WHERE delivered_at IS NULL AND next_attempt_at <= ? AND NOT EXISTS ("  # noqa: S608
+    " SELECT 1 FROM outbox AS earlier WHERE earlier.token = event.token AND earlier.delivered_at IS NULL"
+    " AND (earlier.created < event.created OR (earlier.created = event.created AND earlier.rowid < event.rowid)))"
+    " ORDER BY next_attempt_at, created LIMIT ?"
+)
 
 
 def _transfer(row: tuple[Any, ...]) -> Transfer:
@@ -273,10 +280,10 @@ class Tx:
         )
 
     def due(self, now: float, limit: int) -> list[OutboxEntry]:
+        """Undelivered events whose time has come, each the oldest undelivered one of its transfer (a transfer's
+        events go out in order: a later one waits while an earlier one is retried)."""
         rows = self._db.execute(
-            f"{_SELECT_OUTBOX} WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, created"
-            " LIMIT ?",
-            (now, limit),
+            _DUE_OUTBOX, (now, limit),
         ).fetchall()
         return [_outbox(row) for row in rows]
 
