@@ -486,6 +486,16 @@ def test_a_plain_charge_has_no_network_object_and_tokens_are_single_use(start: S
         assert (caught.value.status, json.loads(caught.value.body)["field"]) == (400, "token")
 
 
+def test_the_card_client_voids_a_charge_once(start: Start) -> None:
+    with start().cards() as client:
+        charged = client.charge(ChargeRequest(token=_card_token(client, _PLAIN_CARD), amount=_CHARGE_AMOUNT))
+        voided = client.void_charge(charged.ticket_number)
+        assert voided.transaction_type == "VOID" and voided.ticket_number != charged.ticket_number
+        with pytest.raises(ApiError) as caught:
+            client.void_charge(charged.ticket_number)
+        assert (caught.value.status, caught.value.code) == (400, "CHARGE_ALREADY_REVERSED")
+
+
 def test_tokenless_charge_with_transport_fields(start: Start) -> None:
     with start().cards() as client:
         result = client.charge_tokenless(TokenlessChargeRequest(

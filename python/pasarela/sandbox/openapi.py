@@ -145,6 +145,11 @@ COMPONENTS: dict[str, Any] = {
         },
         ("card", "amount"),
     ),
+    "ReversalRequest": _object(
+        {"amount": {"type": "object", "description": "accepted and not checked: the whole charge is reversed"},
+         "fullResponse": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}},
+        description="Optional body of a void or refund (the official PHP SDK sends one).",
+    ),
     "PaymentRequest": _object(
         {
             "token": _TEXT,
@@ -262,6 +267,33 @@ COMPONENTS: dict[str, Any] = {
         ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus"),
         closed=True,
     ),
+    "Reversal": _object(
+        {
+            "ticketNumber": _string("^[0-9]{18}$", "the void's or refund's own ticket number"),
+            "transactionReference": _UUID,
+            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+            "transactionType": {"type": "string", "enum": ["VOID", "REFUND"],
+                                "description": "VOID within a day of the charge, REFUND later"},
+            "created": _EPOCH_MS,
+        },
+        ("ticketNumber", "transactionReference", "transactionStatus", "transactionType", "created"),
+        closed=True,
+    ),
+    "ChargeRecord": _object(
+        {
+            "ticketNumber": _string("^[0-9]{18}$"),
+            "transactionReference": _UUID,
+            "approvalCode": _string("^[0-9]{6}$"),
+            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+            "transactionType": {"type": "string", "enum": ["SALE", "PREAUTHORIZATION"]},
+            "network": _ref("NetworkInfo"),
+            "amount": {"type": "object"},
+            "created": _EPOCH_MS,
+            "reversal": _ref("Reversal"),
+        },
+        ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus", "transactionType", "created"),
+        closed=True,
+    ),
     "Webhook": _object(
         {
             "id": {"type": "string"},
@@ -356,6 +388,8 @@ def _operation(operation_id: str, summary: str, security: Security, responses: d
                                  "responses": responses}
     if body:
         operation["requestBody"] = _json_body(body)
+        responses.setdefault("413", _error("the body is larger than 1 MiB"))
+        responses.setdefault("415", _error("the body is not sent as application/json"))
     if parameters:
         operation["parameters"] = list(parameters)
     if tags:
@@ -363,11 +397,30 @@ def _operation(operation_id: str, summary: str, security: Security, responses: d
     return operation
 
 
+_BY_TICKET = {"ticketNumber": "$response.body#/ticketNumber"}
+_CHARGE_LINKS = {"VoidCharge": {"operationId": "voidCharge", "parameters": _BY_TICKET},
+                 "GetCharge": {"operationId": "getCharge", "parameters": _BY_TICKET}}
+
+
 def _charge(operation_id: str, summary: str, body: str) -> dict[str, Any]:
     return {"post": _operation(operation_id, summary, _PRIVATE, {
-        "201": _response("approved: ticketNumber, transactionReference, and network when a network token was used",
-                         "ChargeResult"),
+        "201": _linked(_response("approved: ticketNumber, transactionReference, and network when a network token was"
+                                 " used", "ChargeResult"), _CHARGE_LINKS),
         "400": _INVALID, "401": _UNAUTHORIZED}, body=body, tags=("cards",))}
+
+
+_TICKET_PARAMETER = {"name": "ticketNumber", "in": "path", "required": True,
+                     "schema": {"type": "string", "minLength": 1}}
+
+
+def _reversal(operation_id: str, summary: str) -> dict[str, Any]:
+    operation = _operation(operation_id, summary, _PRIVATE, {
+        "200": _response("voided (within a day of the charge) or refunded", "Reversal"),
+        "400": _error("CHARGE_ALREADY_REVERSED, or a body that breaks the schema"), "401": _UNAUTHORIZED,
+        "404": _error("no charge has this ticketNumber"), "415": _error("a body that is not JSON")},
+        body="ReversalRequest", parameters=(_TICKET_PARAMETER,), tags=("cards",))
+    operation["requestBody"]["required"] = False
+    return operation
 
 
 def _status(operation_id: str, summary: str, security: Security) -> dict[str, Any]:
@@ -436,6 +489,14 @@ _PATHS: dict[str, Any] = {
     "/card/v1/preAuthorization": _charge("preAuthorize", "Pre-authorize a card token", "ChargeRequest"),
     "/card/v2/charges": _charge("chargeTokenless", "Tokenless charge, network-token fields allowed",
                                 "TokenlessChargeRequest"),
+    "/card/v1/charges/{ticketNumber}": {"delete": _reversal("voidCharge", "Void or refund a charge, once")},
+    "/v1/charges": _charge("legacyCharge", "Charge a card token (the older path)", "ChargeRequest"),
+    "/v1/charges/{ticketNumber}": {
+        "delete": _reversal("legacyVoidCharge", "Void or refund a charge, once (the older path)"),
+        "get": _operation("getCharge", "A charge and its void or refund, if any", _PRIVATE, {
+            "200": _response("the charge", "ChargeRecord"), "401": _UNAUTHORIZED,
+            "404": _error("no charge has this ticketNumber")}, parameters=(_TICKET_PARAMETER,), tags=("cards",)),
+    },
     "/sandbox/v1/payments": {"post": _operation(
         "payTransfer", "Simulator: the payer pays (CLABE, wallet, QR, bank) or is declined", _PRIVATE, {
             "200": _response("the transfer after the payment (a webhook is on its way)", "TransferStatus"),

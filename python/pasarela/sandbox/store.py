@@ -21,7 +21,7 @@ from typing import Any, Optional, Union
 from .jsontext import dumps
 from .states import PaymentWindow, TransferStatus
 
-__all__ = ["CardToken", "OutboxEntry", "Store", "Transfer", "TransferToken", "Tx"]
+__all__ = ["CardToken", "Charge", "OutboxEntry", "Store", "Transfer", "TransferToken", "Tx"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfer_tokens (
@@ -62,7 +62,9 @@ CREATE TABLE IF NOT EXISTS charges (
     kind TEXT NOT NULL,
     ticket_number TEXT NOT NULL,
     answer TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    amount TEXT,
+    reversal TEXT
 );
 CREATE TABLE IF NOT EXISTS outbox (
     id TEXT PRIMARY KEY,
@@ -77,10 +79,11 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS transfers_clabe ON transfers (clabe) WHERE clabe IS NOT NULL;
 CREATE INDEX IF NOT EXISTS transfers_code ON transfers (reference_code) WHERE reference_code IS NOT NULL;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivered_at IS NULL;
+CREATE INDEX IF NOT EXISTS charges_ticket ON charges (ticket_number);
 CREATE INDEX IF NOT EXISTS outbox_pending_by_transfer ON outbox (token, created) WHERE delivered_at IS NULL;
 """
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
-_NEW_COLUMNS = (("transfers", "settle_at", "REAL"),)
+_NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"))
 """Columns added since the first release: a database written by it gains them when opened."""
 
 
@@ -123,6 +126,20 @@ class CardToken:
     card: Mapping[str, Any]
     """What a charge needs to know of the card: BIN, last four, network-token data (never the number)."""
     used: bool
+
+
+@dataclass(frozen=True)
+class Charge:
+    reference: str
+    kind: str
+    """``charge``, ``preAuthorization`` or ``tokenless``."""
+    ticket_number: str
+    answer: Mapping[str, Any]
+    """What the charge call answered."""
+    created: float
+    amount: Optional[Mapping[str, Any]]
+    reversal: Optional[Mapping[str, Any]]
+    """What the void or refund answered (``None`` while the charge stands)."""
 
 
 @dataclass(frozen=True)
@@ -265,12 +282,28 @@ class Tx:
         self._db.execute("UPDATE card_tokens SET used = 1 WHERE token = ?", (token,))
 
     def add_charge(
-        self, reference: str, kind: str, ticket_number: str, answer: Mapping[str, Any], created: float
+        self, reference: str, kind: str, ticket_number: str, answer: Mapping[str, Any], created: float,
+        amount: Mapping[str, Any],
     ) -> None:
         self._db.execute(
-            "INSERT INTO charges (reference, kind, ticket_number, answer, created) VALUES (?, ?, ?, ?, ?)",
-            (reference, kind, ticket_number, dumps(answer), created),
+            "INSERT INTO charges (reference, kind, ticket_number, answer, created, amount) VALUES (?, ?, ?, ?, ?, ?)",
+            (reference, kind, ticket_number, dumps(answer), created, dumps(amount)),
         )
+
+    def charge(self, ticket_number: str) -> Optional[Charge]:
+        row = self._db.execute(
+            "SELECT reference, kind, ticket_number, answer, created, amount, reversal FROM charges"
+            " WHERE ticket_number = ?", (ticket_number,)).fetchone()
+        if row is None:
+            return None
+        return Charge(row[0], row[1], row[2], json.loads(row[3]), row[4],
+                      None if row[5] is None else json.loads(row[5]), None if row[6] is None else json.loads(row[6]))
+
+    def reverse_charge(self, ticket_number: str, reversal: Mapping[str, Any]) -> bool:
+        """Record the void or refund of a standing charge; False when it was already reversed."""
+        changed = self._db.execute("UPDATE charges SET reversal = ? WHERE ticket_number = ? AND reversal IS NULL",
+                                   (dumps(reversal), ticket_number)).rowcount
+        return changed == 1
 
     # --- outbox
     def enqueue(self, event_id: str, token: str, body: bytes, created: float) -> None:
