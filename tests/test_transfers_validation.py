@@ -160,9 +160,19 @@ def test_colombia_qr_accepts_the_optional_fields() -> None:
     assert wire["amount"] == {"subtotalIva": 100000, "subtotalIva0": 0, "iva": 19000}
 
 
-def test_cop_needs_the_flow() -> None:
-    error = refused("flow", lambda: colombia(flow=None))
-    assert "BRE-B" in error.reason
+def test_cop_without_flow_is_pse_and_needs_a_bank() -> None:
+    error = refused("bankId", lambda: colombia(flow=None))
+    assert "BRE-B" in error.reason and "bank list" in error.reason
+
+
+def test_colombia_pse_builder_and_its_rules() -> None:
+    amount = Amount.untaxed(50000, currency="COP")
+    request = TransferTokenRequest.colombia_pse(amount=amount, bank_id="1022", document_type="CC",
+                                                document_number="123456789", callback_url="https://shop.example/r")
+    wire = request.to_wire()
+    assert "flow" not in wire and (wire["bankId"], wire["userType"], wire["currency"]) == ("1022", "0", "COP")
+    refused("callbackUrl", lambda: replace(request, callback_url=None))
+    refused("documentNumber", lambda: replace(request, document_number=None))
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ _TITLES = {
     "wallet": "Sandbox wallet",
     "qr": "Bre-B QR payment",
     "clabe": "Sandbox bank: CLABE transfer",
+    "pse": "PSE: Banco Sandbox",
 }
 _ACTIONS: dict[str, Optional[Outcome]] = {"pay": None, "decline": Outcome.DECLINED}
 """What each button does: paying leaves the outcome to the test rule."""

@@ -72,7 +72,8 @@ COMPONENTS: dict[str, Any] = {
             "paymentDescription": _TEXT,
             "email": _string(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$", maxLength=255),
             "currency": {"type": "string", "enum": ["MXN", "USD", "COP"],
-                         "description": "MXN Mexico (CLABE), USD Ecuador, COP Colombia QR (needs flow)"},
+                         "description": "MXN Mexico (CLABE), USD Ecuador, COP Colombia: QR with flow, PSE with "
+                                        "bankId (a code of /transfer/v1/bankList) and no flow"},
             "amount": _ref("TransferAmount"),
             "callbackUrl": _string(r"^https?://[^\s/?#]+[^\s]*$", maxLength=2048),
             "bankId": _TEXT,
@@ -215,8 +216,16 @@ COMPONENTS: dict[str, Any] = {
         ("qr", "transactionReference"),
         closed=True,
     ),
+    "ColombiaPse": _object(
+        {"redirectUrl": _string("^https?://", "the payer's bank (the sandbox's payer page)"),
+         "trazabilityCode": _string("^[0-9]{10}$")},
+        ("redirectUrl", "trazabilityCode"),
+        closed=True,
+    ),
     "TransferInit": {"anyOf": [_ref("MexicoClabe"), _ref("EcuadorRedirect"), _ref("EcuadorWallet"),
-                               _ref("ColombiaQr")]},
+                               _ref("ColombiaQr"), _ref("ColombiaPse")]},
+    "BankList": {"type": "array", "items": _object({"code": {"type": "string"}, "name": {"type": "string"}},
+                                                   ("code", "name"), closed=True)},
     "TransferStatus": _object(
         {
             "token": {"type": "string"},
@@ -454,6 +463,9 @@ _TRANSFER_LINKS = {
 }
 
 _PATHS: dict[str, Any] = {
+    "/transfer/v1/bankList": {"get": _operation("bankList", "Colombia PSE: the banks the payer chooses from",
+                                                _PUBLIC, {"200": _response("code and name of each bank", "BankList"),
+                                                          "401": _UNAUTHORIZED}, tags=("transfers",))},
     "/transfer/v1/tokens": {"post": _operation("createTransferToken", "Transfer token (spec 2.5)", _PUBLIC, {
         "201": _linked(_response("the token, for init, status and cancel", "Token"), {
             "InitTransfer": {"operationId": "initTransfer",
@@ -461,7 +473,7 @@ _PATHS: dict[str, Any] = {
         "400": _INVALID, "401": _UNAUTHORIZED}, body="TransferTokenRequest", tags=("transfers",))},
     "/transfer/v1/init": {"post": _operation(
         "initTransfer", "Start the transfer (spec 2.6, 2.7; Colombia scenarios of 8)", _PRIVATE, {
-        "201": _linked(_response("Mexico CLABE, Ecuador redirect or wallet, or Colombia QR", "TransferInit"),
+        "201": _linked(_response("Mexico CLABE, Ecuador redirect or wallet, Colombia QR or PSE", "TransferInit"),
                        _TRANSFER_LINKS),
         "400": _error("schema error, unknown or used token, or QR-CODE-0059 (Colombia sum 99999999)"),
         "401": _UNAUTHORIZED,

@@ -115,6 +115,7 @@ class Transfer:
     callback_url: Optional[str]
     clabe: Optional[str]
     reference_code: Optional[str]
+    """The Ecuador wallet's 6-digit code, or the 10-digit trazability code of a Colombia PSE transfer."""
     metadata: Optional[Mapping[str, Any]]
     settle_at: Optional[float] = None
     """When the transfer settles by itself if the payer has not paid (``None``: only by the payer)."""

@@ -1,8 +1,10 @@
 """The bank transfer API (spec 4.3): token, init, both status queries, cancel.
 
 Init answers by country (read from the token's currency): Mexico a CLABE, Ecuador the bank
-redirect or the wallet (the processor configured with ``--ecuador-processor``), Colombia a QR,
-with the test scenarios of section 8 (:mod:`.scenarios`). Every answer links to the payer page
+redirect or the wallet (the processor configured with ``--ecuador-processor``), Colombia a QR
+(token with ``flow``) with the test scenarios of section 8 (:mod:`.scenarios`), or PSE (token
+without ``flow``, with a ``bankId`` of :data:`BANKS`): the bank's ``redirectUrl`` and a
+``trazabilityCode``. Every answer links to the payer page
 (:mod:`.bank_page`) at the address the caller reached the sandbox by.
 """
 
@@ -34,6 +36,8 @@ from .wire import client_rules, transfer_init_request, transfer_token_request
 __all__ = ["payer_page_url", "routes", "status_record"]
 
 _COUNTRIES = {"MXN": "MX", "USD": "EC", "COP": "CO"}
+BANKS = (("1022", "Banco Sandbox Uno"), ("1051", "Banco Sandbox Dos"), ("1507", "Banco Sandbox Digital"))
+"""The sandbox's PSE bank list (the real one is the service's, per merchant): any code is accepted as bankId."""
 EXPIRED_STATUS = "expiredTransaction"
 _CODE_ATTEMPTS = 50
 
@@ -73,6 +77,9 @@ class TransferApi:
     def __init__(self, context: Context) -> None:
         self._context = context
 
+    async def bank_list(self, call: Call) -> Response:
+        return json_reply(200, [{"code": code, "name": name} for code, name in BANKS])
+
     async def create_token(self, call: Call) -> Response:
         body = call.body
         transfer_token_request(body)  # the client's rules, per country
@@ -92,7 +99,7 @@ class TransferApi:
                 request.amount.check_currency(currency)
             _check_same_total(token, request.amount.total)
             scenario = None
-            if currency == "COP":
+            if _variant(token, self._context.config.ecuador_processor) == "qr":
                 scenario = colombia_scenario(request.amount.subtotal_iva0, request.amount.subtotal_iva,
                                              request.amount.iva)
                 refusal = scenario.refusal()
@@ -115,7 +122,7 @@ class TransferApi:
                       metadata: Optional[Mapping[str, Any]], scenario: Optional[ColombiaScenario],
                       now: float) -> Transfer:
         country = _COUNTRIES[currency]
-        variant = {"MX": "clabe", "CO": "qr"}.get(country, self._context.config.ecuador_processor)
+        variant = _variant(token, self._context.config.ecuador_processor)
         return Transfer(
             token=token.token,
             reference=str(uuid.uuid4()),
@@ -135,7 +142,7 @@ class TransferApi:
             document_number=token.request.get("documentNumber"),
             callback_url=token.request.get("callbackUrl"),
             clabe=make_clabe(token.token) if variant == "clabe" else None,
-            reference_code=_free_reference_code(tx) if variant == "wallet" else None,
+            reference_code=_reference_code(tx, variant),
             metadata=None if metadata is None else dict(metadata),
             settle_at=self._settle_at(variant, now),
         )
@@ -157,6 +164,8 @@ class TransferApi:
             }
         if transfer.variant == "bank":
             return {"redirectUrl": page}
+        if transfer.variant == "pse":
+            return {"redirectUrl": page, "trazabilityCode": transfer.reference_code}
         if transfer.variant == "wallet":
             return {"qr": png_data_uri(page), "redirectUrl": page, "referenceCode": transfer.reference_code}
         answer: dict[str, Any] = {"qr": png_data_uri(page), "transactionReference": transfer.reference}
@@ -206,6 +215,15 @@ async def _disconnected(call: Call) -> None:
         pass
 
 
+def _variant(token: TransferToken, ecuador_processor: str) -> str:
+    currency = token.request["currency"]
+    if currency == "MXN":
+        return "clabe"
+    if currency == "COP":
+        return "qr" if token.request.get("flow") is not None else "pse"
+    return ecuador_processor
+
+
 def _usable_token(tx: Tx, token: str) -> TransferToken:
     found = tx.transfer_token(token)
     if found is None:
@@ -222,6 +240,13 @@ def _check_same_total(token: TransferToken, total: Decimal) -> None:
         raise SandboxError.invalid("amount", "differs from the amount of the token request")
 
 
+def _reference_code(tx: Tx, variant: str) -> Optional[str]:
+    """The Ecuador wallet's 6-digit code the payer types, or the PSE trazability code; none for the others."""
+    if variant == "wallet":
+        return _free_reference_code(tx)
+    return digits(10) if variant == "pse" else None
+
+
 def _free_reference_code(tx: Tx) -> str:
     for _ in range(_CODE_ATTEMPTS):
         code = digits(6)
@@ -233,6 +258,7 @@ def _free_reference_code(tx: Tx) -> str:
 def routes(context: Context) -> list[Route]:
     api = TransferApi(context)
     return [
+        api_route(context, "GET", "/transfer/v1/bankList", KeyRule.PUBLIC, api.bank_list),
         api_route(context, "POST", "/transfer/v1/tokens", KeyRule.PUBLIC, api.create_token, "TransferTokenRequest"),
         api_route(context, "POST", "/transfer/v1/init", KeyRule.PRIVATE, api.init, "TransferInitRequest"),
         api_route(context, "GET", "/transfer/v1/status/{token}", KeyRule.PRIVATE, api.status),
