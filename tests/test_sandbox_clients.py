@@ -567,7 +567,7 @@ def test_unknown_routes_wrong_methods_and_schema_errors(start: Start) -> None:
                               "message": "amount.subtotalIva0: must be a number, got string"}
         rule = client.post("/transfer/v1/tokens", json={"currency": "COP", "amount": {
             "subtotalIva": 0, "subtotalIva0": 10000, "iva": 0}}, headers=keys)
-        assert rule.status_code == 400 and rule.json()["field"] == "flow"
+        assert rule.status_code == 400 and rule.json()["field"] == "bankId"  # COP without flow is PSE
         not_json = client.post("/transfer/v1/tokens", content=b"{nope",
                                headers={**keys, "Content-Type": "application/json"})
         assert not_json.status_code == 400 and not_json.json()["field"] == "body"
