@@ -31,6 +31,9 @@ _LONGEST_PAUSE = 1.0
 def settle_due(context: Context, token: Optional[str] = None) -> int:
     """Complete every transfer whose ``settle_at`` has come (``token``: that transfer only); how many."""
     now = context.clock.now()
+    with context.store.read() as tx:  # the common case, nothing due, costs no write transaction
+        if not tx.due_settlements(now, token):
+            return 0
     with context.store.write() as tx:
         due = tx.due_settlements(now, token)
         for transfer in due:
