@@ -164,9 +164,15 @@ def test_token_currency_accepted(currency: str) -> None:
     assert token_request(currency=currency).currency == currency
 
 
-@pytest.mark.parametrize("currency", ["USD", "cop", "EUR", ""])
+@pytest.mark.parametrize("currency", ["cop", "EUR", ""])
 def test_token_currency_refused(currency: str) -> None:
     refused("currency", lambda: token_request(currency=currency))
+
+
+def test_plain_card_token_in_usd_accepted_but_not_a_network_token() -> None:
+    assert token_request(currency="USD").currency == "USD"
+    refused("currency", lambda: token_request(currency="USD", card=card(cvv=None, cryptogram=CRYPTOGRAM),
+                                              is_network_token=True))
 
 
 @pytest.mark.parametrize("total", [Decimal(0), Decimal("0.01"), 100, "99.99", 12.5])

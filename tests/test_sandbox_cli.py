@@ -52,7 +52,7 @@ def sandbox_process(options: Sequence[str], *, environment: Optional[dict[str, s
                 errors.seek(0)
                 raise AssertionError(f"the sandbox did not start: {first!r} {errors.read()!r}")
             banner = [first.rstrip("\n")]
-            while not banner[-1].startswith("  --webhook-backoff"):  # the last line; the banner is one write
+            while not banner[-1].startswith("  --cors-origin"):  # the last line; the banner is one write
                 line = process.stdout.readline()
                 if not line:
                     break
@@ -88,7 +88,8 @@ def test_pasarela_sandbox_subcommand_takes_secrets_and_never_shows_them(tmp_path
     with sandbox_process(options, environment=environment,
                          command=(sys.executable, "-m", "pasarela", "sandbox")) as started:
         text = "\n".join(started.banner)
-        assert "(given; not shown)" in text and "(from $PASARELA_SANDBOX_WEBHOOK_SECRET; not shown)" in text
+        assert "(given on the command line; not shown)" in text
+        assert "(from $PASARELA_SANDBOX_WEBHOOK_SECRET; not shown)" in text
         assert "--ecuador-processor wallet" in " ".join(text.split())
         with httpx.Client(base_url=started.url, timeout=10) as client:
             assert client.get("/status/none", headers={"Private-Merchant-Id": secrets["private"]}).status_code == 404
@@ -96,9 +97,33 @@ def test_pasarela_sandbox_subcommand_takes_secrets_and_never_shows_them(tmp_path
             assert refused.status_code == 401
         started.process.send_signal(signal.SIGTERM)
         out, _ = started.process.communicate(timeout=15)
-        output = text + out + started.log()
+        log = started.log()
+        output = text + out + log
     for secret in secrets.values():
         assert secret not in output
+    warnings = [line for line in log.splitlines() if "warning:" in line]
+    assert len(warnings) == 1 and "--private-key on the command line" in warnings[0]
+    assert "$PASARELA_SANDBOX_PRIVATE_KEY" in warnings[0]
+
+
+def test_secrets_from_the_environment_give_no_warning() -> None:
+    environment = {"PASARELA_SANDBOX_PRIVATE_KEY": "sk-env", "PASARELA_SANDBOX_WEBHOOK_SECRET": "wh-env"}
+    with sandbox_process(["--db", ":memory:"], environment=environment) as started:
+        started.process.send_signal(signal.SIGTERM)
+        started.process.wait(15)
+        assert "warning:" not in started.log()
+
+
+def test_every_secret_option_on_the_command_line_is_warned_about() -> None:
+    result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", ":memory:", "--private-key", "k1",
+                             "--webhook-secret", "k2", "--business-code", "k3", "--port", "-1"],
+                            capture_output=True, text=True, timeout=60)
+    for option, variable in (("--private-key", "PASARELA_SANDBOX_PRIVATE_KEY"),
+                             ("--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),
+                             ("--business-code", "PASARELA_BUSINESS_CODE")):
+        assert f"warning: {option} on the command line" in result.stderr and f"${variable}" in result.stderr
+    for secret in ("k1", "k2", "k3"):
+        assert f" {secret}" not in result.stderr
 
 
 def test_sandbox_listens_on_127_0_0_1_only() -> None:
@@ -114,7 +139,9 @@ def test_sandbox_listens_on_127_0_0_1_only() -> None:
     ("options", "message"),
     [(["--ecuador-processor", "card"], "invalid choice"),
      (["--webhook-url", "ftp://example"], "webhook_url must be an absolute http(s) URL"),
-     (["--timeout-delay", "-1"], "timeout_delay must be non-negative")],
+     (["--timeout-delay", "-1"], "timeout_delay must be non-negative"),
+     (["--settle-after", "soon"], "expected a number of seconds or 'never'"),
+     (["--public-url", "sandbox.example"], "public_url must be an absolute http(s) URL")],
 )
 def test_sandbox_refuses_bad_options(options: list[str], message: str) -> None:
     result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", ":memory:", *options],
@@ -125,7 +152,8 @@ def test_sandbox_refuses_bad_options(options: list[str], message: str) -> None:
 def test_sandbox_help_describes_the_options_without_secret_defaults() -> None:
     result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--help"], capture_output=True, text=True,
                             timeout=60, check=True)
-    for option in ("--port", "--db", "--webhook-url", "--ecuador-processor", "--timeout-delay"):
+    for option in ("--port", "--db", "--webhook-url", "--ecuador-processor", "--timeout-delay", "--settle-after",
+                   "--public-url", "--cors-origin"):
         assert option in result.stdout
     for secret in ("sandbox-private-key", "sandbox-webhook-secret", "sandbox-business-code"):
         assert secret not in result.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import threading
 import time
 import uuid
@@ -173,6 +174,13 @@ def start_transfer(client: TransferClient, request: TransferTokenRequest, amount
     return token, client.init(TransferInitRequest(token=token, amount=amount, **init))
 
 
+def page_token(page: str) -> dict[str, str]:
+    """The per-page token of a payer page's form, as the browser would post it back."""
+    found = re.search(r'name="page_token" value="([^"]+)"', page)
+    assert found is not None, page
+    return {"page_token": found.group(1)}
+
+
 def assert_png(data_uri: str) -> None:
     assert data_uri.startswith(PNG_PREFIX)
     assert base64.b64decode(data_uri[len(PNG_PREFIX):], validate=True).startswith(b"\x89PNG\r\n\x1a\n")
@@ -272,7 +280,8 @@ def test_colombia_other_amounts_succeed_without_webhook_until_the_payer_pays(sta
         assert client.status(token).state is TransferState.INITIALIZED
         assert merchant.events_for(token) == []
         paid = running.simulator("POST", "/sandbox/v1/payments", {"token": token})
-        assert paid.status_code == 200 and paid.json()["status"] == "PAID"
+        assert paid.status_code == 200 and paid.json()["status"] == "approvedTransaction"
+        assert (paid.json()["processorState"], paid.json()["transactionStatus"]) == ("OK", "PAID")
         assert merchant.wait_for_event(token).state is TransferState.APPROVED
 
 
@@ -285,7 +294,8 @@ def test_colombia_qr_becomes_invalid_after_ten_minutes(start: Start) -> None:
         assert client.status(token).raw["qrStatus"] == "valid"
         running.clock.offset = 600.0
         record = client.status(token)
-        assert record.raw["qrStatus"] == "expired" and record.state is TransferState.INITIALIZED
+        assert record.raw["qrStatus"] == "expired" and record.status == "expiredTransaction"
+        assert record.state is TransferState.REJECTED and record.raw["transactionStatus"] == "initialized"
         refused = running.simulator("POST", "/sandbox/v1/payments", {"token": token})
         assert refused.status_code == 409 and refused.json()["code"] == "QR_EXPIRED"
         client.cancel(token)  # not final: 204
@@ -393,7 +403,7 @@ def test_ecuador_bank_redirect_is_followed_to_the_callback(
         with httpx.Client(follow_redirects=True, timeout=10) as browser:
             portal = browser.get(answer.redirect_url)
             assert portal.status_code == 200 and 'name="action" value="pay"' in portal.text
-            back = browser.post(answer.redirect_url, data={"action": "pay"})
+            back = browser.post(answer.redirect_url, data={"action": "pay", **page_token(portal.text)})
         assert back.status_code == 200 and back.history[0].status_code == 303
         assert str(back.url) == f"{merchant.base_url}/return?order=77&token={token}"
         with merchant.lock:
@@ -421,9 +431,10 @@ def test_payer_page_decline_and_unknown_token(start: Start, merchant: Merchant) 
     with running.transfers() as client:
         token, _ = start_transfer(client, *colombia(5000))
         with httpx.Client(base_url=running.base_url, timeout=10) as browser:
-            declined = browser.post(f"/sandbox/pay/{token}", data={"action": "decline"})
+            form = page_token(browser.get(f"/sandbox/pay/{token}").text)
+            declined = browser.post(f"/sandbox/pay/{token}", data={"action": "decline", **form})
             assert declined.status_code == 200 and "rejected" in declined.text
-            assert browser.post(f"/sandbox/pay/{token}", data={"action": "pay"}).status_code == 409
+            assert browser.post(f"/sandbox/pay/{token}", data={"action": "pay", **form}).status_code == 409
             assert browser.get("/sandbox/pay/nope").status_code == 404
         assert merchant.wait_for_event(token).state is TransferState.REJECTED
 
@@ -473,6 +484,16 @@ def test_a_plain_charge_has_no_network_object_and_tokens_are_single_use(start: S
         with pytest.raises(ApiError) as caught:
             client.charge(ChargeRequest(token=token, amount=_CHARGE_AMOUNT))
         assert (caught.value.status, json.loads(caught.value.body)["field"]) == (400, "token")
+
+
+def test_the_card_client_voids_a_charge_once(start: Start) -> None:
+    with start().cards() as client:
+        charged = client.charge(ChargeRequest(token=_card_token(client, _PLAIN_CARD), amount=_CHARGE_AMOUNT))
+        voided = client.void_charge(charged.ticket_number)
+        assert voided.transaction_type == "VOID" and voided.ticket_number != charged.ticket_number
+        with pytest.raises(ApiError) as caught:
+            client.void_charge(charged.ticket_number)
+        assert (caught.value.status, caught.value.code) == (400, "CHARGE_ALREADY_REVERSED")
 
 
 def test_tokenless_charge_with_transport_fields(start: Start) -> None:
@@ -546,8 +567,9 @@ def test_unknown_routes_wrong_methods_and_schema_errors(start: Start) -> None:
                               "message": "amount.subtotalIva0: must be a number, got string"}
         rule = client.post("/transfer/v1/tokens", json={"currency": "COP", "amount": {
             "subtotalIva": 0, "subtotalIva0": 10000, "iva": 0}}, headers=keys)
-        assert rule.status_code == 400 and rule.json()["field"] == "flow"
-        not_json = client.post("/transfer/v1/tokens", content=b"{nope", headers=keys)
+        assert rule.status_code == 400 and rule.json()["field"] == "bankId"  # COP without flow is PSE
+        not_json = client.post("/transfer/v1/tokens", content=b"{nope",
+                               headers={**keys, "Content-Type": "application/json"})
         assert not_json.status_code == 400 and not_json.json()["field"] == "body"
         assert client.get("/status/unknown", headers=keys).status_code == 404
         assert client.get("/openapi.json").json()["openapi"] == "3.0.3"

@@ -100,14 +100,15 @@ def start_transfers(client: httpx.Client) -> dict[str, str]:
     """Five transfers that end with a webhook and two that stay initialized: token -> expected status."""
     expected: dict[str, str] = {}
     flow = {"processorName": "BRE-B", "type": "QR"}
-    for total, status in ((10000, "PAID"), (10000, "PAID"), (12000, "rejected"), (9999, "initialized"),
-                          (5000, "initialized")):
+    for total, status in ((10000, "approvedTransaction"), (10000, "approvedTransaction"),
+                          (12000, "declinedTransaction"), (9999, "initializedTransaction"),
+                          (5000, "initializedTransaction")):
         amount = {"subtotalIva": 0, "subtotalIva0": total, "iva": 0}
         token = client.post("/transfer/v1/tokens", json={"currency": "COP", "amount": amount, "flow": flow},
                             headers={"Public-Merchant-Id": PUBLIC}).json()["token"]
         assert client.post("/transfer/v1/init", json={"token": token, "amount": amount}).status_code == 201
         expected[token] = status
-    for document, status in (("123456789", "PAID"), ("999999990", "rejected")):
+    for document, status in (("123456789", "approvedTransaction"), ("999999990", "declinedTransaction")):
         amount = {"subtotalIva": 1000, "subtotalIva0": 0, "iva": 160}
         token = client.post("/transfer/v1/tokens", json={
             "currency": "MXN", "amount": amount, "documentType": "CURP", "documentNumber": document,

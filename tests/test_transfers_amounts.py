@@ -167,7 +167,7 @@ def test_mixed_basket_with_tax_is_accepted() -> None:
     assert amount.total == Decimal(165)
 
 
-def test_ice_and_extra_taxes_are_ecuador_only() -> None:
+def test_ice_is_ecuador_only_and_extra_taxes_ecuador_and_colombia() -> None:
     with pytest.raises(ValidationError) as caught:
         Amount(subtotal_iva0=Decimal(100), ice=Decimal(1), currency="COP")
     assert caught.value.field == "amount.ice"
@@ -175,6 +175,8 @@ def test_ice_and_extra_taxes_are_ecuador_only() -> None:
         Amount(subtotal_iva0=Decimal(100), extra_taxes=ExtraTaxes(propina=Decimal(1)), currency="MXN")
     assert caught.value.field == "amount.extraTaxes"
     assert Amount(subtotal_iva0=Decimal(100), ice=Decimal(0), currency="COP").total == Decimal(100)
+    tip = Amount(subtotal_iva0=Decimal(100), extra_taxes=ExtraTaxes(propina=Decimal(10)), currency="COP")
+    assert tip.total == Decimal(110) and tip.to_wire()["extraTaxes"] == {"propina": 10}
 
 
 def test_extra_taxes_fields_are_checked() -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from pasarela.errors import ResponseShapeError
 from pasarela.transfers import (
+    Bank,
+    ColombiaPse,
     ColombiaQr,
     EcuadorRedirect,
     EcuadorWallet,
@@ -22,6 +24,7 @@ from pasarela.transfers import (
     TransferToken,
     parse_transfer_init,
 )
+from pasarela.transfers.responses import parse_bank_list
 
 QR = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n fake image").decode()
 REFERENCE = "1f0c6a1e-3b1a-4c55-8a22-2f4e0f6d9b10"
@@ -152,6 +155,16 @@ def test_transfer_token() -> None:
         ({"status": "Initialized"}, TransferState.INITIALIZED),
         ({"status": "somethingNew"}, TransferState.UNKNOWN),
         ({}, TransferState.UNKNOWN),
+        # The service's public webhook vocabulary, and processorState, which some clients read first.
+        ({"status": "expiredTransaction"}, TransferState.REJECTED),
+        ({"processorState": "OK"}, TransferState.APPROVED),
+        ({"processorState": "NOT_AUTHORIZED"}, TransferState.REJECTED),
+        ({"processorState": "FAILED"}, TransferState.REJECTED),
+        ({"status": "approvedTransaction", "processorState": "OK", "transactionStatus": "PAID"},
+         TransferState.APPROVED),
+        # An unrecognized word in one place does not hide a known one in another.
+        ({"status": "somethingNew", "processorState": "OK"}, TransferState.APPROVED),
+        ({"status": "somethingNew", "details": {"status": "declinedTransaction"}}, TransferState.REJECTED),
     ],
 )
 def test_status_record_states(body: dict[str, Any], state: TransferState) -> None:
@@ -164,3 +177,19 @@ def test_status_record_states(body: dict[str, Any], state: TransferState) -> Non
 def test_status_record_must_be_an_object() -> None:
     with pytest.raises(ResponseShapeError):
         TransferStatus.from_json(["PAID"])
+
+
+def test_colombia_pse_is_the_bank_redirect_with_a_trazability_code() -> None:
+    answer = parse_transfer_init({"redirectUrl": "https://bank.example/pse?x=1", "trazabilityCode": "4561237"})
+    assert isinstance(answer, ColombiaPse)
+    assert (answer.redirect_url, answer.trazability_code) == ("https://bank.example/pse?x=1", "4561237")
+    assert isinstance(parse_transfer_init({"redirectUrl": "https://bank.example/portal"}), EcuadorRedirect)
+
+
+def test_bank_list() -> None:
+    assert parse_bank_list([{"code": "1022", "name": "Banco Uno"}]) == [Bank("1022", "Banco Uno")]
+    with pytest.raises(ResponseShapeError) as caught:
+        parse_bank_list([{"code": "1022"}])
+    assert caught.value.field == "$[0].name"
+    with pytest.raises(ResponseShapeError):
+        parse_bank_list({"banks": []})

@@ -160,9 +160,19 @@ def test_colombia_qr_accepts_the_optional_fields() -> None:
     assert wire["amount"] == {"subtotalIva": 100000, "subtotalIva0": 0, "iva": 19000}
 
 
-def test_cop_needs_the_flow() -> None:
-    error = refused("flow", lambda: colombia(flow=None))
-    assert "BRE-B" in error.reason
+def test_cop_without_flow_is_pse_and_needs_a_bank() -> None:
+    error = refused("bankId", lambda: colombia(flow=None))
+    assert "BRE-B" in error.reason and "bank list" in error.reason
+
+
+def test_colombia_pse_builder_and_its_rules() -> None:
+    amount = Amount.untaxed(50000, currency="COP")
+    request = TransferTokenRequest.colombia_pse(amount=amount, bank_id="1022", document_type="CC",
+                                                document_number="123456789", callback_url="https://shop.example/r")
+    wire = request.to_wire()
+    assert "flow" not in wire and (wire["bankId"], wire["userType"], wire["currency"]) == ("1022", "0", "COP")
+    refused("callbackUrl", lambda: replace(request, callback_url=None))
+    refused("documentNumber", lambda: replace(request, document_number=None))
 
 
 @pytest.mark.parametrize(
@@ -194,9 +204,14 @@ def test_transfer_currency_refused(currency: str) -> None:
     refused("currency", lambda: mexico(currency=currency))
 
 
-@pytest.mark.parametrize("user_type", ["0", "2", 1])
-def test_user_type_is_1(user_type: Any) -> None:
+@pytest.mark.parametrize("user_type", ["2", 1, ""])
+def test_user_type_is_0_or_1(user_type: Any) -> None:
     refused("userType", lambda: mexico(user_type=user_type))
+
+
+@pytest.mark.parametrize("user_type", ["0", "1"])
+def test_user_type_natural_and_legal_person_accepted(user_type: str) -> None:
+    assert mexico(user_type=user_type).to_wire()["userType"] == user_type
 
 
 def test_amount_must_be_positive_and_a_model() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .client import AsyncCardClient, CardClient
 from .models import Card, CardTokenRequest, ChargeRequest, NetworkTokenData, TokenlessChargeRequest
-from .responses import CardToken, ChargeResult, NetworkTokenInfo
+from .responses import CardToken, ChargeResult, ChargeReversal, NetworkTokenInfo
 from .validation import NETWORK_TOKEN_CAPABILITY, NETWORK_TOKEN_CURRENCIES, WALLET_IDS
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "CardTokenRequest",
     "ChargeRequest",
     "ChargeResult",
+    "ChargeReversal",
     "NetworkTokenData",
     "NetworkTokenInfo",
     "TokenlessChargeRequest",

@@ -1,9 +1,12 @@
-"""Card payments clients (spec 4.2): token, charge, pre-authorization and tokenless charge.
+"""Card payments clients (spec 4.2): token, charge, pre-authorization, tokenless charge, and the void (or
+refund) of a charge by its ticket number (``DELETE /card/v1/charges/{ticketNumber}``, the call the service's
+official PHP SDK makes).
 
 The spec does not show the headers of the card endpoints; these clients send the public key on
 token creation (the call a browser can make) and the private key on the charges (back end only),
-as the transfer endpoints do. Every call is a POST: none is retried (see :mod:`pasarela.http.retry`);
-pass your own ``idempotency_key`` to tell a deliberate repeat from a new charge.
+as the transfer endpoints do. No call is retried (see :mod:`pasarela.http.retry`); pass your own
+``idempotency_key`` to tell a deliberate repeat from a new charge. A second void of the same charge is
+refused by the service (an ApiError).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from ..http.config import MerchantKey
 from ..http.exchange import Endpoint
 from ..http.transport import AsyncServiceClient, SyncServiceClient
 from .models import CardTokenRequest, ChargeRequest, TokenlessChargeRequest
-from .responses import CardToken, ChargeResult
+from .responses import CardToken, ChargeResult, ChargeReversal
 
 __all__ = ["AsyncCardClient", "CardClient"]
 
@@ -22,6 +25,7 @@ TOKENS = Endpoint("POST", "/card/v1/tokens", MerchantKey.PUBLIC)
 CHARGES = Endpoint("POST", "/card/v1/charges", MerchantKey.PRIVATE)
 PRE_AUTHORIZATIONS = Endpoint("POST", "/card/v1/preAuthorization", MerchantKey.PRIVATE)
 TOKENLESS_CHARGES = Endpoint("POST", "/card/v2/charges", MerchantKey.PRIVATE)
+VOIDS = Endpoint("DELETE", "/card/v1/charges/{}", MerchantKey.PRIVATE)
 
 
 class CardClient(SyncServiceClient):
@@ -44,6 +48,10 @@ class CardClient(SyncServiceClient):
         reply = self._send(TOKENLESS_CHARGES.call(request.to_wire(), idempotency_key=idempotency_key))
         return ChargeResult.from_json(reply.json())
 
+    def void_charge(self, ticket_number: str) -> ChargeReversal:
+        """Void the charge (or refund it, once the service's void window has passed)."""
+        return ChargeReversal.from_json(self._send(VOIDS.call(token=ticket_number)).json())
+
 
 class AsyncCardClient(AsyncServiceClient):
     """The asyncio twin of :class:`CardClient`."""
@@ -65,3 +73,6 @@ class AsyncCardClient(AsyncServiceClient):
     ) -> ChargeResult:
         reply = await self._send(TOKENLESS_CHARGES.call(request.to_wire(), idempotency_key=idempotency_key))
         return ChargeResult.from_json(reply.json())
+
+    async def void_charge(self, ticket_number: str) -> ChargeReversal:
+        return ChargeReversal.from_json((await self._send(VOIDS.call(token=ticket_number))).json())

@@ -111,7 +111,8 @@ def _network_token_members(is_network_token: bool, network_token: Optional[Netwo
 
 @dataclass(frozen=True)
 class CardTokenRequest:
-    """``POST /card/v1/tokens``. ``currency`` is the country's: COP, CLP, PEN or MXN."""
+    """``POST /card/v1/tokens``. ``currency`` is the country's: COP, CLP, PEN or MXN for a network token, any
+    currency of the service (also USD) for a plain card."""
 
     card: Card
     total_amount: Decimal

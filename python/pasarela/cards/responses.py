@@ -16,7 +16,7 @@ from typing import Any, Optional
 from ..errors import ResponseShapeError
 from ..http.response_reader import ResponseReader, TokenReply
 
-__all__ = ["CardToken", "ChargeResult", "NetworkTokenInfo"]
+__all__ = ["CardToken", "ChargeResult", "ChargeReversal", "NetworkTokenInfo"]
 
 _MASKED_CARD_NUMBER = re.compile(r"[0-9]{6}[Xx*•]+[0-9]{4}")
 
@@ -81,3 +81,18 @@ class ChargeResult:
             network=NetworkTokenInfo.read(network) if network is not None else None,
             raw=reader.raw,
         )
+
+
+@dataclass(frozen=True)
+class ChargeReversal:
+    """The answer to ``DELETE /card/v1/charges/{ticketNumber}``: the void's (or refund's) own ``ticketNumber``;
+    ``transaction_type`` (VOID or REFUND) when the service says which it was."""
+
+    ticket_number: str
+    transaction_type: Optional[str]
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, value: object) -> ChargeReversal:
+        reader = ResponseReader.of(value)
+        return cls(reader.text("ticketNumber"), reader.optional_text("transactionType"), reader.raw)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..errors import ValidationError
 from ..transfers import fields as check
-from ..transfers.amounts import Amount, check_minor_units, payable, to_decimal
+from ..transfers.amounts import MINOR_UNITS, Amount, check_minor_units, payable, to_decimal
 
 if TYPE_CHECKING:
     from .models import Card, CardTokenRequest, ChargeRequest, NetworkTokenData, TokenlessChargeRequest
@@ -91,7 +91,9 @@ def _check_network_token_use(card: Card, is_network_token: object, network_token
 
 def check_card_token_request(request: CardTokenRequest) -> None:
     _check_network_token_use(request.card, request.is_network_token, request.network_token)
-    currency = check.choice(request.currency, "currency", NETWORK_TOKEN_CURRENCIES)
+    # COP/CLP/PEN/MXN is the network-token rule; a plain card is tokenized in any currency of the service.
+    currency = check.choice(request.currency, "currency",
+                            NETWORK_TOKEN_CURRENCIES if request.is_network_token else frozenset(MINOR_UNITS))
     total: Decimal = to_decimal(request.total_amount, "totalAmount")
     check_minor_units(total, currency, "totalAmount")
     object.__setattr__(request, "total_amount", total)

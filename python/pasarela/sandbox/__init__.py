@@ -2,8 +2,8 @@
 
 It serves the card and transfer APIs with the test behaviours of the spec, keeps state in SQLite,
 sends signed webhooks from a durable outbox, and hosts a simulated terminal; docs/sandbox.md has
-the tour. Needs ``pip install "pasarela[sandbox]"`` (uvicorn, segno). ``import pasarela`` never
-imports this package, and importing it imports neither uvicorn nor segno::
+the tour. Needs ``pip install "pasarela[sandbox]"`` (uvicorn, Starlette, jsonschema, segno).
+``import pasarela`` never imports this package, and importing it imports none of those::
 
     from pasarela.sandbox import Sandbox, SandboxConfig
 

@@ -1,90 +1,106 @@
-"""The sandbox as one ASGI application (no framework).
+"""The sandbox as one Starlette application.
 
-A request is handled in this order: the terminal API under ``/terminal/`` goes to the envelope
-middleware (:mod:`.terminal`); otherwise route (404 unknown path, 405 wrong method), merchant key
-(401), body schema (400 naming the field), then the handler. The route comes before the key
-because which key a call needs (public or private) depends on the route. ``/openapi.json``
-needs no key. An unexpected exception is logged and answered 500 ``SANDBOX_ERROR``.
+The terminal API is mounted under ``/terminal`` behind the envelope middleware (:mod:`.terminal`).
+Every other route is an operation of :mod:`.endpoint` (key, body, schema, handler) listed by its
+module. The CORS middleware answers browsers' preflights (origins from the configuration). Every
+refusal, including Starlette's own 404 and 405, is one JSON shape ``{"code", "message"[, "field"]}``;
+an unexpected exception is logged and answered 500 ``SANDBOX_ERROR``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Callable, Optional
 
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount
+from starlette.types import Receive, Scope, Send
+
 from . import bank_page, cards, simulator, transfers
-from .asgi_io import Receive, Reply, Scope, Send, read_body, scope_request, send_reply
-from .auth import KeyRule, check_key
+from .auth import KeyRule
 from .context import Context
+from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
-from .openapi import COMPONENTS, document
-from .routing import Call, Route, Router
-from .schema_check import check
+from .openapi import document
 from .terminal import terminal_app
 
 __all__ = ["SandboxApp"]
 
 _log = logging.getLogger("pasarela.sandbox")
-TERMINAL_PREFIX = "/terminal/"
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "BODY_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE"}
+
+
+def _refusal(error: SandboxError, headers: Optional[dict[str, str]] = None) -> Response:
+    return json_reply(error.status, error.body, headers)
+
+
+async def _sandbox_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SandboxError)
+    return _refusal(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}: see /openapi.json"
+    elif exc.status_code == 405:
+        message = f"{request.url.path} answers {(exc.headers or {}).get('Allow', 'other methods')} only"
+    else:
+        message = exc.detail
+    code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
+    return _refusal(SandboxError(exc.status_code, code, message), dict(exc.headers or {}))
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    return Response(status_code=400)  # nobody reads it
+
+
+async def _failure(request: Request, exc: Exception) -> Response:
+    _log.error("sandbox failure on %s %s", request.method, request.url.path, exc_info=exc)
+    return _refusal(SandboxError(500, "SANDBOX_ERROR", "the sandbox failed: see its log"))
 
 
 class SandboxApp:
+    """The ASGI application; ``on_startup`` and ``on_shutdown`` run in the server's lifespan."""
+
     def __init__(self, context: Context) -> None:
         self._context = context
-        self._openapi = Reply.json(200, document())
-        routes = [Route("GET", "/openapi.json", KeyRule.NONE, self._serve_openapi)]
-        for module in (transfers, cards, simulator, bank_page):
-            routes.extend(module.routes(context))
-        self.router = Router(routes)
-        self._terminal = terminal_app(context.config)
         self.on_startup: list[Callable[[], None]] = []
         self.on_shutdown: list[Callable[[], None]] = []
+        openapi = json_reply(200, document())
 
-    async def _serve_openapi(self, call: Call) -> Reply:
-        return self._openapi
+        async def serve_openapi(call: Call) -> Response:
+            return openapi
+
+        routes: list[BaseRoute] = [api_route(context, "GET", "/openapi.json", KeyRule.NONE, serve_openapi)]
+        for module in (transfers, cards, simulator, bank_page):
+            routes.extend(module.routes(context))
+        routes.append(Mount("/terminal", app=terminal_app(context.config)))
+        self.starlette = Starlette(
+            routes=routes,
+            middleware=[Middleware(CORSMiddleware, allow_origins=list(context.config.cors_origins),
+                                   allow_methods=["*"], allow_headers=["*"], max_age=600)],
+            exception_handlers={SandboxError: _sandbox_error, HTTPException: _http_error,
+                                ClientDisconnect: _client_gone, Exception: _failure},
+            lifespan=self._lifespan,
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        for hook in self.on_startup:
+            hook()
+        try:
+            yield
+        finally:
+            for hook in self.on_shutdown:
+                hook()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return  # no websockets: uvicorn closes the connection
-        if str(scope["path"]).startswith(TERMINAL_PREFIX):
-            await self._terminal(scope, receive, send)
-            return
-        try:
-            reply = await self._handle(scope, receive)
-        except SandboxError as exc:
-            extra = (("allow", self.router.allowed(str(scope["path"]))),) if exc.status == 405 else ()
-            reply = Reply.error(exc, extra)
-        except Exception:
-            _log.exception("sandbox failure on %s %s", scope.get("method"), scope.get("path"))
-            reply = Reply.error(SandboxError(500, "SANDBOX_ERROR", "the sandbox failed: see its log"))
-        if reply is not None and reply.status:
-            await send_reply(send, reply)
-
-    async def _handle(self, scope: Scope, receive: Receive) -> Optional[Reply]:
-        route, params = self.router.match(str(scope["method"]).upper(), str(scope["path"]))
-        body = await read_body(receive)
-        if body is None:  # the client went away
-            return None
-        request = scope_request(scope, body)
-        check_key(request, route.keys, self._context.config)
-        parsed = None
-        if route.body_schema:
-            parsed = request.json()
-            check(parsed, COMPONENTS[route.body_schema], COMPONENTS)
-        return await route.handler(Call(request, params, parsed, receive))
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                for hook in self.on_startup:
-                    hook()
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                for hook in self.on_shutdown:
-                    hook()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await self.starlette(scope, receive, send)

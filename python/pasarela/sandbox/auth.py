@@ -7,9 +7,9 @@ without ever repeating the value that was sent (it may be a real key sent to the
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from enum import Enum
 
-from .asgi_io import Request
 from .config import SandboxConfig
 from .errors import SandboxError
 
@@ -37,11 +37,12 @@ def _unauthorized(message: str) -> SandboxError:
     return SandboxError(401, "UNAUTHORIZED", message)
 
 
-def check_key(request: Request, rule: KeyRule, config: SandboxConfig) -> None:
+def check_key(headers: Mapping[str, str], rule: KeyRule, config: SandboxConfig) -> None:
+    """``headers``: a case-insensitive mapping (Starlette's)."""
     if rule is KeyRule.NONE:
         return
-    public = request.header(PUBLIC_HEADER)
-    private = request.header(PRIVATE_HEADER)
+    public = headers.get(PUBLIC_HEADER)
+    private = headers.get(PRIVATE_HEADER)
     if rule is KeyRule.EITHER:
         if (private is not None and _same(private, config.private_key)) or (
             public is not None and _same(public, config.public_key)

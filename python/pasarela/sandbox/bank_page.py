@@ -6,23 +6,30 @@ deep link opens (Ecuador wallet), and the page a Colombia QR points to.
 999999990 is declined, any other approved); declining always declines. The payment is completed
 (:mod:`.payments`, webhook included) and the payer is sent back by a 303 to
 ``callbackUrl?token=<token>`` (spec 3, rule 2), or shown the result when the token request had no
-callbackUrl. The token in the address is the only credential, as for a real portal.
+callbackUrl. The token in the address is the only credential, as for a real portal; the form also carries a
+per-page token (:mod:`.page_token`), so a page on another site cannot pay or decline by posting to this one
+(403), and the page may not be framed (clickjacking).
 """
 
 from __future__ import annotations
 
 import html
+import time
 from decimal import Decimal
 from typing import Optional
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .asgi_io import Reply
+from starlette.responses import Response
+from starlette.routing import Route
+
 from .auth import KeyRule
 from .context import Context
+from .endpoint import Call, api_route, form, html_reply, redirect
 from .errors import SandboxError
+from .page_token import PageTokens
 from .payments import pay
-from .routing import Call, Route
 from .scenarios import Outcome
+from .settlement import settle_due
 from .store import Transfer
 
 __all__ = ["callback_location", "routes"]
@@ -32,10 +39,21 @@ _TITLES = {
     "wallet": "Sandbox wallet",
     "qr": "Bre-B QR payment",
     "clabe": "Sandbox bank: CLABE transfer",
+    "pse": "PSE: Banco Sandbox",
 }
 _ACTIONS: dict[str, Optional[Outcome]] = {"pay": None, "decline": Outcome.DECLINED}
 """What each button does: paying leaves the outcome to the test rule."""
 _STYLE = "body{font-family:sans-serif;max-width:32em;margin:3em auto}button{font-size:1.1em;margin-right:1em}"
+
+
+_PAGE_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+                               "form-action 'self'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+_FORM_TOKEN = "page_token"  # noqa: S105 (the name of a form field)
 
 
 def callback_location(callback_url: str, token: str) -> str:
@@ -46,10 +64,10 @@ def callback_location(callback_url: str, token: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
-def _page(status: int, title: str, body: str) -> Reply:
-    return Reply.html(status, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+def _page(status: int, title: str, body: str) -> Response:
+    return html_reply(status, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
                               f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-                              f"<h1>{html.escape(title)}</h1>{body}</body></html>")
+                              f"<h1>{html.escape(title)}</h1>{body}</body></html>", _PAGE_HEADERS)
 
 
 def _total(transfer: Transfer) -> str:
@@ -57,18 +75,22 @@ def _total(transfer: Transfer) -> str:
     return f"{sum(figures, Decimal(0))} {transfer.currency}"
 
 
+
+
 class PayerPage:
     def __init__(self, context: Context) -> None:
         self._context = context
+        self._tokens = PageTokens()
 
     def _transfer(self, token: str) -> Transfer:
+        settle_due(self._context, token)
         with self._context.store.read() as tx:
             transfer = tx.transfer(token)
         if transfer is None:
             raise SandboxError.not_found("no transfer was started with this token")
         return transfer
 
-    async def show(self, call: Call) -> Reply:
+    async def show(self, call: Call) -> Response:
         try:
             transfer = self._transfer(call.params["token"])
         except SandboxError as exc:
@@ -78,12 +100,20 @@ class PayerPage:
                  f"<p>Status: <strong>{html.escape(transfer.status.value)}</strong></p>")
         if transfer.status.is_final:
             return _page(200, _TITLES[transfer.variant], facts)
-        form = ('<form method="post"><button name="action" value="pay">Pay</button>'
+        page_token = self._tokens.issue(transfer.token, time.time())
+        form = (f'<form method="post"><input type="hidden" name="{_FORM_TOKEN}" value="{html.escape(page_token)}">'
+                '<button name="action" value="pay">Pay</button>'
                 '<button name="action" value="decline">Decline</button></form>')
         return _page(200, _TITLES[transfer.variant], facts + form)
 
-    async def submit(self, call: Call) -> Reply:
-        action = call.request.form().get("action")
+    async def submit(self, call: Call) -> Response:
+        fields = await form(call.request)
+        action = fields.get("action")
+        cross_site = call.request.headers.get("sec-fetch-site", "").lower() == "cross-site"
+        # The page token's own clock is the real one: moving the sandbox clock must not expire open pages.
+        if cross_site or not self._tokens.is_valid(call.params["token"], fields.get(_FORM_TOKEN), time.time()):
+            return _page(403, "Payment not completed", "<p>This form did not come from this payer page (or the page"
+                                                       " is too old): open the payment page again.</p>")
         try:
             if action not in _ACTIONS:
                 raise SandboxError.invalid("action", "must be pay or decline")
@@ -91,13 +121,13 @@ class PayerPage:
         except SandboxError as exc:
             return _page(exc.status, "Payment not completed", f"<p>{html.escape(exc.message)}</p>")
         if paid.callback_url is not None:
-            return Reply.redirect(callback_location(paid.callback_url, paid.token))
+            return redirect(callback_location(paid.callback_url, paid.token))
         return _page(200, _TITLES[paid.variant], f"<p>Status: <strong>{html.escape(paid.status.value)}</strong></p>")
 
 
 def routes(context: Context) -> list[Route]:
     page = PayerPage(context)
     return [
-        Route("GET", "/sandbox/pay/{token}", KeyRule.NONE, page.show),
-        Route("POST", "/sandbox/pay/{token}", KeyRule.NONE, page.submit),
+        api_route(context, "GET", "/sandbox/pay/{token}", KeyRule.NONE, page.show),
+        api_route(context, "POST", "/sandbox/pay/{token}", KeyRule.NONE, page.submit),
     ]

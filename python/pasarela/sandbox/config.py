@@ -14,9 +14,10 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 
-__all__ = ["ECUADOR_PROCESSORS", "SandboxConfig"]
+__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "SandboxConfig"]
 
 ECUADOR_PROCESSORS = ("bank", "wallet")
+DEFAULT_SETTLE_AFTER = 5.0
 
 
 def _check_key(name: str, value: object) -> None:
@@ -29,6 +30,15 @@ def _check_seconds(name: str, value: object, *, allow_zero: bool = False) -> Non
         raise ConfigurationError(f"{name} must be a number of seconds")
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigurationError(f"{name} must be {'non-negative' if allow_zero else 'positive'}")
+
+
+def _check_absolute_url(name: str, value: object) -> None:
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"{name} must be an absolute http(s) URL")
 
 
 @dataclass(frozen=True, repr=False)
@@ -52,6 +62,16 @@ class SandboxConfig:
     webhook_backoff_max: float = 60.0
     webhook_timeout: float = 5.0
     """Seconds a webhook receiver has to answer one delivery."""
+    webhook_concurrency: int = 8
+    """Deliveries in flight at once: a receiver that hangs on one event holds one of them, not the others."""
+    settle_after: Optional[float] = DEFAULT_SETTLE_AFTER
+    """Seconds after init at which a Mexico, Ecuador or Colombia ACH transfer the payer has not paid settles by
+    itself (the documentNumber rule decides); ``None`` leaves them to the payer page and the simulator."""
+    public_url: Optional[str] = None
+    """The sandbox's address in the links it hands out (payer pages, QR contents); ``None``: the address the
+    server is bound to (never the Host header a client sends)."""
+    cors_origins: tuple[str, ...] = ("*",)
+    """Origins a browser may call the API from (``*``: any)."""
 
     def __post_init__(self) -> None:
         for name in ("public_key", "private_key", "webhook_secret", "business_code", "terminal_serial"):
@@ -63,13 +83,21 @@ class SandboxConfig:
         if not isinstance(self.merchant_name, str) or not self.merchant_name.strip():
             raise ConfigurationError("merchant_name must be a non-empty string")
         if self.webhook_url is not None:
-            parts = urlsplit(self.webhook_url) if isinstance(self.webhook_url, str) else None
-            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ConfigurationError("webhook_url must be an absolute http(s) URL")
+            _check_absolute_url("webhook_url", self.webhook_url)
         _check_seconds("timeout_delay", self.timeout_delay, allow_zero=True)
         _check_seconds("webhook_backoff", self.webhook_backoff)
         _check_seconds("webhook_backoff_max", self.webhook_backoff_max)
         _check_seconds("webhook_timeout", self.webhook_timeout)
+        if self.settle_after is not None:
+            _check_seconds("settle_after", self.settle_after, allow_zero=True)
+        if isinstance(self.webhook_concurrency, bool) or not isinstance(self.webhook_concurrency, int) \
+                or not 1 <= self.webhook_concurrency <= 256:
+            raise ConfigurationError("webhook_concurrency must be an integer from 1 to 256")
+        if self.public_url is not None:
+            _check_absolute_url("public_url", self.public_url)
+        if isinstance(self.cors_origins, str) or not all(isinstance(origin, str) and origin
+                                                         for origin in self.cors_origins):
+            raise ConfigurationError("cors_origins must be a tuple of origins (or '*')")
 
     def __repr__(self) -> str:
         return (

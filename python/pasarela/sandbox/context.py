@@ -4,8 +4,9 @@ dispatcher's doorbell (rung after a webhook is queued so that it goes out at onc
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .clock import SandboxClock
 from .config import SandboxConfig
@@ -20,6 +21,15 @@ class Context:
     store: Store
     clock: SandboxClock
     webhook_queued: Callable[[], None]
+
+    def public_url(self, scope: Mapping[str, Any]) -> str:
+        """Where payers and browsers reach the sandbox: ``public_url`` when configured, else the address the
+        server socket is bound to (``scope["server"]``), never the Host header, which the caller chooses."""
+        if self.config.public_url is not None:
+            return self.config.public_url.rstrip("/")
+        host, port = scope.get("server") or ("127.0.0.1", 80)
+        host = f"[{host}]" if ":" in str(host) else host
+        return f"http://{host}:{port}"
 
 
 def new_token() -> str:

@@ -1,6 +1,6 @@
 """The sandbox's OpenAPI 3.0 document, served at ``/openapi.json``.
 
-Request bodies are checked against these very schemas (:mod:`.schema_check`), so what the document
+Request bodies are checked against these very schemas (:mod:`.body_schema`, with jsonschema), so what the document
 promises and what the sandbox enforces are one thing. Rules a schema cannot say (an amount adding up
 to more than zero, a cryptogram only with ``isNetworkToken``) come from the client's own models and
 are answered with the same 400 naming the field.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._version import __version__
+from ..transfers.amounts import MINOR_UNITS
 
 __all__ = ["COMPONENTS", "document"]
 
@@ -47,8 +48,9 @@ _MONEY = {"type": "number", "minimum": 0, "maximum": _MAX_AMOUNT, "multipleOf": 
 _UUID = _string("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _EPOCH_MS = {"type": "integer", "minimum": 0, "description": "epoch milliseconds"}
 _AMOUNT_MEMBERS = {"subtotalIva": _MONEY, "subtotalIva0": _MONEY, "iva": _MONEY}
-_NETWORK_TOKEN_CURRENCIES = ["COP", "CLP", "PEN", "MXN"]
-_TRANSFER_STATUSES = ["initialized", "PAID", "rejected"]
+_CURRENCIES = sorted(MINOR_UNITS)
+_TRANSFER_STATUSES = ["initializedTransaction", "approvedTransaction", "declinedTransaction", "expiredTransaction"]
+_SPEC_STATUSES = ["initialized", "PAID", "rejected"]
 
 COMPONENTS: dict[str, Any] = {
     # --- requests
@@ -64,13 +66,14 @@ COMPONENTS: dict[str, Any] = {
     ),
     "TransferTokenRequest": _object(
         {
-            "userType": {"type": "string", "enum": ["1"]},
+            "userType": {"type": "string", "enum": ["0", "1"], "description": "0 natural person, 1 legal person"},
             "documentType": _TEXT,
             "documentNumber": _string(r"\S", "999999990 is declined (Mexico, Ecuador)", minLength=1, maxLength=255),
             "paymentDescription": _TEXT,
             "email": _string(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$", maxLength=255),
             "currency": {"type": "string", "enum": ["MXN", "USD", "COP"],
-                         "description": "MXN Mexico (CLABE), USD Ecuador, COP Colombia QR (needs flow)"},
+                         "description": "MXN Mexico (CLABE), USD Ecuador, COP Colombia: QR with flow, PSE with "
+                                        "bankId (a code of /transfer/v1/bankList) and no flow"},
             "amount": _ref("TransferAmount"),
             "callbackUrl": _string(r"^https?://[^\s/?#]+[^\s]*$", maxLength=2048),
             "bankId": _TEXT,
@@ -83,7 +86,8 @@ COMPONENTS: dict[str, Any] = {
             "token": _TEXT,
             "amount": _ref("TransferAmount"),
             "metadata": {"type": "object"},
-            "fullResponse": {"type": "string", "enum": ["v2"]},
+            "fullResponse": {"anyOf": [{"type": "string", "enum": ["v2"]}, {"type": "boolean"}],
+                             "description": "v2 or true: the full answer (Colombia QR details)"},
         },
         ("token", "amount"),
     ),
@@ -112,7 +116,8 @@ COMPONENTS: dict[str, Any] = {
         {
             "card": _ref("Card"),
             "totalAmount": _MONEY,
-            "currency": {"type": "string", "enum": _NETWORK_TOKEN_CURRENCIES},
+            "currency": {"type": "string", "enum": _CURRENCIES,
+                         "description": "COP, CLP, PEN or MXN with isNetworkToken; any of these for a plain card"},
             "isNetworkToken": {"type": "boolean"},
             "networkToken": _ref("NetworkToken"),
         },
@@ -120,7 +125,7 @@ COMPONENTS: dict[str, Any] = {
     ),
     "ChargeAmount": _object(
         {**_AMOUNT_MEMBERS, "ice": _MONEY, "extraTaxes": _ref("ExtraTaxes"),
-         "currency": {"type": "string", "enum": ["COP", "CLP", "PEN", "MXN", "USD"]}},
+         "currency": {"type": "string", "enum": _CURRENCIES}},
         ("subtotalIva", "subtotalIva0", "iva", "currency"),
     ),
     "Capabilities": {"type": "array", "items": {"type": "string", "enum": ["networkToken"]}, "maxItems": 1,
@@ -140,6 +145,11 @@ COMPONENTS: dict[str, Any] = {
             "capabilities": _ref("Capabilities"),
         },
         ("card", "amount"),
+    ),
+    "ReversalRequest": _object(
+        {"amount": {"type": "object", "description": "accepted and not checked: the whole charge is reversed"},
+         "fullResponse": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}},
+        description="Optional body of a void or refund (the official PHP SDK sends one).",
     ),
     "PaymentRequest": _object(
         {
@@ -188,7 +198,7 @@ COMPONENTS: dict[str, Any] = {
     ),
     "QrDetails": _object(
         {
-            "status": {"type": "string", "enum": ["initializedTransaction", "PAID", "rejected"]},
+            "status": {"type": "string", "enum": _TRANSFER_STATUSES[:3]},
             "amount": _object(
                 {"currency": {"type": "string", "enum": ["COP"]}, **_AMOUNT_MEMBERS},
                 ("currency", "iva", "subtotalIva", "subtotalIva0"),
@@ -206,13 +216,25 @@ COMPONENTS: dict[str, Any] = {
         ("qr", "transactionReference"),
         closed=True,
     ),
+    "ColombiaPse": _object(
+        {"redirectUrl": _string("^https?://", "the payer's bank (the sandbox's payer page)"),
+         "trazabilityCode": _string("^[0-9]{10}$")},
+        ("redirectUrl", "trazabilityCode"),
+        closed=True,
+    ),
     "TransferInit": {"anyOf": [_ref("MexicoClabe"), _ref("EcuadorRedirect"), _ref("EcuadorWallet"),
-                               _ref("ColombiaQr")]},
+                               _ref("ColombiaQr"), _ref("ColombiaPse")]},
+    "BankList": {"type": "array", "items": _object({"code": {"type": "string"}, "name": {"type": "string"}},
+                                                   ("code", "name"), closed=True)},
     "TransferStatus": _object(
         {
             "token": {"type": "string"},
             "transactionReference": _UUID,
-            "status": {"type": "string", "enum": _TRANSFER_STATUSES},
+            "status": {"type": "string", "enum": _TRANSFER_STATUSES,
+                       "description": "the service's webhook vocabulary (expiredTransaction: a QR left unpaid)"},
+            "transactionStatus": {"type": "string", "enum": _SPEC_STATUSES, "description": "the spec's word"},
+            "processorState": {"type": "string", "enum": ["OK", "NOT_AUTHORIZED"], "description": "once final"},
+            "completedAt": _EPOCH_MS,
             "country": {"type": "string", "enum": ["MX", "EC", "CO"]},
             "currency": {"type": "string", "enum": ["MXN", "USD", "COP"]},
             "amount": {"type": "object"},
@@ -224,8 +246,8 @@ COMPONENTS: dict[str, Any] = {
                          "description": "Colombia QR and Ecuador wallet"},
             "qrExpiresAt": _EPOCH_MS,
         },
-        ("token", "transactionReference", "status", "country", "currency", "amount", "ticketNumber", "created",
-         "updated", "cancelled"),
+        ("token", "transactionReference", "status", "transactionStatus", "country", "currency", "amount",
+         "ticketNumber", "created", "updated", "cancelled"),
         closed=True,
         description="The status record (its fields are not shown in the spec: this is the sandbox's).",
     ),
@@ -252,6 +274,33 @@ COMPONENTS: dict[str, Any] = {
             "network": _ref("NetworkInfo"),
         },
         ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus"),
+        closed=True,
+    ),
+    "Reversal": _object(
+        {
+            "ticketNumber": _string("^[0-9]{18}$", "the void's or refund's own ticket number"),
+            "transactionReference": _UUID,
+            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+            "transactionType": {"type": "string", "enum": ["VOID", "REFUND"],
+                                "description": "VOID within a day of the charge, REFUND later"},
+            "created": _EPOCH_MS,
+        },
+        ("ticketNumber", "transactionReference", "transactionStatus", "transactionType", "created"),
+        closed=True,
+    ),
+    "ChargeRecord": _object(
+        {
+            "ticketNumber": _string("^[0-9]{18}$"),
+            "transactionReference": _UUID,
+            "approvalCode": _string("^[0-9]{6}$"),
+            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+            "transactionType": {"type": "string", "enum": ["SALE", "PREAUTHORIZATION"]},
+            "network": _ref("NetworkInfo"),
+            "amount": {"type": "object"},
+            "created": _EPOCH_MS,
+            "reversal": _ref("Reversal"),
+        },
+        ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus", "transactionType", "created"),
         closed=True,
     ),
     "Webhook": _object(
@@ -348,6 +397,8 @@ def _operation(operation_id: str, summary: str, security: Security, responses: d
                                  "responses": responses}
     if body:
         operation["requestBody"] = _json_body(body)
+        responses.setdefault("413", _error("the body is larger than 1 MiB"))
+        responses.setdefault("415", _error("the body is not sent as application/json"))
     if parameters:
         operation["parameters"] = list(parameters)
     if tags:
@@ -355,11 +406,30 @@ def _operation(operation_id: str, summary: str, security: Security, responses: d
     return operation
 
 
+_BY_TICKET = {"ticketNumber": "$response.body#/ticketNumber"}
+_CHARGE_LINKS = {"VoidCharge": {"operationId": "voidCharge", "parameters": _BY_TICKET},
+                 "GetCharge": {"operationId": "getCharge", "parameters": _BY_TICKET}}
+
+
 def _charge(operation_id: str, summary: str, body: str) -> dict[str, Any]:
     return {"post": _operation(operation_id, summary, _PRIVATE, {
-        "201": _response("approved: ticketNumber, transactionReference, and network when a network token was used",
-                         "ChargeResult"),
+        "201": _linked(_response("approved: ticketNumber, transactionReference, and network when a network token was"
+                                 " used", "ChargeResult"), _CHARGE_LINKS),
         "400": _INVALID, "401": _UNAUTHORIZED}, body=body, tags=("cards",))}
+
+
+_TICKET_PARAMETER = {"name": "ticketNumber", "in": "path", "required": True,
+                     "schema": {"type": "string", "minLength": 1}}
+
+
+def _reversal(operation_id: str, summary: str) -> dict[str, Any]:
+    operation = _operation(operation_id, summary, _PRIVATE, {
+        "200": _response("voided (within a day of the charge) or refunded", "Reversal"),
+        "400": _error("CHARGE_ALREADY_REVERSED, or a body that breaks the schema"), "401": _UNAUTHORIZED,
+        "404": _error("no charge has this ticketNumber"), "415": _error("a body that is not JSON")},
+        body="ReversalRequest", parameters=(_TICKET_PARAMETER,), tags=("cards",))
+    operation["requestBody"]["required"] = False
+    return operation
 
 
 def _status(operation_id: str, summary: str, security: Security) -> dict[str, Any]:
@@ -393,6 +463,9 @@ _TRANSFER_LINKS = {
 }
 
 _PATHS: dict[str, Any] = {
+    "/transfer/v1/bankList": {"get": _operation("bankList", "Colombia PSE: the banks the payer chooses from",
+                                                _PUBLIC, {"200": _response("code and name of each bank", "BankList"),
+                                                          "401": _UNAUTHORIZED}, tags=("transfers",))},
     "/transfer/v1/tokens": {"post": _operation("createTransferToken", "Transfer token (spec 2.5)", _PUBLIC, {
         "201": _linked(_response("the token, for init, status and cancel", "Token"), {
             "InitTransfer": {"operationId": "initTransfer",
@@ -400,7 +473,7 @@ _PATHS: dict[str, Any] = {
         "400": _INVALID, "401": _UNAUTHORIZED}, body="TransferTokenRequest", tags=("transfers",))},
     "/transfer/v1/init": {"post": _operation(
         "initTransfer", "Start the transfer (spec 2.6, 2.7; Colombia scenarios of 8)", _PRIVATE, {
-        "201": _linked(_response("Mexico CLABE, Ecuador redirect or wallet, or Colombia QR", "TransferInit"),
+        "201": _linked(_response("Mexico CLABE, Ecuador redirect or wallet, Colombia QR or PSE", "TransferInit"),
                        _TRANSFER_LINKS),
         "400": _error("schema error, unknown or used token, or QR-CODE-0059 (Colombia sum 99999999)"),
         "401": _UNAUTHORIZED,
@@ -428,6 +501,14 @@ _PATHS: dict[str, Any] = {
     "/card/v1/preAuthorization": _charge("preAuthorize", "Pre-authorize a card token", "ChargeRequest"),
     "/card/v2/charges": _charge("chargeTokenless", "Tokenless charge, network-token fields allowed",
                                 "TokenlessChargeRequest"),
+    "/card/v1/charges/{ticketNumber}": {"delete": _reversal("voidCharge", "Void or refund a charge, once")},
+    "/v1/charges": _charge("legacyCharge", "Charge a card token (the older path)", "ChargeRequest"),
+    "/v1/charges/{ticketNumber}": {
+        "delete": _reversal("legacyVoidCharge", "Void or refund a charge, once (the older path)"),
+        "get": _operation("getCharge", "A charge and its void or refund, if any", _PRIVATE, {
+            "200": _response("the charge", "ChargeRecord"), "401": _UNAUTHORIZED,
+            "404": _error("no charge has this ticketNumber")}, parameters=(_TICKET_PARAMETER,), tags=("cards",)),
+    },
     "/sandbox/v1/payments": {"post": _operation(
         "payTransfer", "Simulator: the payer pays (CLABE, wallet, QR, bank) or is declined", _PRIVATE, {
             "200": _response("the transfer after the payment (a webhook is on its way)", "TransferStatus"),
@@ -450,12 +531,15 @@ _PATHS: dict[str, Any] = {
         "post": {"operationId": "payerPageSubmit", "summary": "Payer page form: pay or decline, then callbackUrl",
                  "security": [], "tags": ["simulator"], "parameters": [_TOKEN_PARAMETER],
                  "requestBody": {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": _object(
-                     {"action": {"type": "string", "enum": ["pay", "decline"]}}, ("action",))}}},
+                     {"action": {"type": "string", "enum": ["pay", "decline"]},
+                      "page_token": {"type": "string", "description": "the per-page token of the form"}},
+                     ("action", "page_token"))}}},
                  "responses": {
                      "303": {"description": "back to callbackUrl?token=...",
                              "headers": {"Location": {"schema": {"type": "string"}}}},
                      "200": _html("the result (the token request had no callbackUrl)"),
                      "400": _html("action missing"), "404": _html("no such transfer"),
+                     "403": _html("the page token is missing, wrong, too old, or the post came from another site"),
                      "409": _html("already final, cancelled, QR expired, or a scenario that stays initialized")}},
     },
     "/openapi.json": {"get": {"operationId": "openapi", "summary": "This document", "security": [],

@@ -22,7 +22,7 @@ from typing import Optional, TextIO
 
 from .._version import __version__
 from ..errors import ConfigurationError
-from .config import ECUADOR_PROCESSORS, SandboxConfig
+from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig
 
 __all__ = ["DEFAULT_DB", "DEFAULT_PORT", "build_parser", "main"]
 
@@ -35,6 +35,18 @@ _SECRETS = (
     ("webhook_secret", "--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),
     ("business_code", "--business-code", "PASARELA_BUSINESS_CODE"),
 )
+
+
+def _settle_after(text: str) -> Optional[float]:
+    if text == "never":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number of seconds or 'never'") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError("expected a non-negative number of seconds or 'never'")
+    return seconds
 
 
 def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
@@ -63,6 +75,14 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
         help=f"seconds before the first webhook retry, doubled each time (default {_DEFAULTS.webhook_backoff:g})")
     add("--webhook-backoff-max", type=float, default=_DEFAULTS.webhook_backoff_max,
         help=f"longest wait between webhook retries (default {_DEFAULTS.webhook_backoff_max:g})")
+    add("--settle-after", type=_settle_after, default=DEFAULT_SETTLE_AFTER, metavar="SECONDS|never",
+        help=f"Mexico, Ecuador and Colombia ACH transfers the payer has not paid settle by themselves this long after "
+             f"init, by the documentNumber rule (default {DEFAULT_SETTLE_AFTER:g}; never: only the payer page and "
+             f"/sandbox/v1/payments complete them)")
+    add("--public-url", help="the sandbox's address in the links it hands out (payer pages, QR contents); "
+                             "default: the address it listens on")
+    add("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN",
+        help="an origin browsers may call the API from; repeat for several (default: any)")
     add("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
         help="default warning")
     parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
@@ -73,10 +93,18 @@ def _secret(args: argparse.Namespace, attribute: str, variable: str) -> tuple[st
     """The value and where it came from (for the banner, which never shows the value)."""
     given = getattr(args, attribute)
     if given is not None:
-        return given, "given; not shown"
+        return given, "given on the command line; not shown"
     if os.environ.get(variable):
         return os.environ[variable], f"from ${variable}; not shown"
     return str(getattr(_DEFAULTS, attribute)), "the documented default; not shown"
+
+
+def _warn_about_secrets_given(args: argparse.Namespace, prog: str) -> None:
+    """A secret on the command line is visible to every user of the machine (ps, /proc): say so, on stderr."""
+    for attribute, option, variable in _SECRETS:
+        if getattr(args, attribute) is not None:
+            print(f"{prog}: warning: {option} on the command line is visible to other users of this machine "
+                  f"(ps, /proc); set ${variable} instead", file=sys.stderr)
 
 
 def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
@@ -93,6 +121,9 @@ def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
         timeout_delay=args.timeout_delay,
         webhook_backoff=args.webhook_backoff,
         webhook_backoff_max=args.webhook_backoff_max,
+        settle_after=args.settle_after,
+        public_url=args.public_url,
+        cors_origins=tuple(args.cors_origins or ("*",)),
     )
     return config, {option: secrets[attribute][1] for attribute, option, _ in _SECRETS}
 
@@ -113,6 +144,9 @@ def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str,
         f"  --merchant-name   {args.merchant_name}",
         f"  --timeout-delay   {args.timeout_delay:g}",
         f"  --webhook-backoff {args.webhook_backoff:g} (max {args.webhook_backoff_max:g})",
+        "  --settle-after    " + ("never" if args.settle_after is None else f"{args.settle_after:g}"),
+        f"  --public-url      {args.public_url or url}",
+        f"  --cors-origin     {', '.join(args.cors_origins or ('*',))}",
     ]
     out.write("\n".join(lines) + "\n")
     out.flush()
@@ -131,6 +165,7 @@ def _listen(port: int) -> socket.socket:
 
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox") -> int:
     args = build_parser(prog).parse_args(argv)
+    _warn_about_secrets_given(args, prog)
     try:
         import uvicorn
 

@@ -18,6 +18,7 @@ from .app import SandboxApp
 from .clock import SandboxClock
 from .config import SandboxConfig
 from .context import Context
+from .settlement import Settler
 from .store import Store
 from .webhooks import Backoff, Dispatcher, HttpSender, Sender
 
@@ -43,15 +44,19 @@ class Sandbox:
         self.dispatcher = Dispatcher(
             self.store, self.config, self.clock, sender or HttpSender(self.config.webhook_timeout), backoff
         )
-        self.app = SandboxApp(Context(self.config, self.store, self.clock, self.dispatcher.notify))
+        context = Context(self.config, self.store, self.clock, self.dispatcher.notify)
+        self.settler = Settler(context)
+        self.app = SandboxApp(context)
         self.app.on_startup.append(self.start)
         self.app.on_shutdown.append(self.stop)
 
     def start(self) -> None:
-        """Start delivering webhooks (pending ones from an earlier run first)."""
+        """Start delivering webhooks (pending ones from an earlier run first) and settling transfers."""
         self.dispatcher.start()
+        self.settler.start()
 
     def stop(self) -> None:
+        self.settler.stop()
         self.dispatcher.stop()
 
     def close(self) -> None:

@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .asgi_io import Reply
+from starlette.responses import Response
+from starlette.routing import Route
+
 from .auth import KeyRule
 from .context import Context
+from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
 from .payments import find_payable, pay
-from .routing import Call, Route
 from .scenarios import Outcome
+from .settlement import settle_due
 from .store import OutboxEntry
 from .transfers import status_record
 
@@ -46,7 +49,7 @@ class Simulator:
     def __init__(self, context: Context) -> None:
         self._context = context
 
-    async def payment(self, call: Call) -> Reply:
+    async def payment(self, call: Call) -> Response:
         body = call.body
         given = [name for name in _IDENTIFIERS if name in body]
         if len(given) != 1:
@@ -57,24 +60,25 @@ class Simulator:
                                     reference_code=body.get("referenceCode"))
         outcome = Outcome(body["outcome"]) if "outcome" in body else None
         paid = pay(self._context, transfer.token, outcome)
-        return Reply.json(200, status_record(paid, self._context.clock.now()))
+        return json_reply(200, status_record(paid, self._context.clock.now()))
 
-    async def clock(self, call: Call) -> Reply:
+    async def clock(self, call: Call) -> Response:
         now = self._context.clock.advance(float(call.body["seconds"]))
+        settle_due(self._context)  # transfers whose settle_at has come
         self._context.webhook_queued()  # retries may have become due
-        return Reply.json(200, {"now": int(now * 1000)})
+        return json_reply(200, {"now": int(now * 1000)})
 
-    async def webhooks(self, call: Call) -> Reply:
+    async def webhooks(self, call: Call) -> Response:
         with self._context.store.read() as tx:
             entries = tx.outbox(_LISTED_WEBHOOKS)
-        return Reply.json(200, {"webhookUrl": self._context.config.webhook_url is not None,
+        return json_reply(200, {"webhookUrl": self._context.config.webhook_url is not None,
                                 "webhooks": [_webhook(entry) for entry in entries]})
 
 
 def routes(context: Context) -> list[Route]:
     simulator = Simulator(context)
     return [
-        Route("POST", "/sandbox/v1/payments", KeyRule.PRIVATE, simulator.payment, "PaymentRequest"),
-        Route("POST", "/sandbox/v1/clock", KeyRule.PRIVATE, simulator.clock, "ClockAdvance"),
-        Route("GET", "/sandbox/v1/webhooks", KeyRule.PRIVATE, simulator.webhooks),
+        api_route(context, "POST", "/sandbox/v1/payments", KeyRule.PRIVATE, simulator.payment, "PaymentRequest"),
+        api_route(context, "POST", "/sandbox/v1/clock", KeyRule.PRIVATE, simulator.clock, "ClockAdvance"),
+        api_route(context, "GET", "/sandbox/v1/webhooks", KeyRule.PRIVATE, simulator.webhooks),
     ]

@@ -1,7 +1,8 @@
 """The transfer state machine of spec section 3.
 
-States: ``initialized`` (``initializedTransaction`` in ``details.status``), ``PAID`` and
-``rejected``; the last two are final. Transitions:
+States: ``initialized``, ``PAID`` and ``rejected`` (the spec's words; the last two are final), spelled
+on the wire as the service's webhooks spell them: ``initializedTransaction``, ``approvedTransaction``,
+``declinedTransaction`` (:attr:`TransferStatus.webhook_status`). Transitions:
 
 - init succeeds: (none) -> initialized;
 - the payer completes the payment: initialized -> PAID or rejected, with a webhook;
@@ -42,13 +43,15 @@ class TransferStatus(Enum):
         return self is not TransferStatus.INITIALIZED
 
     @property
-    def details_status(self) -> str:
-        """The spelling of ``details.status`` (spec 2.7 and 3)."""
-        return "initializedTransaction" if self is TransferStatus.INITIALIZED else self.value
+    def webhook_status(self) -> str:
+        """The service's word (its public webhook docs), used by the webhook and the status record alike."""
+        return {TransferStatus.INITIALIZED: "initializedTransaction", TransferStatus.PAID: "approvedTransaction",
+                TransferStatus.REJECTED: "declinedTransaction"}[self]
 
     @property
-    def webhook_status(self) -> str:
-        return "approvedTransaction" if self is TransferStatus.PAID else "declinedTransaction"
+    def processor_state(self) -> Optional[str]:
+        """``processorState`` of a final transfer (OK / NOT_AUTHORIZED); none while initialized."""
+        return {TransferStatus.PAID: "OK", TransferStatus.REJECTED: "NOT_AUTHORIZED"}.get(self)
 
     @classmethod
     def after(cls, outcome: Outcome) -> TransferStatus:

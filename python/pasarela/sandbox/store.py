@@ -21,7 +21,7 @@ from typing import Any, Optional, Union
 from .jsontext import dumps
 from .states import PaymentWindow, TransferStatus
 
-__all__ = ["CardToken", "OutboxEntry", "Store", "Transfer", "TransferToken", "Tx"]
+__all__ = ["CardToken", "Charge", "OutboxEntry", "Store", "Transfer", "TransferToken", "Tx"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfer_tokens (
@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS transfers (
     callback_url TEXT,
     clabe TEXT,
     reference_code TEXT,
-    metadata TEXT
+    metadata TEXT,
+    settle_at REAL
 );
 CREATE TABLE IF NOT EXISTS card_tokens (
     token TEXT PRIMARY KEY,
@@ -61,7 +62,9 @@ CREATE TABLE IF NOT EXISTS charges (
     kind TEXT NOT NULL,
     ticket_number TEXT NOT NULL,
     answer TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    amount TEXT,
+    reversal TEXT
 );
 CREATE TABLE IF NOT EXISTS outbox (
     id TEXT PRIMARY KEY,
@@ -76,7 +79,12 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS transfers_clabe ON transfers (clabe) WHERE clabe IS NOT NULL;
 CREATE INDEX IF NOT EXISTS transfers_code ON transfers (reference_code) WHERE reference_code IS NOT NULL;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivered_at IS NULL;
+CREATE INDEX IF NOT EXISTS charges_ticket ON charges (ticket_number);
+CREATE INDEX IF NOT EXISTS outbox_pending_by_transfer ON outbox (token, created) WHERE delivered_at IS NULL;
 """
+_SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
+_NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"))
+"""Columns added since the first release: a database written by it gains them when opened."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +115,10 @@ class Transfer:
     callback_url: Optional[str]
     clabe: Optional[str]
     reference_code: Optional[str]
+    """The Ecuador wallet's 6-digit code, or the 10-digit trazability code of a Colombia PSE transfer."""
     metadata: Optional[Mapping[str, Any]]
+    settle_at: Optional[float] = None
+    """When the transfer settles by itself if the payer has not paid (``None``: only by the payer)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,20 @@ class CardToken:
     card: Mapping[str, Any]
     """What a charge needs to know of the card: BIN, last four, network-token data (never the number)."""
     used: bool
+
+
+@dataclass(frozen=True)
+class Charge:
+    reference: str
+    kind: str
+    """``charge``, ``preAuthorization`` or ``tokenless``."""
+    ticket_number: str
+    answer: Mapping[str, Any]
+    """What the charge call answered."""
+    created: float
+    amount: Optional[Mapping[str, Any]]
+    reversal: Optional[Mapping[str, Any]]
+    """What the void or refund answered (``None`` while the charge stands)."""
 
 
 @dataclass(frozen=True)
@@ -132,13 +157,19 @@ class OutboxEntry:
 
 _TRANSFER_COLUMNS = (
     "token, reference, country, variant, status, currency, amount, ticket_number, created, updated,"
-    " cancelled, locked, expires_at, document_number, callback_url, clabe, reference_code, metadata"
+    " cancelled, locked, expires_at, document_number, callback_url, clabe, reference_code, metadata, settle_at"
 )
 _OUTBOX_COLUMNS = "id, token, body, created, attempts, next_attempt_at, delivered_at, last_error"
 # Statements are assembled from these constant column lists only; values always travel as parameters.
 _SELECT_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM transfers"  # noqa: S608
-_INSERT_TRANSFER = f"INSERT INTO transfers ({_TRANSFER_COLUMNS}) VALUES ({', '.join('?' * 18)})"  # noqa: S608
+_INSERT_TRANSFER = f"INSERT INTO transfers ({_TRANSFER_COLUMNS}) VALUES ({', '.join('?' * 19)})"  # noqa: S608
 _SELECT_OUTBOX = f"SELECT {_OUTBOX_COLUMNS} FROM outbox"  # noqa: S608
+_DUE_OUTBOX = (
+    f"{_SELECT_OUTBOX} AS event WHERE delivered_at IS NULL AND next_attempt_at <= ? AND NOT EXISTS ("  # noqa: S608
+    " SELECT 1 FROM outbox AS earlier WHERE earlier.token = event.token AND earlier.delivered_at IS NULL"
+    " AND (earlier.created < event.created OR (earlier.created = event.created AND earlier.rowid < event.rowid)))"
+    " ORDER BY next_attempt_at, created LIMIT ?"
+)
 
 
 def _transfer(row: tuple[Any, ...]) -> Transfer:
@@ -159,6 +190,7 @@ def _transfer(row: tuple[Any, ...]) -> Transfer:
         clabe=row[15],
         reference_code=row[16],
         metadata=json.loads(row[17]) if row[17] is not None else None,
+        settle_at=row[18],
     )
 
 
@@ -197,7 +229,7 @@ class Tx:
                 transfer.currency, dumps(transfer.amount), transfer.ticket_number, transfer.created,
                 transfer.updated, int(window.cancelled), int(window.locked), window.expires_at,
                 transfer.document_number, transfer.callback_url, transfer.clabe, transfer.reference_code,
-                None if transfer.metadata is None else dumps(transfer.metadata),
+                None if transfer.metadata is None else dumps(transfer.metadata), transfer.settle_at,
             ),
         )
 
@@ -219,6 +251,21 @@ class Tx:
     def set_status(self, token: str, status: TransferStatus, updated: float) -> None:
         self._db.execute("UPDATE transfers SET status = ?, updated = ? WHERE token = ?", (status.value, updated, token))
 
+    def due_settlements(self, now: float, token: Optional[str] = None) -> list[Transfer]:
+        """Initialized transfers, not cancelled nor locked, whose ``settle_at`` has come (``token``: that one only)."""
+        query = (f"{_SELECT_TRANSFERS} WHERE settle_at IS NOT NULL AND settle_at <= ? AND status = ? AND cancelled = 0"
+                 " AND locked = 0")
+        values: tuple[Any, ...] = (now, TransferStatus.INITIALIZED.value)
+        if token is not None:
+            query, values = query + " AND token = ?", (*values, token)
+        return [_transfer(row) for row in self._db.execute(query + " ORDER BY settle_at", values).fetchall()]
+
+    def next_settle_at(self) -> Optional[float]:
+        row = self._db.execute(
+            "SELECT MIN(settle_at) FROM transfers WHERE settle_at IS NOT NULL AND status = ? AND cancelled = 0"
+            " AND locked = 0", (TransferStatus.INITIALIZED.value,)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def cancel_transfer(self, token: str, updated: float) -> None:
         self._db.execute("UPDATE transfers SET cancelled = 1, updated = ? WHERE token = ?", (updated, token))
 
@@ -236,12 +283,28 @@ class Tx:
         self._db.execute("UPDATE card_tokens SET used = 1 WHERE token = ?", (token,))
 
     def add_charge(
-        self, reference: str, kind: str, ticket_number: str, answer: Mapping[str, Any], created: float
+        self, reference: str, kind: str, ticket_number: str, answer: Mapping[str, Any], created: float,
+        amount: Mapping[str, Any],
     ) -> None:
         self._db.execute(
-            "INSERT INTO charges (reference, kind, ticket_number, answer, created) VALUES (?, ?, ?, ?, ?)",
-            (reference, kind, ticket_number, dumps(answer), created),
+            "INSERT INTO charges (reference, kind, ticket_number, answer, created, amount) VALUES (?, ?, ?, ?, ?, ?)",
+            (reference, kind, ticket_number, dumps(answer), created, dumps(amount)),
         )
+
+    def charge(self, ticket_number: str) -> Optional[Charge]:
+        row = self._db.execute(
+            "SELECT reference, kind, ticket_number, answer, created, amount, reversal FROM charges"
+            " WHERE ticket_number = ?", (ticket_number,)).fetchone()
+        if row is None:
+            return None
+        return Charge(row[0], row[1], row[2], json.loads(row[3]), row[4],
+                      None if row[5] is None else json.loads(row[5]), None if row[6] is None else json.loads(row[6]))
+
+    def reverse_charge(self, ticket_number: str, reversal: Mapping[str, Any]) -> bool:
+        """Record the void or refund of a standing charge; False when it was already reversed."""
+        changed = self._db.execute("UPDATE charges SET reversal = ? WHERE ticket_number = ? AND reversal IS NULL",
+                                   (dumps(reversal), ticket_number)).rowcount
+        return changed == 1
 
     # --- outbox
     def enqueue(self, event_id: str, token: str, body: bytes, created: float) -> None:
@@ -251,10 +314,10 @@ class Tx:
         )
 
     def due(self, now: float, limit: int) -> list[OutboxEntry]:
+        """Undelivered events whose time has come, each the oldest undelivered one of its transfer (a transfer's
+        events go out in order: a later one waits while an earlier one is retried)."""
         rows = self._db.execute(
-            f"{_SELECT_OUTBOX} WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, created"
-            " LIMIT ?",
-            (now, limit),
+            _DUE_OUTBOX, (now, limit),
         ).fetchall()
         return [_outbox(row) for row in rows]
 
@@ -293,6 +356,11 @@ class Store:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            for table, column, kind in _NEW_COLUMNS:
+                present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            self._db.execute(_SETTLE_INDEX)
 
     @contextmanager
     def write(self) -> Iterator[Tx]:

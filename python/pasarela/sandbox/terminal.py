@@ -1,4 +1,4 @@
-"""The simulated terminal (spec 4.1, 5.1), mounted under ``/terminal/``.
+"""The simulated terminal (spec 4.1, 5.1), mounted under ``/terminal/`` (the path it sees is the full one).
 
 :class:`~pasarela.asgi.TerminalAuthMiddleware` opens and verifies every request with the envelope
 core (:class:`pasarela.Terminal`) and answers AUTH-001 (HTTP 401) itself for any invalid one. A
@@ -14,10 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
 from ..asgi import TerminalAuthMiddleware
 from ..errors import PayloadError
 from ..terminal.envelope import Terminal
-from .asgi_io import Receive, Reply, Scope, Send, send_reply
 from .config import SandboxConfig
 
 __all__ = ["PRINT_STATUS_PATH", "TerminalEcho", "terminal_app"]
@@ -52,7 +54,7 @@ class TerminalEcho:
         except PayloadError as exc:  # e.g. an integer JavaScript cannot hold: it cannot be echoed exactly
             _log.info("terminal payload not echoed: %s", exc)
             status, sealed = 400, self._terminal.seal(_error(exc.path, exc.reason), timestamp=timestamp)
-        await send_reply(send, Reply(status, sealed.body or b"", (("content-type", "application/json"),)))
+        await Response(sealed.body or b"", status_code=status, media_type="application/json")(scope, receive, send)
 
 
 def terminal_app(config: SandboxConfig) -> TerminalAuthMiddleware:

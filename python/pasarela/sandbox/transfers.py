@@ -1,8 +1,10 @@
 """The bank transfer API (spec 4.3): token, init, both status queries, cancel.
 
 Init answers by country (read from the token's currency): Mexico a CLABE, Ecuador the bank
-redirect or the wallet (the processor configured with ``--ecuador-processor``), Colombia a QR,
-with the test scenarios of section 8 (:mod:`.scenarios`). Every answer links to the payer page
+redirect or the wallet (the processor configured with ``--ecuador-processor``), Colombia a QR
+(token with ``flow``) with the test scenarios of section 8 (:mod:`.scenarios`), or PSE (token
+without ``flow``, with a ``bankId`` of :data:`BANKS`): the bank's ``redirectUrl`` and a
+``trazabilityCode``. Every answer links to the payer page
 (:mod:`.bank_page`) at the address the caller reached the sandbox by.
 """
 
@@ -14,15 +16,18 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Optional
 
-from .asgi_io import Reply, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from .auth import KeyRule
 from .clabe import SANDBOX_BANK, make_clabe
 from .context import Context, digits, new_token
+from .endpoint import Call, api_route, empty, json_reply
 from .errors import SandboxError
 from .jsontext import plain
 from .qr import png_data_uri
-from .routing import Call, Route
 from .scenarios import ColombiaScenario, colombia_scenario
+from .settlement import settle_due
 from .states import QR_VALIDITY_SECONDS, PaymentWindow, TransferStatus, cancel
 from .store import Transfer, TransferToken, Tx
 from .webhooks import enqueue_event
@@ -31,18 +36,25 @@ from .wire import client_rules, transfer_init_request, transfer_token_request
 __all__ = ["payer_page_url", "routes", "status_record"]
 
 _COUNTRIES = {"MXN": "MX", "USD": "EC", "COP": "CO"}
+BANKS = (("1022", "Banco Sandbox Uno"), ("1051", "Banco Sandbox Dos"), ("1507", "Banco Sandbox Digital"))
+"""The sandbox's PSE bank list (the real one is the service's, per merchant): any code is accepted as bankId."""
+EXPIRED_STATUS = "expiredTransaction"
 _CODE_ATTEMPTS = 50
 
 
-def payer_page_url(request: Request, token: str) -> str:
-    return f"{request.host}/sandbox/pay/{token}"
+def payer_page_url(base_url: str, token: str) -> str:
+    return f"{base_url}/sandbox/pay/{token}"
 
 
 def status_record(transfer: Transfer, now: float) -> dict[str, Any]:
+    """The service's vocabulary: ``status`` as its webhooks spell it (``expiredTransaction`` for a Colombia QR
+    left unpaid past its life), ``processorState`` once final; ``transactionStatus`` keeps the spec's word."""
+    expired = not transfer.status.is_final and transfer.window.qr_status(now) == "expired"
     record: dict[str, Any] = {
         "token": transfer.token,
         "transactionReference": transfer.reference,
-        "status": transfer.status.value,
+        "status": EXPIRED_STATUS if expired else transfer.status.webhook_status,
+        "transactionStatus": transfer.status.value,
         "country": transfer.country,
         "currency": transfer.currency,
         "amount": dict(transfer.amount),
@@ -51,6 +63,9 @@ def status_record(transfer: Transfer, now: float) -> dict[str, Any]:
         "updated": int(transfer.updated * 1000),
         "cancelled": transfer.window.cancelled,
     }
+    if transfer.status.processor_state is not None:
+        record["processorState"] = transfer.status.processor_state
+        record["completedAt"] = int(transfer.updated * 1000)
     if transfer.variant in ("qr", "wallet"):
         record["qrStatus"] = transfer.window.qr_status(now)
         if transfer.window.expires_at is not None:
@@ -62,15 +77,18 @@ class TransferApi:
     def __init__(self, context: Context) -> None:
         self._context = context
 
-    async def create_token(self, call: Call) -> Reply:
+    async def bank_list(self, call: Call) -> Response:
+        return json_reply(200, [{"code": code, "name": name} for code, name in BANKS])
+
+    async def create_token(self, call: Call) -> Response:
         body = call.body
         transfer_token_request(body)  # the client's rules, per country
         token = new_token()
         with self._context.store.write() as tx:
             tx.add_transfer_token(token, plain(body), self._context.clock.now())
-        return Reply.json(201, {"token": token})
+        return json_reply(201, {"token": token})
 
-    async def init(self, call: Call) -> Reply:
+    async def init(self, call: Call) -> Response:
         request = transfer_init_request(call.body)
         amount_wire = request.amount.to_wire(with_currency=False)
         now = self._context.clock.now()
@@ -81,7 +99,7 @@ class TransferApi:
                 request.amount.check_currency(currency)
             _check_same_total(token, request.amount.total)
             scenario = None
-            if currency == "COP":
+            if _variant(token, self._context.config.ecuador_processor) == "qr":
                 scenario = colombia_scenario(request.amount.subtotal_iva0, request.amount.subtotal_iva,
                                              request.amount.iva)
                 refusal = scenario.refusal()
@@ -98,13 +116,13 @@ class TransferApi:
             self._context.webhook_queued()
         if scenario is not None and scenario.http_status is None:
             return await self._time_out(call)
-        return Reply.json(201, self._init_answer(call.request, transfer, request.full_response))
+        return json_reply(201, self._init_answer(call.public_url, transfer, request.full_response))
 
     def _new_transfer(self, tx: Tx, token: TransferToken, currency: str, amount_wire: Mapping[str, Any],
                       metadata: Optional[Mapping[str, Any]], scenario: Optional[ColombiaScenario],
                       now: float) -> Transfer:
         country = _COUNTRIES[currency]
-        variant = {"MX": "clabe", "CO": "qr"}.get(country, self._context.config.ecuador_processor)
+        variant = _variant(token, self._context.config.ecuador_processor)
         return Transfer(
             token=token.token,
             reference=str(uuid.uuid4()),
@@ -124,12 +142,18 @@ class TransferApi:
             document_number=token.request.get("documentNumber"),
             callback_url=token.request.get("callbackUrl"),
             clabe=make_clabe(token.token) if variant == "clabe" else None,
-            reference_code=_free_reference_code(tx) if variant == "wallet" else None,
+            reference_code=_reference_code(tx, variant),
             metadata=None if metadata is None else dict(metadata),
+            settle_at=self._settle_at(variant, now),
         )
 
-    def _init_answer(self, request: Request, transfer: Transfer, full_response: bool) -> dict[str, Any]:
-        page = payer_page_url(request, transfer.token)
+    def _settle_at(self, variant: str, now: float) -> Optional[float]:
+        """The Colombia QR ends by its scenario or its payer; the others settle by themselves (:mod:`.settlement`)."""
+        after = self._context.config.settle_after
+        return None if after is None or variant == "qr" else now + after
+
+    def _init_answer(self, base_url: str, transfer: Transfer, full_response: bool) -> dict[str, Any]:
+        page = payer_page_url(base_url, transfer.token)
         if transfer.variant == "clabe":
             return {
                 "bank": SANDBOX_BANK[0],
@@ -140,12 +164,14 @@ class TransferApi:
             }
         if transfer.variant == "bank":
             return {"redirectUrl": page}
+        if transfer.variant == "pse":
+            return {"redirectUrl": page, "trazabilityCode": transfer.reference_code}
         if transfer.variant == "wallet":
             return {"qr": png_data_uri(page), "redirectUrl": page, "referenceCode": transfer.reference_code}
         answer: dict[str, Any] = {"qr": png_data_uri(page), "transactionReference": transfer.reference}
         if full_response:
             answer["details"] = {
-                "status": TransferStatus.INITIALIZED.details_status,
+                "status": TransferStatus.INITIALIZED.webhook_status,
                 "amount": {"currency": transfer.currency, "iva": transfer.amount["iva"],
                            "subtotalIva": transfer.amount["subtotalIva"],
                            "subtotalIva0": transfer.amount["subtotalIva0"]},
@@ -155,7 +181,7 @@ class TransferApi:
             }
         return answer
 
-    async def _time_out(self, call: Call) -> Reply:
+    async def _time_out(self, call: Call) -> Response:
         """The 13000 scenario: no answer within the delay (the transaction stays initialized)."""
         delay = self._context.config.timeout_delay
         try:
@@ -163,16 +189,17 @@ class TransferApi:
         except asyncio.TimeoutError:
             raise SandboxError(504, "TIMEOUT", f"the processor did not answer within {delay:g} s; "
                                                "the transaction stays initialized") from None
-        return Reply(0)  # the client left: nothing to send
+        return empty()  # the client left: nobody reads this
 
-    async def status(self, call: Call) -> Reply:
+    async def status(self, call: Call) -> Response:
+        settle_due(self._context, call.params["token"])
         with self._context.store.read() as tx:
             transfer = tx.transfer(call.params["token"])
         if transfer is None:
             raise SandboxError.not_found("no transfer was started with this token")
-        return Reply.json(200, status_record(transfer, self._context.clock.now()))
+        return json_reply(200, status_record(transfer, self._context.clock.now()))
 
-    async def cancel(self, call: Call) -> Reply:
+    async def cancel(self, call: Call) -> Response:
         now = self._context.clock.now()
         with self._context.store.write() as tx:
             transfer = tx.transfer(call.params["token"])
@@ -180,12 +207,21 @@ class TransferApi:
                 raise SandboxError.not_found("no transfer was started with this token")
             cancel(transfer.status)
             tx.cancel_transfer(transfer.token, now)
-        return Reply.empty()
+        return empty()
 
 
 async def _disconnected(call: Call) -> None:
-    while (await call.receive())["type"] != "http.disconnect":
+    while (await call.request.receive())["type"] != "http.disconnect":
         pass
+
+
+def _variant(token: TransferToken, ecuador_processor: str) -> str:
+    currency = token.request["currency"]
+    if currency == "MXN":
+        return "clabe"
+    if currency == "COP":
+        return "qr" if token.request.get("flow") is not None else "pse"
+    return ecuador_processor
 
 
 def _usable_token(tx: Tx, token: str) -> TransferToken:
@@ -204,6 +240,13 @@ def _check_same_total(token: TransferToken, total: Decimal) -> None:
         raise SandboxError.invalid("amount", "differs from the amount of the token request")
 
 
+def _reference_code(tx: Tx, variant: str) -> Optional[str]:
+    """The Ecuador wallet's 6-digit code the payer types, or the PSE trazability code; none for the others."""
+    if variant == "wallet":
+        return _free_reference_code(tx)
+    return digits(10) if variant == "pse" else None
+
+
 def _free_reference_code(tx: Tx) -> str:
     for _ in range(_CODE_ATTEMPTS):
         code = digits(6)
@@ -215,9 +258,10 @@ def _free_reference_code(tx: Tx) -> str:
 def routes(context: Context) -> list[Route]:
     api = TransferApi(context)
     return [
-        Route("POST", "/transfer/v1/tokens", KeyRule.PUBLIC, api.create_token, "TransferTokenRequest"),
-        Route("POST", "/transfer/v1/init", KeyRule.PRIVATE, api.init, "TransferInitRequest"),
-        Route("GET", "/transfer/v1/status/{token}", KeyRule.PRIVATE, api.status),
-        Route("GET", "/status/{token}", KeyRule.EITHER, api.status),
-        Route("PATCH", "/transfer/v1/cancel/{token}", KeyRule.PRIVATE, api.cancel),
+        api_route(context, "GET", "/transfer/v1/bankList", KeyRule.PUBLIC, api.bank_list),
+        api_route(context, "POST", "/transfer/v1/tokens", KeyRule.PUBLIC, api.create_token, "TransferTokenRequest"),
+        api_route(context, "POST", "/transfer/v1/init", KeyRule.PRIVATE, api.init, "TransferInitRequest"),
+        api_route(context, "GET", "/transfer/v1/status/{token}", KeyRule.PRIVATE, api.status),
+        api_route(context, "GET", "/status/{token}", KeyRule.EITHER, api.status),
+        api_route(context, "PATCH", "/transfer/v1/cancel/{token}", KeyRule.PRIVATE, api.cancel),
     ]

@@ -9,7 +9,10 @@ sets it: so a retry after a long outage is still fresh for a receiver that refus
 each attempt), ``X-Kushki-SimpleSignature`` (of the id) and ``X-Kushki-Key`` (the public merchant key).
 
 :class:`Dispatcher` POSTs each pending event until the receiver answers 200, waiting
-``backoff * 2**(attempts-1)`` (capped, with jitter) between tries. The outbox lives in SQLite
+``backoff * 2**(attempts-1)`` (capped, with jitter) between tries. Up to ``webhook_concurrency``
+deliveries run at once (a thread pool), so a receiver that hangs on one event holds one of them
+while the others go out; the events of one transfer still go out one at a time, in order (the
+outbox hands out only the oldest undelivered event of each transfer). The outbox lives in SQLite
 (:mod:`.store`): a sandbox killed and restarted delivers every event still pending. Delivery is at
 least once (a kill between the receiver's 200 and the write that records it means one more
 delivery of the same event, same body): a receiver that deduplicates on the event (transaction
@@ -25,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol
 from urllib.parse import urlsplit
@@ -50,6 +54,7 @@ def event_body(transfer: Transfer, status: TransferStatus) -> dict[str, Any]:
         "transactionReference": transfer.reference,
         "status": status.webhook_status,
         "transactionStatus": status.value,
+        "processorState": status.processor_state,
         "amount": dict(transfer.amount),
         "currency": transfer.currency,
         "ticketNumber": transfer.ticket_number,
@@ -121,7 +126,8 @@ class Backoff:
 
 
 class Dispatcher:
-    """Delivers the outbox: a background thread (:meth:`start`), or one pass at a time (:meth:`deliver_due`)."""
+    """Delivers the outbox: a background thread (:meth:`start`) handing due events to a bounded pool of
+    senders, or one pass at a time (:meth:`deliver_due`)."""
 
     def __init__(self, store: Store, config: SandboxConfig, clock: SandboxClock, sender: Sender,
                  backoff: Optional[Backoff] = None) -> None:
@@ -133,20 +139,43 @@ class Dispatcher:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._pool = self._new_pool()
+        self._in_flight: set[str] = set()
+        """Ids of the events handed to the pool and not finished: never handed out twice at once."""
+        self._in_flight_lock = threading.Lock()
 
-    def deliver_due(self) -> int:
-        """Try every event due now once; returns how many were delivered."""
+    def _new_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(self._config.webhook_concurrency, thread_name_prefix="pasarela-sandbox-webhook")
+
+    def _submit_due(self) -> list[Future[int]]:
+        """Hand every event due now and not in flight to the pool; their futures (1 delivered, 0 not)."""
         url = self._config.webhook_url
         if url is None:
-            return 0
-        delivered = 0
+            return []
+        with self._in_flight_lock:
+            busy = set(self._in_flight)
         with self._store.read() as tx:
-            due = tx.due(self._clock.now(), _BATCH)
+            due = [entry for entry in tx.due(self._clock.now(), _BATCH + len(busy)) if entry.id not in busy][:_BATCH]
+        submitted: list[Future[int]] = []
         for entry in due:
             if self._stopping.is_set():
                 break
-            delivered += self._attempt(url, entry)
-        return delivered
+            with self._in_flight_lock:
+                self._in_flight.add(entry.id)
+            submitted.append(self._pool.submit(self._attempt_then_release, url, entry))
+        return submitted
+
+    def _attempt_then_release(self, url: str, entry: OutboxEntry) -> int:
+        try:
+            return self._attempt(url, entry)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight.discard(entry.id)
+            self._wake.set()  # the transfer's next event, if any, may go now
+
+    def deliver_due(self) -> int:
+        """Try every event due now once (concurrently) and wait for them; returns how many were delivered."""
+        return sum(future.result() for future in self._submit_due())
 
     def _attempt(self, url: str, entry: OutboxEntry) -> int:
         try:
@@ -170,18 +199,20 @@ class Dispatcher:
         """A webhook was queued: deliver without waiting for the next poll."""
         self._wake.set()
 
-    def _pause(self) -> float:
+    def _pause(self, submitted: bool) -> float:
         with self._store.read() as tx:
             next_due = tx.next_due_at()
         if next_due is None or self._config.webhook_url is None:
             return 1.0
-        return min(1.0, max(0.0, next_due - self._clock.now()))
+        wait = next_due - self._clock.now()
+        if wait <= 0 and not submitted:
+            return 1.0  # what is due is in flight: its end wakes the loop
+        return min(1.0, max(0.0, wait))
 
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
-                self.deliver_due()
-                pause = self._pause()
+                pause = self._pause(bool(self._submit_due()))
             except Exception:  # a broken database must not kill the thread silently
                 _log.exception("webhook dispatcher pass failed")
                 pause = 1.0
@@ -190,6 +221,8 @@ class Dispatcher:
 
     def start(self) -> None:
         if self._thread is None:
+            if self._stopping.is_set():  # stopped before: the old pool was shut down
+                self._pool = self._new_pool()
             self._stopping.clear()
             self._thread = threading.Thread(target=self._run, name="pasarela-sandbox-webhooks", daemon=True)
             self._thread.start()
@@ -200,3 +233,5 @@ class Dispatcher:
             self._stopping.set()
             self._wake.set()
             thread.join(timeout)
+            # Deliveries not started stay in the outbox for the next start; those under way finish.
+            self._pool.shutdown(wait=False, cancel_futures=True)

@@ -59,7 +59,8 @@ def amount(wire: Mapping[str, Any], *, with_currency: bool = False) -> Amount:
         extra_taxes=None if extra is None else ExtraTaxes(
             propina=extra.get("propina"),
             tasa_aeroportuaria=extra.get("tasaAeroportuaria"),
-            agencia_de_viaje=extra.get("agenciaDeViaje"),
+            # The service's webhook docs spell it agenciaDeViajes; its request docs agenciaDeViaje.
+            agencia_de_viaje=extra.get("agenciaDeViaje", extra.get("agenciaDeViajes")),
             iac=extra.get("iac"),
         ),
         currency=wire.get("currency") if with_currency else None,
@@ -89,7 +90,7 @@ def transfer_init_request(body: Mapping[str, Any]) -> TransferInitRequest:
             token=body["token"],
             amount=amount(body["amount"]),
             metadata=None if body.get("metadata") is None else plain(body["metadata"]),
-            full_response=body.get("fullResponse") == "v2",
+            full_response=body.get("fullResponse") in ("v2", True),
         )
 
 

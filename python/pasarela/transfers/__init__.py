@@ -15,6 +15,8 @@ from .client import AsyncTransferClient, TransferClient
 from .models import BRE_B, QR, TransferCountry, TransferFlow, TransferInitRequest, TransferTokenRequest
 from .pending import PendingTransfer, PendingTransfers, TransferGuard
 from .responses import (
+    Bank,
+    ColombiaPse,
     ColombiaQr,
     EcuadorRedirect,
     EcuadorWallet,
@@ -37,9 +39,11 @@ __all__ = [
     "QR",
     "Amount",
     "AsyncTransferClient",
+    "Bank",
     "CheckoutV1",
     "CheckoutV2",
     "ClientLibraryConfig",
+    "ColombiaPse",
     "ColombiaQr",
     "EcuadorRedirect",
     "EcuadorWallet",

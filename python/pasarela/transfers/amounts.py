@@ -46,6 +46,7 @@ DecimalLike = Union[Decimal, int, str, float]
 
 _ZERO = Decimal(0)
 _ECUADOR_CURRENCY = "USD"
+_EXTRA_TAX_CURRENCIES = frozenset({"USD", "COP"})
 _EXTRA_TAX_WIRE_NAMES = {
     "propina": "propina",
     "tasa_aeroportuaria": "tasaAeroportuaria",
@@ -148,8 +149,8 @@ class Amount:
     """The amount object. Build it with :meth:`from_total`, :meth:`from_subtotals` or :meth:`untaxed`.
 
     ``subtotal_iva`` is the taxed subtotal (before tax), ``subtotal_iva0`` the untaxed one, ``iva``
-    the tax; ``ice`` and ``extra_taxes`` are Ecuador only (USD) and sent only when set. ``currency``
-    belongs inside the object for card charges (spec 2.3) and is left ``None`` for transfers, whose
+    the tax; ``ice`` is Ecuador only (USD), ``extra_taxes`` Ecuador and Colombia (COP); both sent only when
+    set. ``currency`` belongs inside the object for card charges (spec 2.3) and is left ``None`` for transfers, whose
     request carries the currency beside the amount.
     """
 
@@ -190,11 +191,14 @@ class Amount:
         return given
 
     def check_currency(self, currency: str) -> None:
-        """Refuse figures ``currency`` cannot carry: too many decimals, or ICE/extra taxes outside Ecuador."""
+        """Refuse figures ``currency`` cannot carry: too many decimals, ICE outside Ecuador, extra taxes outside
+        Ecuador and Colombia (the official PHP SDK sends a Colombian tip as ``extraTaxes.propina``)."""
         for path, value in self.figures().items():
             check_minor_units(value, currency, path)
-        if currency != _ECUADOR_CURRENCY and (self.ice or (self.extra_taxes and self.extra_taxes.total)):
-            raise ValidationError("amount.ice" if self.ice else "amount.extraTaxes", "applies to Ecuador (USD) only")
+        if currency != _ECUADOR_CURRENCY and self.ice:
+            raise ValidationError("amount.ice", "applies to Ecuador (USD) only")
+        if currency not in _EXTRA_TAX_CURRENCIES and self.extra_taxes and self.extra_taxes.total:
+            raise ValidationError("amount.extraTaxes", "applies to Ecuador (USD) and Colombia (COP) only")
 
     @property
     def is_mirrored(self) -> bool:

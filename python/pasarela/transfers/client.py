@@ -1,6 +1,7 @@
-"""Bank transfer clients (spec 4.3): token, init, status, cancel, and the Ecuador return.
+"""Bank transfer clients (spec 4.3): token, init, status, cancel, the Ecuador return, and the bank list
+of Colombia PSE.
 
-Token creation carries the public key; init, status and cancel the private key (back end only).
+Token creation and the bank list carry the public key; init, status and cancel the private key (back end only).
 Only the status query (a GET) is retried. Give the client a :class:`~.pending.PendingTransfers`
 guard to enforce certification rule 6: ``init`` then needs the ``order_id`` and refuses a second
 transfer for an order whose first one is not approved or rejected yet; a final status or a cancel
@@ -22,7 +23,7 @@ from ..http.transport import AsyncServiceClient, AsyncSleep, Sleep, SyncServiceC
 from .callback import token_from_callback
 from .models import TransferInitRequest, TransferTokenRequest
 from .pending import AnyGuard, GuardedInit, TransferGuard
-from .responses import TransferInit, TransferStatus, TransferToken, parse_transfer_init
+from .responses import Bank, TransferInit, TransferStatus, TransferToken, parse_bank_list, parse_transfer_init
 
 if TYPE_CHECKING:
     import httpx
@@ -33,6 +34,7 @@ TOKENS = Endpoint("POST", "/transfer/v1/tokens", MerchantKey.PUBLIC)
 INIT = Endpoint("POST", "/transfer/v1/init", MerchantKey.PRIVATE)
 STATUS = Endpoint("GET", "/transfer/v1/status/{}", MerchantKey.PRIVATE)
 CANCEL = Endpoint("PATCH", "/transfer/v1/cancel/{}", MerchantKey.PRIVATE)
+BANK_LIST = Endpoint("GET", "/transfer/v1/bankList", MerchantKey.PUBLIC)
 
 Callback = Union[str, Mapping[str, str]]
 _ASYNC_GUARD = "this pending-transfer guard"
@@ -68,6 +70,10 @@ class TransferClient(SyncServiceClient, _TransferGuarding):
         super().__init__(config, sleep=sleep, http_client=http_client)
         self._pending = pending
 
+    def bank_list(self) -> list[Bank]:
+        """Colombia PSE: the banks the payer chooses from (``code`` goes in the token request as ``bank_id``)."""
+        return parse_bank_list(self._send(BANK_LIST.call()).json())
+
     def create_token(self, request: TransferTokenRequest, *, idempotency_key: Optional[str] = None) -> TransferToken:
         reply = self._send(TOKENS.call(request.to_wire(), idempotency_key=idempotency_key))
         return TransferToken.from_json(reply.json())
@@ -75,7 +81,8 @@ class TransferClient(SyncServiceClient, _TransferGuarding):
     def init(
         self, request: TransferInitRequest, *, order_id: Optional[str] = None, idempotency_key: Optional[str] = None
     ) -> TransferInit:
-        """Start the transfer; the answer is one of MexicoClabe, EcuadorRedirect, EcuadorWallet, ColombiaQr."""
+        """Start the transfer; the answer is one of MexicoClabe, EcuadorRedirect, EcuadorWallet, ColombiaQr,
+        ColombiaPse."""
         with self._guarded_init(request, order_id) as guard:
             reply = self._send(INIT.call(request.to_wire(), idempotency_key=idempotency_key))
             return guard.done(parse_transfer_init(reply.json()))
@@ -115,6 +122,9 @@ class AsyncTransferClient(AsyncServiceClient, _TransferGuarding):
     ) -> None:
         super().__init__(config, sleep=sleep, http_client=http_client)
         self._pending = pending
+
+    async def bank_list(self) -> list[Bank]:
+        return parse_bank_list((await self._send(BANK_LIST.call())).json())
 
     async def create_token(
         self, request: TransferTokenRequest, *, idempotency_key: Optional[str] = None

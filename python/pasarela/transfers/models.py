@@ -1,10 +1,11 @@
 """Request models of the bank transfer API (spec 2.5, 2.6).
 
 The country is read from the currency: MXN is Mexico (CLABE), USD Ecuador (bank redirect or
-wallet processor), COP the Colombia QR flow (the ``flow`` object is then required; the older
-Colombia ACH flow is not modelled). The builders :meth:`TransferTokenRequest.mexico`,
-:meth:`~TransferTokenRequest.ecuador` and :meth:`~TransferTokenRequest.colombia_qr` ask for
-exactly what each country requires. Models check themselves when built (:mod:`.validation`).
+wallet processor), COP Colombia: the QR flow with the ``flow`` object, the ACH flow (PSE, a bank
+chosen from the bank list, then a redirect to it) without. The builders
+:meth:`TransferTokenRequest.mexico`, :meth:`~TransferTokenRequest.ecuador`,
+:meth:`~TransferTokenRequest.colombia_qr` and :meth:`~TransferTokenRequest.colombia_pse` ask for
+exactly what each requires. Models check themselves when built (:mod:`.validation`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class TransferTokenRequest:
     """``POST /transfer/v1/tokens`` (also what the browser's requestTransferToken sends).
 
     ``amount`` has no currency of its own here: ``currency`` travels beside it. ``user_type`` is
-    ``"1"``, the only value the spec uses.
+    ``"1"`` (legal person, the value the spec uses) or ``"0"`` (natural person, in the service's docs).
     """
 
     amount: Amount
@@ -128,6 +129,33 @@ class TransferTokenRequest:
         return cls(
             amount=amount,
             currency=TransferCountry.ECUADOR.value,
+            document_type=document_type,
+            document_number=document_number,
+            callback_url=callback_url,
+            email=email,
+            payment_description=payment_description,
+            bank_id=bank_id,
+        )
+
+    @classmethod
+    def colombia_pse(
+        cls,
+        *,
+        amount: Amount,
+        bank_id: str,
+        document_type: str,
+        document_number: str,
+        callback_url: str,
+        user_type: str = "0",
+        email: Optional[str] = None,
+        payment_description: Optional[str] = None,
+    ) -> TransferTokenRequest:
+        """Colombia ACH (PSE): COP without ``flow``, the payer's bank (a ``code`` of the bank list), their
+        document, and where the bank returns them; ``user_type`` "0" natural person, "1" legal person."""
+        return cls(
+            amount=amount,
+            currency=TransferCountry.COLOMBIA_QR.value,
+            user_type=user_type,
             document_type=document_type,
             document_number=document_number,
             callback_url=callback_url,

@@ -1,9 +1,11 @@
 """Response models of the bank transfer API (spec 2.7, 2.8); each keeps the raw JSON in ``raw``.
 
-:func:`parse_transfer_init` reads an init answer as one of four variants, told apart by their
+:func:`parse_transfer_init` reads an init answer as one of five variants, told apart by their
 members: ``referenceProcessor`` is Mexico's CLABE; ``qr`` with ``referenceCode`` or
 ``redirectUrl`` is the Ecuador wallet processor; ``qr`` alone (with ``transactionReference``) is
-Colombia QR; ``redirectUrl`` alone is the Ecuador bank redirect. Each variant then checks the
+Colombia QR; ``redirectUrl`` with ``trazabilityCode`` is Colombia PSE (the bank's URL and the
+trazability code, as the service's transfer guide describes its answer); ``redirectUrl`` alone is
+the Ecuador bank redirect. Each variant then checks the
 members it must have, so a wrong shape fails at parse time with the path of the bad member.
 """
 
@@ -22,6 +24,8 @@ from ..http.response_reader import ResponseReader, TokenReply
 from .status import TransferState, find_status
 
 __all__ = [
+    "Bank",
+    "ColombiaPse",
     "ColombiaQr",
     "EcuadorRedirect",
     "EcuadorWallet",
@@ -31,6 +35,7 @@ __all__ = [
     "TransferInit",
     "TransferStatus",
     "TransferToken",
+    "parse_bank_list",
     "parse_transfer_init",
 ]
 
@@ -186,7 +191,39 @@ class ColombiaQr:
         )
 
 
-TransferInit = Union[MexicoClabe, EcuadorRedirect, EcuadorWallet, ColombiaQr]
+@dataclass(frozen=True)
+class ColombiaPse:
+    """Colombia ACH (PSE): send the payer to :attr:`redirect_url`, their bank; keep :attr:`trazability_code`
+    (the reference PSE gives the payment)."""
+
+    redirect_url: str
+    trazability_code: str
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def read(cls, reader: ResponseReader) -> ColombiaPse:
+        return cls(EcuadorRedirect.read(reader).redirect_url, reader.text("trazabilityCode"), reader.raw)
+
+
+@dataclass(frozen=True)
+class Bank:
+    """One entry of ``GET /transfer/v1/bankList``: the ``code`` to send as ``bankId``, and the name to show."""
+
+    code: str
+    name: str
+
+
+def parse_bank_list(value: object) -> list[Bank]:
+    if not isinstance(value, list):
+        raise ResponseShapeError("$", f"expected an array of banks, got {type(value).__name__}")
+    banks = []
+    for index, item in enumerate(value):
+        reader = ResponseReader.of(item, f"$[{index}]")
+        banks.append(Bank(reader.text("code"), reader.text("name")))
+    return banks
+
+
+TransferInit = Union[MexicoClabe, EcuadorRedirect, EcuadorWallet, ColombiaQr, ColombiaPse]
 """What ``POST /transfer/v1/init`` returns; the merchant's enabled processor decides the Ecuador variant."""
 
 
@@ -200,9 +237,9 @@ def parse_transfer_init(value: object) -> TransferInit:
             return EcuadorWallet.read(reader)
         return ColombiaQr.read(reader)
     if reader.has("redirectUrl"):
-        return EcuadorRedirect.read(reader)
+        return ColombiaPse.read(reader) if reader.has("trazabilityCode") else EcuadorRedirect.read(reader)
     members = ", ".join(sorted(reader.raw)) or "none"
-    variants = "Mexico, Ecuador redirect, Ecuador wallet, Colombia QR"
+    variants = "Mexico, Ecuador redirect, Ecuador wallet, Colombia QR, Colombia PSE"
     raise ResponseShapeError("$", f"matches no transfer init variant ({variants}); members: {members}")
 
 

@@ -2,9 +2,13 @@
 
 The spec names the states initialized (``initializedTransaction`` in ``details.status``,
 "Initialized" in its guidance), PAID (approved) and rejected (declined), and leaves the others
-and the status record's fields "not shown". The status is looked up in ``status``, then
-``transactionStatus``, then ``details.status``; spellings are compared case-insensitively.
-Anything unrecognized is :attr:`TransferState.UNKNOWN`, which is not final: a guard keeps an
+and the status record's fields "not shown". The service's public webhook documentation spells
+``status`` initializedTransaction / approvedTransaction / declinedTransaction / expiredTransaction
+and ``processorState`` OK / NOT_AUTHORIZED / FAILED; clients in the wild read either. Every one of
+those spellings is read here, compared case-insensitively: an expired transfer can no longer be
+paid, so it counts as rejected (final, no money). The status is looked up in ``status``, then
+``transactionStatus``, ``details.status`` and ``processorState``: the first recognized spelling
+wins. Anything unrecognized is :attr:`TransferState.UNKNOWN`, which is not final: a guard keeps an
 order blocked rather than release it on a guess.
 """
 
@@ -46,15 +50,23 @@ _SPELLINGS = {
     "rejectedtransaction": TransferState.REJECTED,
     "declined": TransferState.REJECTED,
     "declinedtransaction": TransferState.REJECTED,
+    "expired": TransferState.REJECTED,
+    "expiredtransaction": TransferState.REJECTED,
+    # processorState
+    "ok": TransferState.APPROVED,
+    "not_authorized": TransferState.REJECTED,
+    "failed": TransferState.REJECTED,
 }
 
 
 def find_status(raw: Mapping[str, Any]) -> Optional[str]:
-    """The status string of a status record or webhook body, wherever the service put it."""
-    for candidate in (raw.get("status"), raw.get("transactionStatus")):
-        if isinstance(candidate, str) and candidate:
-            return candidate
+    """The status string of a status record or webhook body, wherever the service put it: the first
+    recognized spelling, else the first string present (which then reads as UNKNOWN)."""
     details = raw.get("details")
-    if isinstance(details, Mapping) and isinstance(details.get("status"), str) and details["status"]:
-        return str(details["status"])
-    return None
+    candidates = (raw.get("status"), raw.get("transactionStatus"),
+                  details.get("status") if isinstance(details, Mapping) else None, raw.get("processorState"))
+    present = [candidate for candidate in candidates if isinstance(candidate, str) and candidate]
+    for candidate in present:
+        if TransferState.of(candidate) is not TransferState.UNKNOWN:
+            return candidate
+    return present[0] if present else None

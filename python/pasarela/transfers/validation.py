@@ -4,12 +4,15 @@ Per country, read from the currency:
 
 - Mexico (MXN): ``documentType`` CURP, ``documentNumber`` and ``email`` (needed for the CLABE).
 - Ecuador (USD): ``documentType`` CI, RUC or PAS, ``documentNumber``, ``callbackUrl``.
-- Colombia QR (COP): ``flow`` with ``processorName`` BRE-B and ``type`` QR; the rest optional.
+- Colombia QR (COP with ``flow``): ``processorName`` BRE-B and ``type`` QR; the rest optional.
+- Colombia ACH, PSE (COP without ``flow``): ``bankId`` (a code of the bank list), ``documentType``,
+  ``documentNumber`` and ``callbackUrl`` (the bank returns the payer there).
 
-Everywhere: ``userType`` is "1" when sent, the amount adds up to more than zero with the
-currency's decimals, ICE and extra taxes only in Ecuador, the mirrored amount form of 2.4 only
-in Colombia. Document numbers are not checked against the CURP/CI/RUC formats: the test
-environment decides outcomes by numbers such as 123456789 and 999999990, which are neither.
+Everywhere: ``userType`` is "0" (natural person) or "1" (legal person) when sent, the amount adds up to
+more than zero with the currency's decimals, ICE only in Ecuador, extra taxes in Ecuador and Colombia,
+the mirrored amount form of 2.4 only in Colombia. Document numbers are not checked against the
+CURP/CI/RUC formats: the test environment decides outcomes by numbers such as 123456789 and
+999999990, which are neither.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ __all__ = ["ECUADOR_DOCUMENT_TYPES", "TRANSFER_CURRENCIES", "check_flow", "check
 TRANSFER_CURRENCIES = frozenset({"MXN", "USD", "COP"})
 ECUADOR_DOCUMENT_TYPES = frozenset({"CI", "RUC", "PAS"})
 _MEXICO_DOCUMENT_TYPES = frozenset({"CURP"})
-_USER_TYPES = frozenset({"1"})
+_USER_TYPES = frozenset({"0", "1"})  # the service's webhook docs: 0 natural person, 1 legal person
 _TRANSFER_DECIMAL_PLACES = 2  # MXN, USD and COP alike
 
 
@@ -62,8 +65,10 @@ def check_token_request(request: TransferTokenRequest) -> None:
         _check_mexico(request)
     elif currency == "USD":
         _check_ecuador(request)
-    else:
+    elif request.flow is not None:
         _check_colombia_qr(request)
+    else:
+        _check_colombia_ach(request)
 
 
 def _check_document(request: TransferTokenRequest, allowed: frozenset[str]) -> None:
@@ -86,10 +91,18 @@ def _check_ecuador(request: TransferTokenRequest) -> None:
 
 
 def _check_colombia_qr(request: TransferTokenRequest) -> None:
-    if request.flow is None:
-        raise ValidationError("flow", "is required in COP: processorName BRE-B, type QR (the ACH flow is not modelled)")
     check.optional_text(request.document_type, "documentType")
     check.optional_text(request.document_number, "documentNumber")
+
+
+def _check_colombia_ach(request: TransferTokenRequest) -> None:
+    if request.bank_id is None:
+        raise ValidationError("bankId", "is required in COP without flow (PSE: a code of the bank list); "
+                                        "for the QR flow send flow BRE-B/QR")
+    check.text(request.document_type, "documentType")
+    check.text(request.document_number, "documentNumber")
+    if request.callback_url is None:
+        raise ValidationError("callbackUrl", "is required for PSE: the bank returns the payer there")
 
 
 def _refuse_flow(request: TransferTokenRequest) -> None:

@@ -1,0 +1,139 @@
+"""One API operation of the sandbox as a Starlette route: merchant key, body, schema, then the handler.
+
+A request to an operation is handled in this order (the route itself was matched by Starlette, which
+answers 404 and 405): the merchant key (401: which key a call needs depends on the route), the media
+type of the body (415 unless ``application/json``), its size (413 past :data:`MAX_BODY_BYTES`), JSON
+(400) and the schema of :mod:`.openapi` (400 naming the field, :mod:`.body_schema`). The handler gets a
+:class:`Call` and answers a Starlette response.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable, Optional
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from .auth import KeyRule, check_key
+from .body_schema import check_body
+from .context import Context
+from .errors import SandboxError
+from .jsontext import dumps
+
+__all__ = ["MAX_BODY_BYTES", "Call", "Handler", "api_route", "empty", "form", "html_reply", "json_reply", "redirect"]
+
+MAX_BODY_BYTES = 1 << 20
+_JSON_MEDIA = "application/json"
+
+
+@dataclass(frozen=True)
+class Call:
+    request: Request
+    body: Any
+    """The JSON body, checked against the route's schema (``None`` for a route without one, or an
+    optional body left empty)."""
+    context: Context
+
+    @property
+    def params(self) -> dict[str, str]:
+        return {name: str(value) for name, value in self.request.path_params.items()}
+
+    @property
+    def public_url(self) -> str:
+        return self.context.public_url(self.request.scope)
+
+
+Handler = Callable[[Call], Awaitable[Response]]
+
+
+def json_reply(status: int, value: Any, headers: Optional[dict[str, str]] = None) -> Response:
+    return Response(dumps(value), status_code=status, media_type=_JSON_MEDIA, headers=headers)
+
+
+def html_reply(status: int, page: str, headers: Optional[dict[str, str]] = None) -> Response:
+    return Response(page, status_code=status, media_type="text/html; charset=utf-8", headers=headers)
+
+
+def redirect(location: str) -> Response:
+    return RedirectResponse(location, status_code=303)
+
+
+def empty() -> Response:
+    return Response(status_code=204)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def is_json_media(content_type: Optional[str]) -> bool:
+    """``application/json`` (parameters such as charset allowed) or a ``+json`` type."""
+    if content_type is None:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == _JSON_MEDIA or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The whole body; more than ``limit`` bytes (declared or sent) is a 413."""
+    too_large = SandboxError(413, "BODY_TOO_LARGE", f"the body is larger than {limit} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json(body: bytes) -> Any:
+    """The body as JSON, numbers with a fraction as Decimal (amounts keep their digits)."""
+    try:
+        return json.loads(body.decode("utf-8"), parse_float=Decimal, parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise SandboxError.invalid("body", "is not valid JSON") from None
+
+
+async def form(request: Request) -> dict[str, str]:
+    """An ``application/x-www-form-urlencoded`` body (first value of each name)."""
+    try:
+        text = (await read_body(request)).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SandboxError.invalid("body", "is not UTF-8 form data") from None
+    return {name: values[0] for name, values in parse_qs(text, keep_blank_values=True).items()}
+
+
+async def _json_body(request: Request, schema: str, optional: bool) -> Any:
+    body = await read_body(request)
+    if optional and not body.strip():
+        return None
+    if not is_json_media(request.headers.get("content-type")):
+        raise SandboxError(415, "UNSUPPORTED_MEDIA_TYPE",
+                           "the body must be JSON, sent as Content-Type: application/json")
+    if not body.strip():
+        raise SandboxError.invalid("body", "is required (a JSON object)")
+    parsed = parse_json(body)
+    check_body(parsed, schema)
+    return parsed
+
+
+def api_route(context: Context, method: str, path: str, keys: KeyRule, handler: Handler, schema: str = "", *,
+              optional_body: bool = False) -> Route:
+    """A Starlette route for ``method path``; ``schema`` names the component the JSON body is checked against."""
+
+    async def endpoint(request: Request) -> Response:
+        check_key(request.headers, keys, context.config)
+        body = await _json_body(request, schema, optional_body) if schema else None
+        return await handler(Call(request, body, context))
+
+    return Route(path, endpoint, methods=[method], name=f"{method} {path}")
