@@ -104,6 +104,11 @@ def json_objects() -> st.SearchStrategy[dict[str, Any]]:
     return _dicts(json_values())
 
 
+def sealable_objects() -> st.SearchStrategy[dict[str, Any]]:
+    """Dict payloads seal accepts the members of: no top-level "key" or "__proto__" (refused by design)."""
+    return json_objects().filter(lambda d: "key" not in d and "__proto__" not in d)
+
+
 # ---------------------------------------------------------------------------------------------------
 # JSON texts (for canonicalize_text): spelled in the many ways JSON allows.
 

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from node_envelope import NodeEnvelope
 from pasarela import Terminal, canonical_json
-from strategies import json_objects
+from strategies import sealable_objects
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
 
-payloads = json_objects().filter(lambda d: "key" not in d)
+payloads = sealable_objects()
 credentials = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 timestamps = st.integers(min_value=10**9, max_value=10**10 - 1)
 ivs = st.binary(min_size=16, max_size=16)
