@@ -4,7 +4,9 @@
 
 #include "pasarela.h"
 
-#if defined(__GNUC__) || defined(__clang__)
+/* PE/COFF (Windows) exports only what is marked dllexport: nothing to hide there, and mingw-w64's
+ * gcc warns that the attribute is ignored. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32) && !defined(__CYGWIN__)
 #define PASARELA_INTERNAL __attribute__((visibility("hidden")))
 #else
 #define PASARELA_INTERNAL

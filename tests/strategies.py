@@ -55,6 +55,14 @@ ints = st.one_of(
     st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER),
     st.sampled_from([0, 1, -1, MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER, 2**31, 2**32 - 1, 10**15, 2**53 - 2]),
 )
+# Integers beyond 2**53: some are doubles (10**16, 2**60: JSON.stringify writes 1152921504606847000), most
+# are not (2**53 + 1); int(float(i)) always is.
+EXACT_BIG_INTS = [2**53, 2**53 + 2, 10**16, 10**17, 2**60, 2**63, 2**64, 10**20, 10**21, 2**70, 2**1000]
+INEXACT_INTS = [2**53 + 1, 10**16 + 1, 2**60 + 1, 2**63 - 1, 2**64 - 1, 1152921504606847000, 10**21 + 1, 10**400]
+signs = st.sampled_from([1, -1])
+big_ints = st.builds(lambda i, s: s * i, st.integers(min_value=2**52, max_value=2**66), signs)
+exact_big_ints = big_ints.map(lambda i: int(float(i)))
+big_exact_doubles = st.builds(lambda i, s: s * float(i), st.integers(min_value=2**52, max_value=2**75), signs)
 decimals = st.one_of(
     st.decimals(allow_nan=False, allow_infinity=False).filter(lambda d: math.isfinite(float(d))),
     st.sampled_from([Decimal("0"), Decimal("-0"), Decimal("1.10"), Decimal("0.1"), Decimal("1E+21"),
@@ -102,6 +110,11 @@ def json_values() -> st.SearchStrategy[Any]:
 def json_objects() -> st.SearchStrategy[dict[str, Any]]:
     """Dict payloads (the usual top level)."""
     return _dicts(json_values())
+
+
+def sealable_objects() -> st.SearchStrategy[dict[str, Any]]:
+    """Dict payloads seal accepts the members of: no top-level "key" or "__proto__" (refused by design)."""
+    return json_objects().filter(lambda d: "key" not in d and "__proto__" not in d)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from faulty_clients import BUSINESS_CODE, NOON, SERIAL, Captured, SpecClient
 from pasarela import Diagnosis, diagnose, reference
 from pasarela.cli import main
 from pasarela.terminal.diagnose import CAUSES
-from strategies import json_objects
+from strategies import sealable_objects
 
 PAYLOAD = {"amount": 100, "currency": "COP", "reference": "order-1042", "note": "café"}
 
@@ -70,12 +70,33 @@ def test_spec_client_is_byte_identical_to_seal() -> None:
     assert json.loads(request.body or b"") == json.loads(sealed.body or b"")
 
 
-@given(json_objects().filter(lambda d: "key" not in d), st.sampled_from(["GET", "POST"]))
+@given(sealable_objects(), st.sampled_from(["GET", "POST"]))
 def test_diagnose_any_sealed_request_is_valid(payload: dict[str, Any], method: str) -> None:
     sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(payload, method=method, timestamp=NOON)
     verdict = diagnose(method, sealed.headers, sealed.body, sealed.params, business_code=BUSINESS_CODE,
                        terminal_serial=SERIAL, now=NOON)
     assert verdict.valid, str(verdict)
+
+
+class ProtoClient(SpecClient):
+    """A JavaScript client whose payload has a top-level "__proto__" member (JSON.parse makes it an own
+    property), signed as a server that keeps the member (obj.key = ...) or drops it (Object.assign) computes."""
+
+    def __init__(self, drops: bool) -> None:
+        super().__init__()
+        self.drops = drops
+
+    def request_json(self, payload: Optional[dict[str, Any]]) -> bytes:
+        return b'{"__proto__":{"admin":true},"amount":100}'
+
+    def signed(self, payload: Optional[dict[str, Any]], request_json: bytes, encoded_key: str) -> bytes:
+        return super().signed(payload, b'{"amount":100}' if self.drops else request_json, encoded_key)
+
+
+@pytest.mark.parametrize("drops", [False, True], ids=["obj.key=", "Object.assign"])
+def test_diagnose_names_a_top_level_proto(drops: bool) -> None:
+    verdict = _check(ProtoClient(drops), "proto_in_payload")
+    assert "__proto__" in verdict.explanation and "Object.assign" in verdict.explanation
 
 
 def test_diagnose_timestamp_in_milliseconds() -> None:

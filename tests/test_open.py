@@ -20,8 +20,8 @@ from node_envelope import NodeEnvelope
 from pasarela import AuthError, reference
 from pasarela.errors import AUTH_001_BODY
 from pasarela.terminal import reference as primitives
-from pasarela.terminal.inbound import SIGNATURE_FORMAT
-from strategies import json_objects
+from pasarela.terminal.inbound import PROTO_IN_PLAINTEXT, SIGNATURE_FORMAT
+from strategies import sealable_objects
 
 IMPLEMENTATIONS = [pasarela.Terminal, reference.Terminal]
 IMPL_IDS = ["c", "reference"]
@@ -57,15 +57,15 @@ def _wire(sealed: pasarela.Sealed) -> tuple[dict[str, str], Optional[bytes], Opt
 
 def _int_as_opened(text: str) -> Any:
     value = int(text)
-    return value if -(2**63) <= value < 2**64 else float(text)
+    return value if float(value) == value else float(text)
 
 
 def as_opened(plaintext: bytes) -> Any:
-    """What open returns for canonical text: json.loads, with integers beyond 64 bits as the doubles
-    JSON.parse made them."""
+    """What open returns for canonical text: json.loads, with the integers that are not exactly a double
+    as the doubles JSON.parse made them."""
     return json.loads(plaintext, parse_int=_int_as_opened)
 
-@given(payload=json_objects().filter(lambda d: "key" not in d), sealer=st.sampled_from(IMPLEMENTATIONS),
+@given(payload=sealable_objects(), sealer=st.sampled_from(IMPLEMENTATIONS),
        method=st.sampled_from(METHODS), delay=st.integers(min_value=-300, max_value=300))
 def test_open_returns_what_was_sealed(payload: dict[str, Any], sealer: Any, method: str, delay: int) -> None:
     sealed = sealer(BUSINESS_CODE, SERIAL).seal(payload, method=method, timestamp=NOON, iv=IV)
@@ -233,7 +233,7 @@ def test_open_request_sealed_by_node(node_envelope: NodeEnvelope, impl: Any, pay
     _refused(impl("bc-other", SERIAL), "POST", headers, {"data": sealed["data"]})
 
 
-@given(payload=json_objects().filter(lambda d: "key" not in d))
+@given(payload=sealable_objects())
 def test_open_node_sealed_property(node_envelope: NodeEnvelope, payload: dict[str, Any]) -> None:
     plaintext = pasarela.canonical_json(payload)
     sealed = node_envelope.seal(BUSINESS_CODE, SERIAL, NOON, IV, plaintext)
@@ -314,7 +314,12 @@ def _refusal_cases() -> list[tuple[str, str, dict[str, str], Any, Any, str]]:
         cases.append((label, "POST", forged_headers, {"data": forged}, None, word))
     key_headers, key_data = _forged(b'{"amount":100,"key":"x"}')
     cases.append(("plaintext with key", "POST", key_headers, {"data": key_data}, None, "key"))
+    proto_headers, proto_data = _forged(PROTO_PLAINTEXT)
+    cases.append(("plaintext with __proto__", "POST", proto_headers, {"data": proto_data}, None, "__proto__"))
     return cases
+
+
+PROTO_PLAINTEXT = b'{"__proto__":{"admin":true},"amount":100}'
 
 
 REFUSALS = _refusal_cases()
@@ -327,6 +332,23 @@ def test_open_refuses(impl: Any, method: str, headers: dict[str, str], body: Any
     err = _refused(impl(BUSINESS_CODE, SERIAL), method, headers, body, params)
     if impl is reference.Terminal:  # the reason is for operators; the C path may word it differently
         assert word.lower() in err.reason.lower(), err.reason
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize("signed", [PROTO_PLAINTEXT, b'{"amount":100}'], ids=["obj.key=", "Object.assign"])
+def test_open_refuses_top_level_proto_whatever_was_signed(impl: Any, signed: bytes) -> None:
+    # signed as a server keeping the member (obj.key = ...) or dropping it (Object.assign({}, obj)) would:
+    # either way the request is refused, and the reason says why
+    headers, data = _forged(PROTO_PLAINTEXT, sign_over=signed)
+    assert _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, {"data": data}).reason == PROTO_IN_PLAINTEXT
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_keeps_nested_proto_as_data(impl: Any) -> None:
+    plaintext = b'{"amount":100,"meta":{"__proto__":{"admin":true}}}'
+    headers, data = _forged(plaintext)
+    opened = impl(BUSINESS_CODE, SERIAL).open("POST", headers, {"data": data}, now=NOON)
+    assert opened == {"amount": 100, "meta": {"__proto__": {"admin": True}}}
 
 
 def test_open_refusals_all_answer_the_same() -> None:

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from node_envelope import NodeEnvelope
-from pasarela import Terminal, canonical_json
-from strategies import json_objects
+from pasarela import PayloadError, Terminal, canonical_json
+from strategies import EXACT_BIG_INTS, INEXACT_INTS, big_ints, exact_big_ints, sealable_objects
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
 
-payloads = json_objects().filter(lambda d: "key" not in d)
+payloads = sealable_objects()
 credentials = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 timestamps = st.integers(min_value=10**9, max_value=10**10 - 1)
 ivs = st.binary(min_size=16, max_size=16)
@@ -31,6 +31,22 @@ def test_canonical_json_equals_node_stringify(
     ours = canonical_json(payload)
     # what the server computes from our bytes: JSON.stringify(JSON.parse(plaintext)) must give them back
     assert node_stringify(ours) == ours
+
+
+@given(st.one_of(big_ints, exact_big_ints, st.sampled_from(EXACT_BIG_INTS + INEXACT_INTS)))
+def test_int_rule_agrees_with_node(node_stringify: Callable[[bytes], bytes], value: int) -> None:
+    """Accepted exactly when JSON.parse of the int's digits gives that int back as a double, and then
+    written as JSON.stringify writes it."""
+    node = node_stringify(b"[" + str(value).encode() + b"]")
+    exact = float(value) == value if abs(value) < 2**1024 else False
+    if exact:
+        assert canonical_json({"n": value}) == b'{"n":' + node[1:-1] + b"}"
+    else:
+        with pytest.raises(PayloadError) as info:
+            canonical_json({"n": value})
+        assert info.value.path == "$.n"
+        if abs(value) < 2**1024:  # JavaScript would change the value: its double is another number
+            assert float(node[1:-1]) != value
 
 
 @given(payloads, credentials, credentials, timestamps, ivs)

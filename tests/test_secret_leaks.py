@@ -70,13 +70,13 @@ def test_diagnose_does_not_chain_the_business_code_to_its_error(code: object) ->
 
 
 @pytest.mark.parametrize("make", [pasarela.Terminal, reference.Terminal], ids=["c", "reference"])
-@pytest.mark.parametrize("number", [CARD_NUMBER, -CARD_NUMBER, 2**53, 10**400])
+@pytest.mark.parametrize("number", [CARD_NUMBER, -CARD_NUMBER, 2**53 + 1, 10**400])
 def test_a_payload_error_keeps_the_path_but_never_quotes_an_out_of_range_integer(make: type, number: int) -> None:
     terminal = make(BUSINESS_CODE, SERIAL)
     with pytest.raises(PayloadError) as refused:
         terminal.seal({"card": {"number": number}})
     assert refused.value.path == "$.card.number"
-    assert "2^53" in refused.value.reason
+    assert "not exactly representable" in refused.value.reason
     for linked in chain(refused.value):
         assert str(abs(number))[:15] not in str(linked) + repr(linked.args)
 

@@ -12,8 +12,9 @@
  *   gcc -std=c99 -O2 -g -DPASARELA_VERSION='"0.0.0"' -Icsrc csrc/tests/test_aes.c csrc/aes.c csrc/cpu.c \
  *       csrc/util.c -o /tmp/test_aes_vg && valgrind --error-exitcode=1 --leak-check=full /tmp/test_aes_vg
  *
- * AArch64 path, for real, under user-mode QEMU (Debian: apt-get install gcc-aarch64-linux-gnu qemu-user;
- * clang 14 as a second compiler needs the same packages for the sysroot):
+ * AArch64 path, for real, under user-mode QEMU (scripts/hardening aarch64 does it with clang; Debian:
+ * apt-get install gcc-aarch64-linux-gnu qemu-user, or for clang only libc6-dev-arm64-cross
+ * libgcc-12-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user, which gcc-multilib does not conflict with):
  *
  *   aarch64-linux-gnu-gcc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -Wshadow -static \
  *       -DPASARELA_VERSION='"0.0.0"' -Icsrc csrc/tests/test_aes.c csrc/aes.c csrc/cpu.c csrc/util.c \
@@ -22,8 +23,8 @@
  *       -DPASARELA_VERSION='"0.0.0"' -Icsrc csrc/tests/test_aes.c csrc/aes.c csrc/cpu.c csrc/util.c \
  *       -o /tmp/test_aes_a64c && qemu-aarch64 -cpu max /tmp/test_aes_a64c
  *   qemu-aarch64 -cpu cortex-a53 /tmp/test_aes_a64   (likewise a35/a57/a72/a76/neoverse-n1/a64fx: all have AES;
- *                                                     QEMU 7.2 has no AES-less model, so the no-AES path is
- *                                                     covered by the cpu=0 checks only)
+ *                                                     QEMU 7.2 has no AES-less model: scripts/hardening links
+ *                                                     csrc/tests/hwcap_mask.c to clear HWCAP_AES instead)
  *
  * 32-bit x86 (apt-get install gcc-multilib; on Debian 12 it conflicts with gcc-aarch64-linux-gnu and removes it), baseline without SSE so only the target attributes enable it:
  *

@@ -265,7 +265,7 @@ static void test_fused_shapes(unsigned cpu)
 /* ---------------------------------------------------------------- bench */
 static double now_ns(void)
 {
-#if defined(CLOCK_MONOTONIC)
+#if defined(CLOCK_MONOTONIC) && !defined(_WIN32) /* mingw-w64 declares it, only libwinpthread has it */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;

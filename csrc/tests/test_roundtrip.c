@@ -10,6 +10,11 @@
  * pasarela_seal_json of random JSON text with whitespace seals what pasarela_json_canonicalize
  * writes. Error paths: no AES instructions, bad timestamps, a buffer one byte short.
  *
+ * The line before the last is "output digest: <SHA-512 hex>" of every request sealed from random input
+ * (the same for a seed on every platform: scripts/hardening compares x86-64, AArch64 and Windows).
+ * Without AES instructions (an AArch64 core without the Crypto Extensions) the driver checks instead
+ * that every sealing and opening entry point refuses with PASARELA_E_NO_HW_AES, and prints no digest.
+ *
  * Build and run from the repository root (scripts/hardening does, with sanitizers and valgrind):
  *
  *   cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -DPASARELA_VERSION='"0.0.0"' -Icsrc \
@@ -21,9 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "seal_check.h"
 
 static long g_pass, g_fail;
+static pasarela_sha512_ctx g_outputs; /* digest of every request sealed from random input */
 
 static void check(int ok, const char *what, unsigned long long round)
 {
@@ -244,6 +251,7 @@ static void test_seal_round_trip(unsigned cpu, unsigned long long round)
 
     check(seal_check_seal(&c, timestamp, plaintext, n, iv, out, cap, &len) == PASARELA_OK && len == cap, "seal",
           round);
+    pasarela_sha512_update(&g_outputs, (const uint8_t *)out, len);
     check(seal_check_lower_hex(out, 128), "signature is lowercase hex", round);
     check(seal_check_body(&c, timestamp, iv, plaintext, n, out + 128), "body decrypts to the plaintext", round);
     check(seal_check_signature(&c, timestamp, plaintext, n, out), "signature recomputed in one piece", round);
@@ -303,6 +311,7 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
     int rc = pasarela_seal_json(&c, &ws, 1700000000, (const uint8_t *)json, t.len, 0, iv);
     check(rc == PASARELA_OK, "seal_json of random JSON", round);
     if (rc == PASARELA_OK) {
+        pasarela_sha512_update(&g_outputs, (const uint8_t *)ws.out, ws.out_len);
         check(pasarela_json_canonicalize((const uint8_t *)json, t.len, 0, canonical, ws.plaintext_cap, &len,
                                          ws.scratch, ws.scratch_cap, NULL, NULL) == PASARELA_OK &&
                   len == ws.plaintext_len && memcmp(canonical, ws.out, len) == 0 &&
@@ -321,6 +330,59 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
     free(ws.plaintext);
 }
 
+/* Without AES instructions: sealing (one text, JSON, a batch) and opening refuse, writing nothing. */
+static void test_refusals(unsigned cpu, unsigned long long round)
+{
+    static const uint8_t business_code[] = "demo-business-code", terminal_serial[] = "DEMO-0001";
+    const pasarela_credentials c = {business_code, sizeof business_code - 1, terminal_serial,
+                                    sizeof terminal_serial - 1, cpu, 0};
+    const pasarela_credentials *const batch_credentials[1] = {&c};
+    char json[4096], data[33 + 64], signature[PASARELA_SIGNATURE_HEX_LEN];
+    text t = {json, 0, sizeof json};
+    uint8_t iv[16], ct[32];
+    size_t n = 2 + below(800), len = 0, plaintext_len = 0, out_len = 0;
+    int status = PASARELA_OK;
+    unsigned facts = 0;
+    uint8_t *plaintext = (uint8_t *)malloc(n);
+    char *out = (char *)malloc(PASARELA_SEALED_LEN(n));
+    pasarela_workspace ws;
+    random_json(&t, 0, 1);
+    random_bytes(iv, sizeof iv);
+    random_bytes(ct, sizeof ct);
+    memset(&ws, 0, sizeof ws);
+    ws.plaintext_cap = PASARELA_JSON_OUT_MAX(t.len) + 64;
+    ws.scratch_cap = PASARELA_WORKSPACE_SCRATCH_SIZE(t.len + 64);
+    ws.out_cap = PASARELA_REQUEST_LEN(ws.plaintext_cap);
+    ws.plaintext = (uint8_t *)malloc(ws.plaintext_cap);
+    ws.scratch = malloc(ws.scratch_cap);
+    ws.out = (char *)malloc(ws.out_cap);
+    if (plaintext == NULL || out == NULL || ws.plaintext == NULL || ws.scratch == NULL || ws.out == NULL) {
+        check(0, "malloc", round);
+    } else {
+        random_object_bytes(plaintext, n);
+        check(seal_check_seal(&c, 1700000000, plaintext, n, iv, out, PASARELA_SEALED_LEN(n), &len) ==
+                  PASARELA_E_NO_HW_AES && len == 0,
+              "no AES: seal refused", round);
+        check(pasarela_seal_json(&c, &ws, 1700000000, (const uint8_t *)json, t.len, 0, iv) == PASARELA_E_NO_HW_AES,
+              "no AES: seal_json refused", round);
+        check(pasarela_seal_json_batch(batch_credentials, 1700000000, (const uint8_t *)json, &t.len, 1, 0, iv, &ws,
+                                       &status, &plaintext_len, &out_len, &facts) <= 1 &&
+                  status == PASARELA_E_NO_HW_AES && out_len == 0,
+              "no AES: seal_json_batch refused", round);
+        pasarela_hex_encode(iv, sizeof iv, data);
+        data[32] = ':';
+        pasarela_hex_encode(ct, sizeof ct, data + 33);
+        memset(signature, '0', sizeof signature);
+        check(pasarela_open(&c, &ws, 1700000000, data, sizeof data, signature) == PASARELA_E_NO_HW_AES,
+              "no AES: open refused", round);
+    }
+    free(ws.out);
+    free(ws.scratch);
+    free(ws.plaintext);
+    free(out);
+    free(plaintext);
+}
+
 int main(int argc, char **argv)
 {
     unsigned long long seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 1;
@@ -328,10 +390,15 @@ int main(int argc, char **argv)
     unsigned cpu = pasarela_cpu_features();
     g_state = seed;
     if (!(cpu & PASARELA_CPU_AES_ANY)) {
-        printf("no AES instructions on this CPU: the C core refuses to seal (the Python reference is used)\n");
-        printf("0 passed, 1 failed\n");
-        return 1;
+        for (unsigned long long round = 0; round < rounds; round++)
+            test_refusals(cpu, round);
+        printf("seed %llu, %llu rounds, cpu features 0x%x: no AES instructions, every entry point refused\n", seed,
+               rounds, cpu);
+        printf("output digest: none (no AES instructions: the Python reference seals)\n");
+        printf("%ld passed, %ld failed\n", g_pass, g_fail);
+        return g_fail != 0;
     }
+    pasarela_sha512_init(&g_outputs, 0);
     test_known_answers(cpu);
 #ifdef PASARELA_CPU_AVX2
     test_known_answers(cpu & ~PASARELA_CPU_AVX2);
@@ -341,6 +408,14 @@ int main(int argc, char **argv)
         test_seal_json_round_trip(cpu, round);
     }
     printf("seed %llu, %llu rounds, cpu features 0x%x\n", seed, rounds, cpu);
+    {
+        uint8_t digest[64];
+        char hex[129];
+        pasarela_sha512_final(&g_outputs, digest);
+        pasarela_hex_encode(digest, sizeof digest, hex);
+        hex[128] = '\0';
+        printf("output digest: %s\n", hex);
+    }
     printf("%ld passed, %ld failed\n", g_pass, g_fail);
     return g_fail != 0;
 }

@@ -48,6 +48,7 @@ CAUSES = (
     "clock_skew",
     "local_time",
     "key_in_payload",
+    "proto_in_payload",
     "empty_string_signed",
     "reserialized",
     "missing_basic_prefix",
@@ -373,6 +374,12 @@ class _Diagnoser:
                 "key_in_payload", "the decrypted payload has a key member: the client encrypted dataWithKey "
                 "instead of requestData",
                 "Encrypt requestData without the key field; key is added to a copy used for signing only.")
+        if "__proto__" in payload:
+            return Diagnosis(
+                "proto_in_payload", 'the decrypted payload has a top-level "__proto__" member: JSON.parse makes it '
+                "an own property, and whether the text the server signs keeps it depends on how the server adds "
+                "key (obj.key = ... and spread keep it, Object.assign({}, obj) drops it), so the request is refused",
+                'Rename the "__proto__" member (or nest it inside another object, where it is plain data).')
         if hmac.compare_digest(reference.sign(canonical, encoded_key), signature):
             return None
         if signature in _EMPTY_SIGNATURES:

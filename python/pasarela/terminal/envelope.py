@@ -19,16 +19,28 @@ import orjson
 from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
+from .inbound import (
+    DEFAULT_TOLERANCE,
+    LONG_DIGIT_RUN,
+    NOT_JSON,
+    PROTO_IN_PLAINTEXT,
+    SIGNATURE_MISMATCH,
+    Body,
+    Params,
+    parse_payload,
+    read_request,
+)
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
     Sealed,
     check_iv,
     check_method,
+    check_no_proto,
     check_object_text,
     check_timestamp,
     encode_credential,
+    reserved_member,
 )
 from .stringify import canonicalize_text, stringify
 
@@ -37,7 +49,6 @@ __all__ = ["Payload", "Terminal", "canonical_json", "seal_batch"]
 Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 """A dict, JSON object text, or None for an empty payload (sealed as ``{}``)."""
 
-_MAX_SAFE_INTEGER = 2**53 - 1
 _SHORTEST_DIGITS = _binding.SHORTEST_DIGITS
 _FACT_NULL = _binding.FACT_NULL
 _HAS_HW_AES = _binding.HAS_HW_AES
@@ -45,7 +56,8 @@ _now = time.time
 _dumps = orjson.dumps
 _seal_json = _binding.seal_json
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
-# goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides.
+# goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
+# ints beyond ±(2**53 - 1) (OPT_STRICT_INTEGER): stringify writes those that are doubles, refuses the rest.
 _ORJSON_OPTIONS = (orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
                    | orjson.OPT_PASSTHROUGH_DATACLASS)
 
@@ -99,8 +111,8 @@ def canonical_json(payload: Payload) -> bytes:
     if payload is None:
         return b"{}"
     if isinstance(payload, dict):
-        if "key" in payload:
-            raise PayloadError("$.key", KEY_REASON)
+        if "key" in payload or "__proto__" in payload:
+            raise reserved_member(payload)
         raw = _compact_json(payload)
         canonical = None if raw is None else _binding.canonicalize(raw, shortest_digits=True)
         if canonical is None or (canonical.has_null and not _finite(payload)):
@@ -123,11 +135,23 @@ def _canonical_text(text: bytes) -> bytes:
     check_object_text(canonical.text)
     if canonical.top_level_key:
         raise PayloadError("$.key", KEY_REASON)
+    check_no_proto(canonical.text)
     return canonical.text
 
 
+def _has_top_level_proto(plaintext: bytes) -> bool:
+    """Whether JSON.parse of the plaintext (JSON object text) has a top-level "__proto__" member."""
+    try:
+        check_no_proto(canonicalize_text(plaintext))
+    except PayloadError as exc:
+        return exc.path == "$.__proto__"
+    return False
+
+
 def _parse_canonical(text: bytes) -> dict[str, Any]:
-    """parse_payload (the reference's), with orjson where it can: it returns the same values."""
+    """parse_payload (the reference's), with orjson where it returns the same values."""
+    if LONG_DIGIT_RUN(text) is not None:  # maybe an integer JSON.parse rounds: orjson would not
+        return parse_payload(text)
     try:
         payload: dict[str, Any] = orjson.loads(text)
     except orjson.JSONDecodeError:  # lone surrogates
@@ -171,8 +195,8 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
         if type(payload) is dict:  # one orjson call, then one C call: canonicalize, sign, encrypt
-            if "key" in payload:
-                raise PayloadError("$.key", KEY_REASON)
+            if "key" in payload or "__proto__" in payload:
+                raise reserved_member(payload)
             try:
                 raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
             except (orjson.JSONEncodeError, TypeError):
@@ -185,6 +209,8 @@ class Terminal:
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
             out = _seal_json(self._native, ts, _json_text(payload), 0, iv)
             if out is not None:
+                if out[0].find(b'"__proto__":', 0, out[1]) >= 0:  # in the plaintext, at some depth
+                    check_no_proto(out[0][: out[1]])
                 return Sealed(self, method, ts, out[0], out[1])
         request, plaintext_len, _ = _binding.seal(self._native, ts, canonical_json(payload), iv)
         return Sealed(self, method, ts, request, plaintext_len)
@@ -208,14 +234,25 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         signature = inbound.signature.encode("ascii")
-        verified, text = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
-        if not verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
-            try:
-                text = canonicalize_text(text)
-            except PayloadError as exc:
-                raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
-            _binding.verify(self._native, inbound.timestamp, text, signature)
-        return _parse_canonical(text)
+        data = inbound.data.encode("ascii")
+        try:
+            verified, text = _binding.open_request(self._native, inbound.timestamp, data, signature)
+            if not verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+                try:
+                    text = canonicalize_text(text)
+                except PayloadError as exc:
+                    raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
+                _binding.verify(self._native, inbound.timestamp, text, signature)
+        except AuthError as exc:
+            # the C path checks the signature first: a top-level "__proto__" is the reason whatever was signed
+            if exc.reason == SIGNATURE_MISMATCH and _has_top_level_proto(
+                    _binding.decrypt_data(self._native, inbound.timestamp, data)):
+                raise AuthError(PROTO_IN_PLAINTEXT) from None
+            raise
+        payload = _parse_canonical(text)
+        if "__proto__" in payload:
+            raise AuthError(PROTO_IN_PLAINTEXT)
+        return payload
 
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)
@@ -254,7 +291,7 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, 
     raws: list[bytes] = []
     size = 0
     for i, payload in enumerate(payloads):
-        if type(payload) is dict and "key" not in payload:
+        if type(payload) is dict and "key" not in payload and "__proto__" not in payload:
             try:
                 raw = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
             except (orjson.JSONEncodeError, TypeError):

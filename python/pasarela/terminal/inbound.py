@@ -23,8 +23,10 @@ __all__ = [
     "BAD_PADDING",
     "DEFAULT_TOLERANCE",
     "KEY_IN_PLAINTEXT",
+    "LONG_DIGIT_RUN",
     "NOT_JSON",
     "NOT_OBJECT",
+    "PROTO_IN_PLAINTEXT",
     "SIGNATURE_FORMAT",
     "SIGNATURE_MISMATCH",
     "Body",
@@ -61,6 +63,10 @@ BAD_PADDING = "bad padding after decryption: the key is wrong (credentials, time
 NOT_JSON = "plaintext is not JSON"
 NOT_OBJECT = "plaintext is not a JSON object"
 KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
+PROTO_IN_PLAINTEXT = (
+    'plaintext has a top-level "__proto__" member: what the server signs then depends on how it adds key '
+    "(obj.key = ... keeps it, Object.assign({}, obj) drops it), so no signature can be checked against it"
+)
 SIGNATURE_MISMATCH = "signature does not match the payload"
 BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
 SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
@@ -74,14 +80,23 @@ def signature_refusal(signature: str) -> AuthError:
 
 def _json_int(text: str) -> Union[int, float]:
     value = int(text)
-    return value if -(2**63) <= value < 2**64 else float(text)
+    # JSON.parse made a double of it: an int when that double is exactly this integer, else the double
+    # (canonical text holds no integer literal of 10**21 or more: float() cannot overflow)
+    return value if -(2**53) <= value <= 2**53 or float(value) == value else float(text)
+
+
+LONG_DIGIT_RUN = re.compile(rb"[0-9]{17}").search
+"""Finds where canonical text may hold an integer literal that is not exactly a double (they have at
+least 17 digits: every integer below 10**16 that JSON.stringify writes is the double itself)."""
 
 
 def parse_payload(canonical: bytes) -> dict[str, Any]:
-    """The payload of verified canonical JSON object text.
+    """The payload of verified canonical JSON object text, as JSON.parse sees it.
 
-    Integers come back as int within the 64-bit range and as float beyond it (there JSON.parse made
-    them doubles anyway), which is also what orjson.loads returns, so the fast path may use it.
+    An integer literal comes back as int when the double JSON.parse makes of it is exactly that integer
+    (all of them within ±2**53, and 10**16 and the like beyond), else as that double (float): 1152921504606847000
+    is what JSON.stringify writes for 2**60, and seal writes the float 2**60 back as the same text. Without a
+    run of 17 digits (LONG_DIGIT_RUN) this is what orjson.loads returns, so the fast path may use it then.
     """
     try:
         payload: dict[str, Any] = json.loads(canonical.decode("utf-8"), parse_int=_json_int)

@@ -21,6 +21,7 @@ from .inbound import (
     KEY_IN_PLAINTEXT,
     NOT_JSON,
     NOT_OBJECT,
+    PROTO_IN_PLAINTEXT,
     Body,
     Params,
     parse_payload,
@@ -34,9 +35,11 @@ from .request import (
     Sealed,
     check_iv,
     check_method,
+    check_no_proto,
     check_object_text,
     check_timestamp,
     encode_credential,
+    reserved_member,
 )
 from .stringify import canonicalize_text, stringify
 
@@ -95,8 +98,8 @@ def canonical_json(payload: Payload) -> bytes:
     if payload is None:
         return b"{}"
     if isinstance(payload, dict):
-        if "key" in payload:
-            raise PayloadError("$.key", KEY_REASON)
+        if "key" in payload or "__proto__" in payload:
+            raise reserved_member(payload)
         return stringify(payload)
     if isinstance(payload, (bytes, bytearray, memoryview, str)):
         text = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else bytes(payload)
@@ -108,6 +111,7 @@ def canonical_json(payload: Payload) -> bytes:
             raise PayloadError("$", "the payload nests deeper than Python's parser can build") from None
         if "key" in top_level:
             raise PayloadError("$.key", KEY_REASON)
+        check_no_proto(plaintext)
         return plaintext
     raise PayloadError("$", f"{NOT_OBJECT_REASON}; got {type(payload).__name__}")
 
@@ -155,6 +159,8 @@ def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]
     payload = parse_payload(canonical)
     if "key" in payload:
         raise AuthError(KEY_IN_PLAINTEXT)
+    if "__proto__" in payload:
+        raise AuthError(PROTO_IN_PLAINTEXT)
     if not hmac.compare_digest(sign(canonical, encoded_key), signature):
         raise signature_refusal(signature)
     return payload

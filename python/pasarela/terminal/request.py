@@ -14,13 +14,16 @@ __all__ = [
     "BODY_METHODS",
     "KEY_REASON",
     "NOT_OBJECT_REASON",
+    "PROTO_REASON",
     "Derived",
     "Sealed",
     "check_iv",
     "check_method",
+    "check_no_proto",
     "check_object_text",
     "check_timestamp",
     "encode_credential",
+    "reserved_member",
 ]
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -29,6 +32,12 @@ _METHODS = BODY_METHODS | {"GET"}
 
 KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
 NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"
+PROTO_REASON = (
+    'a top-level "__proto__" member is refused: JSON.parse makes it an own property of the object, and whether '
+    'the text the server signs keeps it depends on how the server adds "key" (obj.key = ... and spread keep it, '
+    "Object.assign({}, obj) drops it)"
+)
+_PROTO_MEMBER = b'"__proto__":'
 
 
 class Derived(Protocol):
@@ -118,6 +127,20 @@ def check_object_text(plaintext: bytes) -> None:
     """Refuses canonical JSON text that is not an object."""
     if not (plaintext.startswith(b"{") and plaintext.endswith(b"}")):
         raise PayloadError("$", NOT_OBJECT_REASON)
+
+
+def reserved_member(payload: Mapping[str, Any]) -> PayloadError:
+    """The refusal of a payload with a top-level "key" or "__proto__" member (the caller checked it has one)."""
+    if "key" in payload:
+        return PayloadError("$.key", KEY_REASON)
+    return PayloadError("$.__proto__", PROTO_REASON)
+
+
+def check_no_proto(canonical: bytes) -> None:
+    """Refuses canonical JSON object text with a top-level "__proto__" member (parsed only when the text
+    holds one at some depth: nested, it is data)."""
+    if _PROTO_MEMBER in canonical and "__proto__" in json.loads(canonical.decode("utf-8")):
+        raise PayloadError("$.__proto__", PROTO_REASON)
 
 
 _SIGNATURE_HEX = 128

@@ -33,7 +33,7 @@ __all__ = ["MAX_DEPTH", "canonicalize_text", "format_number", "stringify"]
 MAX_DEPTH = 1000
 """Deepest accepted nesting of arrays and objects (the outermost container is depth 1)."""
 
-_MAX_SAFE_INTEGER = 2**53 - 1
+_MAX_SAFE_INTEGER = 2**53 - 1  # every int up to here is a double; beyond, _int_token checks
 _INF = math.inf
 _NINF = -math.inf
 
@@ -125,13 +125,26 @@ def _float_token(x: float) -> str:
     return _format_exponent_repr(r)
 
 
+_INEXACT_INTEGER = (
+    "integer is not exactly representable as a JavaScript number (an IEEE double): JavaScript would round it"
+)
+
+
 def _int_token(x: int) -> str:
+    """JSON.stringify of the double the int stands for: refused unless that double is exactly the int.
+
+    Beyond 2**53 only some ints are doubles (10**16 and 2**60 are, 2**53 + 1 is not); JavaScript writes
+    those as it writes any double (2**60 as 1152921504606847000, the shortest digits that read back as it).
+    """
     if -_MAX_SAFE_INTEGER <= x <= _MAX_SAFE_INTEGER:
         return int.__repr__(x)
-    # Never the value: an out-of-range integer is often an identifier such as a card number.
-    sign = "negative " if x < 0 else ""
-    raise _Refused(f"{sign}integer of {x.bit_length()} bits is outside ±(2^53-1); JavaScript would change it "
-                   "(send it as a string)")
+    try:
+        f = float(x)
+    except OverflowError:
+        raise _Refused(_INEXACT_INTEGER) from None
+    if f != x:  # int == float compares the exact values
+        raise _Refused(_INEXACT_INTEGER)
+    return _float_token(f)
 
 
 def _decimal_token(d: Decimal) -> str:
@@ -278,7 +291,8 @@ def _check_joined_keys(value: object) -> None:
 def stringify(value: object) -> bytes:
     """UTF-8 bytes of exactly what ``JSON.stringify`` writes for the JavaScript value *value* stands for.
 
-    Accepted: dict (str keys), list and tuple, str, bool, None, int within ±(2**53 - 1), finite float
+    Accepted: dict (str keys), list and tuple, str, bool, None, int that is exactly a double (all within
+    ±2**53, and beyond it those like 10**16; written as JavaScript writes that double), finite float
     and finite :class:`~decimal.Decimal` (written as the double it parses to); also :class:`uuid.UUID`
     (written as its canonical text) and :class:`enum.Enum` members (written as their value). Anything else raises
     :class:`~pasarela.errors.PayloadError` naming the JSON path of the offending value.
@@ -584,7 +598,7 @@ def canonicalize_text(text: bytes | str) -> bytes:
     if _HAVE_C_SCANNER and not raw_surrogates:
         # Fast path: CPython's C scanner builds the same values JSON.parse would (a repeated key keeps
         # its first position and takes the last value; escaped surrogate pairs are joined). Whatever
-        # it cannot do exactly -- syntax errors (for the message and offset), integers beyond 2**53,
+        # it cannot do exactly -- syntax errors (for the message and offset), integers JSON.parse rounds,
         # numbers overflowing to Infinity, deep nesting -- makes it raise or makes stringify refuse,
         # and the exact parser takes over.
         try:
