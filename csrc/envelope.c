@@ -287,6 +287,7 @@ int pasarela_seal(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
     if (c == NULL || ws == NULL || plaintext == NULL || ws->out == NULL || ws->scratch == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     ws->out_len = ws->plaintext_len = 0;
+    if (plaintext_len > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
     if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
     if (ws->out_cap < PASARELA_REQUEST_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
     memmove(ws->out, plaintext, plaintext_len);
@@ -410,7 +411,15 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
         return 0;
     g.count = g.keys_count = g.area_used = 0;
     for (; done < n; done++) {
-        size_t len = json_lens[done], plaintext_max = PASARELA_JSON_OUT_MAX(len);
+        size_t len = json_lens[done];
+        if (len > PASARELA_MAX_JSON_LEN) { /* its sizes would wrap around: refused, the rest goes on */
+            statuses[done] = PASARELA_E_TOO_LARGE;
+            plaintext_lens[done] = out_lens[done] = 0;
+            facts[done] = 0;
+            json += len;
+            continue;
+        }
+        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len);
         /* stop where the next item might not fit: the caller calls again for the rest */
         if (ws->out_cap - out_used < PASARELA_REQUEST_LEN(plaintext_max) ||
             ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len))
@@ -439,7 +448,15 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
     return done;
 }
 
-size_t pasarela_sealed_len(size_t plaintext_len) { return PASARELA_SEALED_LEN(plaintext_len); }
-size_t pasarela_json_out_max(size_t json_len) { return PASARELA_JSON_OUT_MAX(json_len); }
-size_t pasarela_json_scratch_size(size_t json_len) { return PASARELA_JSON_SCRATCH_SIZE(json_len); }
-size_t pasarela_workspace_scratch_size(size_t json_len) { return PASARELA_WORKSPACE_SCRATCH_SIZE(json_len); }
+size_t pasarela_sealed_len(size_t plaintext_len) {
+    return plaintext_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_SEALED_LEN(plaintext_len);
+}
+size_t pasarela_json_out_max(size_t json_len) {
+    return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_JSON_OUT_MAX(json_len);
+}
+size_t pasarela_json_scratch_size(size_t json_len) {
+    return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_JSON_SCRATCH_SIZE(json_len);
+}
+size_t pasarela_workspace_scratch_size(size_t json_len) {
+    return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_WORKSPACE_SCRATCH_SIZE(json_len);
+}

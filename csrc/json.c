@@ -179,6 +179,25 @@ static size_t utf8_sequence(const uint8_t *in, size_t avail) {
     return 0;
 }
 
+size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n) {
+    size_t q = 0;
+    while (q < n) {
+#if defined(PASARELA_JSON_SSE2)
+        while (n - q >= 16 && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(in + q))) == 0)
+            q += 16; /* ASCII */
+        if (q >= n) break;
+#endif
+        if (in[q] < 0x80) {
+            q++;
+            continue;
+        }
+        size_t k = utf8_sequence(in + q, n - q);
+        if (k == 0) return q;
+        q += k;
+    }
+    return n;
+}
+
 #if defined(PASARELA_JSON_SSE2)
 /* Bits of the 16 bytes at p that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (a signed compare with 0x20 catches both the controls and the bytes >= 0x80). */
@@ -1178,6 +1197,7 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
     if ((in == NULL && n > 0) || out == NULL || out_len == NULL || scratch == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     if (((uintptr_t)scratch & (sizeof(size_t) - 1)) != 0) return PASARELA_E_INVALID_ARGUMENT;
+    if (n > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
     if (out_cap < PASARELA_JSON_OUT_MAX(n) || scratch_cap < PASARELA_JSON_SCRATCH_SIZE(n))
         return PASARELA_E_BUFFER_TOO_SMALL;
     memset(&s, 0, sizeof s);

@@ -113,6 +113,10 @@ const char *pasarela_strerror(int status)
         return "signature does not match";
     case PASARELA_E_IV_POOL_EMPTY:
         return "no IV given and the workspace's IV pool is empty";
+    case PASARELA_E_JSON_NOT_UTF8:
+        return "decrypted text is not UTF-8";
+    case PASARELA_E_TOO_LARGE:
+        return "input too large: its buffer sizes would overflow size_t";
     default:
         return "unknown status";
     }

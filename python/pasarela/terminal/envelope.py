@@ -19,7 +19,7 @@ import orjson
 from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
+from .inbound import BAD_PADDING, DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
@@ -208,13 +208,23 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         signature = inbound.signature.encode("ascii")
-        verified, text = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
-        if not verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+        opened = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
+        text = opened.text
+        if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+            refusal: Optional[AuthError] = None
             try:
                 text = canonicalize_text(text)
             except PayloadError as exc:
-                raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
-            _binding.verify(self._native, inbound.timestamp, text, signature)
+                refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
+            else:
+                try:
+                    _binding.verify(self._native, inbound.timestamp, text, signature)
+                except AuthError as exc:
+                    refusal = exc
+            if opened.bad_padding:  # decided only now, the same work done as for a valid padding
+                raise AuthError(BAD_PADDING)
+            if refusal is not None:
+                raise refusal
         return _parse_canonical(text)
 
     def _derive(self, timestamp: int) -> _binding.Derived:
