@@ -524,28 +524,37 @@ static uint32_t fnv1a(const uint8_t *p, size_t n) {
     return h;
 }
 
-typedef int (*member_less)(const member *a, const member *b);
-static int by_order(const member *a, const member *b) { return a->order < b->order; }
-static int by_hash(const member *a, const member *b) { return a->hash < b->hash; }
+typedef int (*member_less)(const state *s, const member *a, const member *b);
+static int by_order(const state *s, const member *a, const member *b) {
+    (void)s;
+    return a->order < b->order;
+}
+/* A total order on the keys, cheap when their hashes differ: equal keys end up next to each other
+ * whatever the hashes of the others (keys made to collide only cost their byte comparisons). */
+static int by_key(const state *s, const member *a, const member *b) {
+    if (a->hash != b->hash) return a->hash < b->hash;
+    if (a->key_len != b->key_len) return a->key_len < b->key_len;
+    return memcmp(s->out + a->start + 1, s->out + b->start + 1, a->key_len) < 0;
+}
 
-static void sift_down(member *m, size_t root, size_t count, member_less less) {
+static void sift_down(const state *s, member *m, size_t root, size_t count, member_less less) {
     for (;;) {
         size_t child = 2 * root + 1;
         if (child >= count) return;
-        if (child + 1 < count && less(&m[child], &m[child + 1])) child++;
-        if (!less(&m[root], &m[child])) return;
+        if (child + 1 < count && less(s, &m[child], &m[child + 1])) child++;
+        if (!less(s, &m[root], &m[child])) return;
         member t = m[root]; m[root] = m[child]; m[child] = t;
         root = child;
     }
 }
 
-/* In-place heap sort: no allocation and O(k log k) whatever the input. */
-static void sort_members(member *m, size_t count, member_less less) {
+/* In-place heap sort: no allocation and O(k log k) comparisons whatever the input. */
+static void sort_members(const state *s, member *m, size_t count, member_less less) {
     if (count < 2) return;
-    for (size_t i = count / 2; i-- > 0;) sift_down(m, i, count, less);
+    for (size_t i = count / 2; i-- > 0;) sift_down(s, m, i, count, less);
     for (size_t end = count - 1; end > 0; end--) {
         member t = m[0]; m[0] = m[end]; m[end] = t;
-        sift_down(m, 0, end, less);
+        sift_down(s, m, 0, end, less);
     }
 }
 
@@ -569,14 +578,14 @@ HOT_INLINE int close_object(state *s, const frame *f) {
             for (size_t j = 0; j < i; j++)
                 if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
     } else {
+        /* sorted by key, a duplicate is next to its twin: O(k log k) comparisons, linear scan */
         for (size_t i = 0; i < count; i++) m[i].hash = fnv1a(s->out + m[i].start + 1, m[i].key_len);
-        sort_members(m, count, by_hash);
+        sort_members(s, m, count, by_key);
         for (size_t i = 1; i < count; i++)
-            for (size_t j = i; j-- > 0 && m[j].hash == m[i].hash;)
-                if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
+            if (m[i].hash == m[i - 1].hash && same_key(s, &m[i], &m[i - 1])) return PASARELA_E_JSON_UNSUPPORTED;
     }
     if (in_order) return PASARELA_OK;
-    sort_members(m, count, by_order);
+    sort_members(s, m, count, by_order);
     size_t body_len = s->len - f->body_start - 1; /* without the closing brace */
     if (body_len > s->temp_cap) return PASARELA_E_BUFFER_TOO_SMALL;
     size_t w = 0;
