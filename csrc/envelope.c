@@ -404,7 +404,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts) {
     group g;
-    size_t out_used = 0, done = 0;
+    size_t out_used = 0, done = 0, offset = 0; /* json + offset: the next item's text (formed only when read) */
     if (credentials == NULL || json_lens == NULL || ws == NULL ||
         ws->out == NULL || ws->scratch == NULL || ws->plaintext == NULL || statuses == NULL ||
         plaintext_lens == NULL || out_lens == NULL || facts == NULL || (json == NULL && n > 0))
@@ -416,7 +416,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
             statuses[done] = PASARELA_E_TOO_LARGE;
             plaintext_lens[done] = out_lens[done] = 0;
             facts[done] = 0;
-            json += len;
+            offset += len;
             continue;
         }
         size_t plaintext_max = PASARELA_JSON_OUT_MAX(len);
@@ -431,7 +431,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
         size_t plaintext_len = 0;
         facts[done] = 0;
         int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
-                           : canonical_object(json, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
+                           : canonical_object(json + offset, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
                                               &facts[done]);
         if (rc == PASARELA_OK)
             rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
@@ -442,14 +442,15 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
             out_used += out_lens[done];
         }
         statuses[done] = rc;
-        json += len;
+        offset += len;
     }
     seal_group(&g);
     return done;
 }
 
 size_t pasarela_sealed_len(size_t plaintext_len) {
-    return plaintext_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_SEALED_LEN(plaintext_len);
+    /* a plaintext may be the canonical text of the longest JSON input, longer than that input */
+    return plaintext_len > PASARELA_JSON_OUT_MAX(PASARELA_MAX_JSON_LEN) ? 0 : PASARELA_SEALED_LEN(plaintext_len);
 }
 size_t pasarela_json_out_max(size_t json_len) {
     return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_JSON_OUT_MAX(json_len);

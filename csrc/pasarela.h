@@ -72,7 +72,8 @@ typedef enum pasarela_status {
 #define PASARELA_MAX_JSON_LEN ((SIZE_MAX - 1024u) / 32u < 0xFFFFFFFFu ? (SIZE_MAX - 1024u) / 32u : (size_t)0xFFFFFFFFu)
 
 /* The size macros as functions, for bindings that cannot expand macros: 0 for a length above
- * PASARELA_MAX_JSON_LEN (where the macros would wrap around). */
+ * PASARELA_MAX_JSON_LEN (pasarela_sealed_len: above PASARELA_JSON_OUT_MAX(PASARELA_MAX_JSON_LEN), the
+ * longest canonical text), where the macros would wrap around. */
 size_t pasarela_sealed_len(size_t plaintext_len);
 size_t pasarela_json_out_max(size_t json_len);
 size_t pasarela_json_scratch_size(size_t json_len);
