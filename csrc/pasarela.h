@@ -237,9 +237,15 @@ int pasarela_verify(const pasarela_credentials *credentials, pasarela_workspace 
 
 /* What the JavaScript server does with a request: decrypts data into ws->out (ws->out_len bytes),
  * writes JSON.stringify(JSON.parse(plaintext)) to ws->plaintext (ws->plaintext_len bytes), and
- * verifies signature_hex against it. Buffers as for pasarela_seal_json with n = decrypted length.
+ * verifies signature_hex against it. Buffers as for pasarela_seal_json with n = the ciphertext's
+ * length ((data_len - 33) / 2). Unauthenticated CBC: the time taken after decryption does not depend
+ * on whether the padding is valid (its length is found without branches, the text checked for UTF-8,
+ * canonicalized, signed and the signature compared either way, the status chosen at the end).
  * PASARELA_E_JSON_UNSUPPORTED: the plaintext is in ws->out but its canonical form needs the
- * caller's slower path (then pasarela_verify); every other non-OK status is a refusal. */
+ * caller's slower path (then pasarela_verify), which must end in a bad-padding refusal when
+ * ws->json_facts has PASARELA_OPEN_BAD_PADDING. PASARELA_E_JSON_NOT_UTF8: the plaintext is not UTF-8
+ * (ws->error_offset: its first bad byte). Every other non-OK status is a refusal, and a refusal
+ * leaves nothing of the decrypted text in ws->out. */
 int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                   const char *data, size_t data_len, const char *signature_hex);
 

@@ -129,9 +129,9 @@ def _padding_length(padded: bytes) -> tuple[int, bool]:
     """(PKCS#7 padding length, valid) of decrypted blocks; an invalid padding counts as none. Each of the
     last 16 bytes is looked at and nothing exits early (the C core does this without branches)."""
     pad = padded[-1]
-    bad = (pad == 0) | (pad > 16)
+    bad = int(pad == 0) | int(pad > 16)
     for i, byte in enumerate(padded[:-17:-1]):
-        bad |= ((i - pad) >> 31 & 1) & (byte != pad)  # inside the padding and not equal to it
+        bad |= ((i - pad) >> 31 & 1) & int(byte != pad)  # inside the padding and not equal to it
     return pad * (1 - bad), not bad
 
 
