@@ -15,7 +15,7 @@ from pasarela import _binding, reference
 from pasarela.terminal.stringify import canonicalize_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "csrc" / "fuzz"))
-import seeds  # noqa: E402  (the generator of the fuzz corpus's colliding keys)
+import seeds
 
 KEYS = seeds.fnv1a_colliding_keys(9)  # 512 keys: the sorted path (more than 16 members)
 
@@ -46,7 +46,7 @@ def test_a_duplicate_among_colliding_keys_is_found(twin: int) -> None:
 
 def test_colliding_keys_through_seal_and_open() -> None:
     members = [(key, i) for i, key in enumerate(KEYS)]
-    duplicated = _object(members + [(KEYS[7], -1)])
+    duplicated = _object([*members, (KEYS[7], -1)])
     for sealer in (pasarela.Terminal, reference.Terminal):
         sealed = sealer(BUSINESS_CODE, SERIAL).seal(duplicated, timestamp=NOON)
         opened = pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", dict(sealed.headers), sealed.body, now=NOON)

@@ -86,7 +86,8 @@ def _wycheproof_padded_blocks() -> list[tuple[int, bytes, bool]]:
             ciphertext = bytes.fromhex(case["ct"])
             if not ciphertext or len(ciphertext) % 16:
                 continue
-            decryptor = Cipher(algorithms.AES(bytes.fromhex(case["key"])), modes.CBC(bytes.fromhex(case["iv"]))).decryptor()
+            key, iv = bytes.fromhex(case["key"]), bytes.fromhex(case["iv"])
+            decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
             blocks = decryptor.update(ciphertext) + decryptor.finalize()
             cases.append((case["tcId"], blocks, case["result"] == "valid"))
     return cases
@@ -121,12 +122,16 @@ def _last_block_variants() -> list[tuple[str, bytes]]:
     whole = _padded(PREFIX + b" " * 1)  # 32 bytes of text: a whole block of padding
     for i in range(16):  # one byte of a full 16-byte padding changed
         for value in (0x00, 0x0F, 0x11, 0xFF):
-            variants.append((f"full padding, byte {i} = {value:#04x}", whole[:-1 - i] + bytes([value]) + whole[len(whole) - i:]))
+            changed = whole[:-1 - i] + bytes([value]) + whole[len(whole) - i:]
+            variants.append((f"full padding, byte {i} = {value:#04x}", changed))
     return variants
 
 
+LAST_BLOCKS = _last_block_variants()
+
+
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
-@pytest.mark.parametrize(("padded",), [(v,) for _, v in _last_block_variants()], ids=[n for n, _ in _last_block_variants()])
+@pytest.mark.parametrize("padded", [v for _, v in LAST_BLOCKS], ids=[name for name, _ in LAST_BLOCKS])
 def test_every_padding_refusal_is_bad_padding(impl: Any, padded: bytes) -> None:
     kind, result = _outcome(impl, padded, signed=canonicalize_text(PREFIX))
     if _padding_is_valid(padded):
@@ -179,8 +184,11 @@ def test_c_and_reference_agree(text: bytes, corrupt: Optional[tuple[int, int]], 
 # --- not UTF-8: refused by the C path itself ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "offset"), [(b'{"a":"\xff"}', 6), (b'{"a":"\xc3"}', 6), (b'{"a":"\xed\xa0\x80"}', 6),
-                                              (b'{"a":"\xc0\xaf"}', 6), (b'\xff{"a":1}', 0), (b'{"a":1,"b":"\xe2\x82"}', 12)])
+NOT_UTF8 = [(b'{"a":"\xff"}', 6), (b'{"a":"\xc3"}', 6), (b'{"a":"\xed\xa0\x80"}', 6), (b'{"a":"\xc0\xaf"}', 6),
+            (b'\xff{"a":1}', 0), (b'{"a":1,"b":"\xe2\x82"}', 12)]
+
+
+@pytest.mark.parametrize(("text", "offset"), NOT_UTF8)
 def test_not_utf8_is_refused_in_c_without_the_python_path(monkeypatch: pytest.MonkeyPatch, text: bytes,
                                                           offset: int) -> None:
     def no_fallback(_: bytes) -> bytes:
@@ -221,6 +229,6 @@ def test_bad_padding_goes_the_python_path_too_then_is_refused() -> None:
 @pytest.mark.parametrize("padded", [_padded(PREFIX), _padded(PREFIX)[:-1] + b"\x00", _padded(b'{"a":')],
                          ids=["bad signature", "bad padding", "not JSON"])
 def test_refusal_wipes_the_decrypted_text(padded: bytes) -> None:
-    assert _outcome(pasarela.Terminal, padded) [0] == "refused"
+    assert _outcome(pasarela.Terminal, padded)[0] == "refused"
     out = _binding._workspace.buffers.out
     assert bytes(_binding.ffi.buffer(out, len(padded))) == bytes(len(padded))

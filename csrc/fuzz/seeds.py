@@ -98,7 +98,8 @@ def json_canonicalize() -> dict[str, bytes]:
     seeds.update({f"{name}-shortest": b"\x03" + text for name, text in JSON_TEXTS.items()})
     colliding = colliding_keys_object()
     seeds["fnv1a-colliding-keys"] = b"\x00" + colliding
-    seeds["fnv1a-colliding-keys-duplicate"] = b"\x00" + colliding[:-1] + b"," + colliding[1:colliding.index(b",")] + b"}"
+    first_member = colliding[1:colliding.index(b",")]
+    seeds["fnv1a-colliding-keys-duplicate"] = b"\x00" + colliding[:-1] + b"," + first_member + b"}"
     return seeds
 
 
