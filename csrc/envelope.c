@@ -287,6 +287,7 @@ int pasarela_seal(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
     if (c == NULL || ws == NULL || plaintext == NULL || ws->out == NULL || ws->scratch == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     ws->out_len = ws->plaintext_len = 0;
+    if (plaintext_len > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
     if (!is_object_text(plaintext, plaintext_len)) return PASARELA_E_JSON_NOT_OBJECT;
     if (ws->out_cap < PASARELA_REQUEST_LEN(plaintext_len)) return PASARELA_E_BUFFER_TOO_SMALL;
     memmove(ws->out, plaintext, plaintext_len);
@@ -403,14 +404,22 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts) {
     group g;
-    size_t out_used = 0, done = 0;
+    size_t out_used = 0, done = 0, offset = 0; /* json + offset: the next item's text (formed only when read) */
     if (credentials == NULL || json_lens == NULL || ws == NULL ||
         ws->out == NULL || ws->scratch == NULL || ws->plaintext == NULL || statuses == NULL ||
         plaintext_lens == NULL || out_lens == NULL || facts == NULL || (json == NULL && n > 0))
         return 0;
     g.count = g.keys_count = g.area_used = 0;
     for (; done < n; done++) {
-        size_t len = json_lens[done], plaintext_max = PASARELA_JSON_OUT_MAX(len);
+        size_t len = json_lens[done];
+        if (len > PASARELA_MAX_JSON_LEN) { /* its sizes would wrap around: refused, the rest goes on */
+            statuses[done] = PASARELA_E_TOO_LARGE;
+            plaintext_lens[done] = out_lens[done] = 0;
+            facts[done] = 0;
+            offset += len;
+            continue;
+        }
+        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len);
         /* stop where the next item might not fit: the caller calls again for the rest */
         if (ws->out_cap - out_used < PASARELA_REQUEST_LEN(plaintext_max) ||
             ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len))
@@ -422,7 +431,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
         size_t plaintext_len = 0;
         facts[done] = 0;
         int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
-                           : canonical_object(json, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
+                           : canonical_object(json + offset, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
                                               &facts[done]);
         if (rc == PASARELA_OK)
             rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
@@ -433,13 +442,22 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
             out_used += out_lens[done];
         }
         statuses[done] = rc;
-        json += len;
+        offset += len;
     }
     seal_group(&g);
     return done;
 }
 
-size_t pasarela_sealed_len(size_t plaintext_len) { return PASARELA_SEALED_LEN(plaintext_len); }
-size_t pasarela_json_out_max(size_t json_len) { return PASARELA_JSON_OUT_MAX(json_len); }
-size_t pasarela_json_scratch_size(size_t json_len) { return PASARELA_JSON_SCRATCH_SIZE(json_len); }
-size_t pasarela_workspace_scratch_size(size_t json_len) { return PASARELA_WORKSPACE_SCRATCH_SIZE(json_len); }
+size_t pasarela_sealed_len(size_t plaintext_len) {
+    /* a plaintext may be the canonical text of the longest JSON input, longer than that input */
+    return plaintext_len > PASARELA_JSON_OUT_MAX(PASARELA_MAX_JSON_LEN) ? 0 : PASARELA_SEALED_LEN(plaintext_len);
+}
+size_t pasarela_json_out_max(size_t json_len) {
+    return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_JSON_OUT_MAX(json_len);
+}
+size_t pasarela_json_scratch_size(size_t json_len) {
+    return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_JSON_SCRATCH_SIZE(json_len);
+}
+size_t pasarela_workspace_scratch_size(size_t json_len) {
+    return json_len > PASARELA_MAX_JSON_LEN ? 0 : PASARELA_WORKSPACE_SCRATCH_SIZE(json_len);
+}

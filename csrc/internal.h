@@ -19,6 +19,10 @@ PASARELA_INTERNAL void pasarela_wipe(void *p, size_t n);
  * is the constant-time one, for secret-derived bytes). */
 PASARELA_INTERNAL size_t pasarela_base64_encode_public(unsigned cpu, const uint8_t *in, size_t n, char *out);
 
+/* json.c: offset of the first byte of in[0..n) that does not start a well-formed UTF-8 sequence
+ * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
+PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
+
 /* md5.c: streaming MD5 (RFC 1321). */
 typedef struct pasarela_md5_ctx {
     uint32_t state[4];

@@ -179,6 +179,25 @@ static size_t utf8_sequence(const uint8_t *in, size_t avail) {
     return 0;
 }
 
+size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n) {
+    size_t q = 0;
+    while (q < n) {
+#if defined(PASARELA_JSON_SSE2)
+        while (n - q >= 16 && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(in + q))) == 0)
+            q += 16; /* ASCII */
+        if (q >= n) break;
+#endif
+        if (in[q] < 0x80) {
+            q++;
+            continue;
+        }
+        size_t k = utf8_sequence(in + q, n - q);
+        if (k == 0) return q;
+        q += k;
+    }
+    return n;
+}
+
 #if defined(PASARELA_JSON_SSE2)
 /* Bits of the 16 bytes at p that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (a signed compare with 0x20 catches both the controls and the bytes >= 0x80). */
@@ -505,28 +524,37 @@ static uint32_t fnv1a(const uint8_t *p, size_t n) {
     return h;
 }
 
-typedef int (*member_less)(const member *a, const member *b);
-static int by_order(const member *a, const member *b) { return a->order < b->order; }
-static int by_hash(const member *a, const member *b) { return a->hash < b->hash; }
+typedef int (*member_less)(const state *s, const member *a, const member *b);
+static int by_order(const state *s, const member *a, const member *b) {
+    (void)s;
+    return a->order < b->order;
+}
+/* A total order on the keys, cheap when their hashes differ: equal keys end up next to each other
+ * whatever the hashes of the others (keys made to collide only cost their byte comparisons). */
+static int by_key(const state *s, const member *a, const member *b) {
+    if (a->hash != b->hash) return a->hash < b->hash;
+    if (a->key_len != b->key_len) return a->key_len < b->key_len;
+    return memcmp(s->out + a->start + 1, s->out + b->start + 1, a->key_len) < 0;
+}
 
-static void sift_down(member *m, size_t root, size_t count, member_less less) {
+static void sift_down(const state *s, member *m, size_t root, size_t count, member_less less) {
     for (;;) {
         size_t child = 2 * root + 1;
         if (child >= count) return;
-        if (child + 1 < count && less(&m[child], &m[child + 1])) child++;
-        if (!less(&m[root], &m[child])) return;
+        if (child + 1 < count && less(s, &m[child], &m[child + 1])) child++;
+        if (!less(s, &m[root], &m[child])) return;
         member t = m[root]; m[root] = m[child]; m[child] = t;
         root = child;
     }
 }
 
-/* In-place heap sort: no allocation and O(k log k) whatever the input. */
-static void sort_members(member *m, size_t count, member_less less) {
+/* In-place heap sort: no allocation and O(k log k) comparisons whatever the input. */
+static void sort_members(const state *s, member *m, size_t count, member_less less) {
     if (count < 2) return;
-    for (size_t i = count / 2; i-- > 0;) sift_down(m, i, count, less);
+    for (size_t i = count / 2; i-- > 0;) sift_down(s, m, i, count, less);
     for (size_t end = count - 1; end > 0; end--) {
         member t = m[0]; m[0] = m[end]; m[end] = t;
-        sift_down(m, 0, end, less);
+        sift_down(s, m, 0, end, less);
     }
 }
 
@@ -550,14 +578,14 @@ HOT_INLINE int close_object(state *s, const frame *f) {
             for (size_t j = 0; j < i; j++)
                 if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
     } else {
+        /* sorted by key, a duplicate is next to its twin: O(k log k) comparisons, linear scan */
         for (size_t i = 0; i < count; i++) m[i].hash = fnv1a(s->out + m[i].start + 1, m[i].key_len);
-        sort_members(m, count, by_hash);
+        sort_members(s, m, count, by_key);
         for (size_t i = 1; i < count; i++)
-            for (size_t j = i; j-- > 0 && m[j].hash == m[i].hash;)
-                if (same_key(s, &m[i], &m[j])) return PASARELA_E_JSON_UNSUPPORTED;
+            if (m[i].hash == m[i - 1].hash && same_key(s, &m[i], &m[i - 1])) return PASARELA_E_JSON_UNSUPPORTED;
     }
     if (in_order) return PASARELA_OK;
-    sort_members(m, count, by_order);
+    sort_members(s, m, count, by_order);
     size_t body_len = s->len - f->body_start - 1; /* without the closing brace */
     if (body_len > s->temp_cap) return PASARELA_E_BUFFER_TOO_SMALL;
     size_t w = 0;
@@ -995,6 +1023,7 @@ key:
         len += end - pos;
         pos = end;
         if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) facts |= PASARELA_JSON_FACT_KEY;
+        if (depth == 1 && key_len == 9 && memcmp(key, "__proto__", 9) == 0) facts |= PASARELA_JSON_FACT_PROTO;
     }
     if (pos >= n || in[pos] != ':') {
         SKIP_WS();
@@ -1152,6 +1181,7 @@ key:
         /* when key_len is 0, key[0] is the closing quote */
         m->order = is_digit(key[0]) ? key_order(key, key_len, top - 1 - f->first) : NOT_INT_KEY + (top - 1 - f->first);
         if (depth == 1 && key_len == 3 && key[0] == 'k' && key[1] == 'e' && key[2] == 'y') facts |= PASARELA_JSON_FACT_KEY;
+        if (depth == 1 && key_len == 9 && memcmp(key, "__proto__", 9) == 0) facts |= PASARELA_JSON_FACT_PROTO;
     }
     SKIP_WS();
     if (pos >= n || in[pos] != ':') FAIL(PASARELA_E_JSON_SYNTAX);
@@ -1178,6 +1208,7 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
     if ((in == NULL && n > 0) || out == NULL || out_len == NULL || scratch == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     if (((uintptr_t)scratch & (sizeof(size_t) - 1)) != 0) return PASARELA_E_INVALID_ARGUMENT;
+    if (n > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
     if (out_cap < PASARELA_JSON_OUT_MAX(n) || scratch_cap < PASARELA_JSON_SCRATCH_SIZE(n))
         return PASARELA_E_BUFFER_TOO_SMALL;
     memset(&s, 0, sizeof s);

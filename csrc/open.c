@@ -7,27 +7,46 @@
 
 #include "internal.h"
 
-/* "<32 hex iv>:<hex ciphertext>" -> ciphertext decrypted into out (in place), padding removed. */
-static int decrypt_data(unsigned cpu, const pasarela_aes256_schedule *ks, const char *data, size_t data_len,
-                        uint8_t *out, size_t out_cap, size_t *out_len) {
+/* "<32 hex iv>:<hex ciphertext>" -> ciphertext decrypted into out (in place), padding included; *n its length. */
+static int decrypt_blocks(unsigned cpu, const pasarela_aes256_schedule *ks, const char *data, size_t data_len,
+                          uint8_t *out, size_t out_cap, size_t *n) {
     uint8_t iv[PASARELA_IV_LEN];
     const size_t iv_hex = 2 * PASARELA_IV_LEN;
     if (data_len < iv_hex + 1 || data[iv_hex] != ':') return PASARELA_E_BAD_HEX;
     size_t ct_hex = data_len - iv_hex - 1;
     if (ct_hex % 2) return PASARELA_E_BAD_HEX;
-    size_t n = ct_hex / 2;
-    if (n == 0 || n % 16) return PASARELA_E_BAD_LENGTH;
-    if (out_cap < n) return PASARELA_E_BUFFER_TOO_SMALL;
+    *n = ct_hex / 2;
+    if (*n == 0 || *n % 16) return PASARELA_E_BAD_LENGTH;
+    if (out_cap < *n) return PASARELA_E_BUFFER_TOO_SMALL;
     if (pasarela_hex_decode(data, iv_hex, iv) != PASARELA_OK) return PASARELA_E_BAD_HEX;
     if (pasarela_hex_decode(data + iv_hex + 1, ct_hex, out) != PASARELA_OK) return PASARELA_E_BAD_HEX;
-    pasarela_aes256_cbc_decrypt_blocks(cpu, ks, iv, out, n / 16, out);
-    /* PKCS#7, checked without a data-dependent early exit */
-    uint8_t pad = out[n - 1];
-    unsigned bad = (unsigned)(pad == 0) | (unsigned)(pad > 16);
-    for (size_t i = 0; i < 16; i++) {
-        unsigned in_pad = (unsigned)(i < pad);
-        bad |= in_pad & (unsigned)(out[n - 1 - i] != pad);
+    pasarela_aes256_cbc_decrypt_blocks(cpu, ks, iv, out, *n / 16, out);
+    return PASARELA_OK;
+}
+
+/* All ones when a < b, else 0, without a branch (a, b < 2^31). */
+static uint32_t ct_less_mask(uint32_t a, uint32_t b) { return (uint32_t)0 - ((a - b) >> 31); }
+
+/* The PKCS#7 padding length of the decrypted blocks (n a non-zero multiple of 16), or 0 with *bad all
+ * ones when the padding is invalid: every one of the last 16 bytes is read and no branch depends on them. */
+static size_t padding_length(const uint8_t *buf, size_t n, uint32_t *bad) {
+    uint32_t pad = buf[n - 1];
+    uint32_t invalid = ct_less_mask(pad, 1) | ct_less_mask(16, pad);
+    for (uint32_t i = 0; i < 16; i++) {
+        uint32_t diff = (uint32_t)buf[n - 1 - i] ^ pad;
+        invalid |= ct_less_mask(i, pad) & ct_less_mask(0, diff); /* inside the padding and not equal to it */
     }
+    *bad = invalid;
+    return (size_t)(pad & ~invalid);
+}
+
+static int decrypt_data(unsigned cpu, const pasarela_aes256_schedule *ks, const char *data, size_t data_len,
+                        uint8_t *out, size_t out_cap, size_t *out_len) {
+    size_t n = 0;
+    uint32_t bad;
+    int rc = decrypt_blocks(cpu, ks, data, data_len, out, out_cap, &n);
+    if (rc != PASARELA_OK) return rc;
+    size_t pad = padding_length(out, n, &bad);
     if (bad) {
         pasarela_wipe(out, n);
         return PASARELA_E_BAD_PADDING;
@@ -53,6 +72,7 @@ static int signature_matches(unsigned cpu, const pasarela_derived *d, const uint
     char expected[PASARELA_SIGNATURE_HEX_LEN];
     pasarela_sign(cpu, canonical, n, d, scratch, expected);
     int equal = pasarela_ct_equal(expected, signature_hex, sizeof expected);
+    pasarela_wipe(expected, sizeof expected); /* the signature of a text the caller may not have sent */
     return equal ? PASARELA_OK : PASARELA_E_SIGNATURE;
 }
 
@@ -63,6 +83,7 @@ int pasarela_verify(const pasarela_credentials *c, pasarela_workspace *ws, uint6
     int rc;
     if (c == NULL || ws == NULL || ws->scratch == NULL || canonical == NULL || signature_hex == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
+    if (n > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
     if (n < 2 || canonical[0] != '{' || canonical[n - 1] != '}') return PASARELA_E_JSON_NOT_OBJECT;
     if (ws->scratch_cap < PASARELA_SEAL_SCRATCH_SIZE(n)) return PASARELA_E_BUFFER_TOO_SMALL;
     rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
@@ -71,29 +92,71 @@ int pasarela_verify(const pasarela_credentials *c, pasarela_workspace *ws, uint6
     return rc;
 }
 
+/* The JavaScript server's steps after decryption, on the n decrypted bytes at ws->out (padding included):
+ * the same work whatever the padding (its length computed without branches; invalid padding counts as
+ * none), so that the time of a refusal does not tell an attacker whether the padding was valid (a CBC
+ * padding oracle): the text is checked for UTF-8 and canonicalized, the canonical text (or, when the text
+ * is refused, all n bytes) signed, the signature compared in constant time, and only then is the status
+ * chosen. */
+static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_workspace *ws, size_t n,
+                          const char *signature_hex) {
+    const uint8_t *text = (const uint8_t *)ws->out;
+    uint32_t bad_padding;
+    size_t text_len = n - padding_length(text, n, &bad_padding), invalid_at = pasarela_utf8_invalid_at(text, text_len);
+    unsigned facts = 0;
+    int json_rc;
+    if (invalid_at < text_len) {
+        json_rc = PASARELA_E_JSON_NOT_UTF8;
+        ws->error_offset = invalid_at;
+    } else {
+        json_rc = pasarela_json_canonicalize(text, text_len, 0, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
+                                             ws->scratch, ws->scratch_cap, &ws->error_offset, &facts);
+    }
+    if (json_rc == PASARELA_E_JSON_UNSAFE_INTEGER) json_rc = PASARELA_E_JSON_UNSUPPORTED; /* JSON.parse rounds it */
+    if (json_rc == PASARELA_OK && (ws->plaintext_len < 2 || ws->plaintext[0] != '{')) json_rc = PASARELA_E_JSON_NOT_OBJECT;
+    if (json_rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_KEY)) json_rc = PASARELA_E_KEY_MEMBER;
+    if (json_rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_PROTO)) json_rc = PASARELA_E_PROTO_MEMBER;
+    int signature_rc = json_rc == PASARELA_OK
+        ? signature_matches(cpu, d, ws->plaintext, ws->plaintext_len, ws->scratch, signature_hex)
+        : signature_matches(cpu, d, text, n, ws->scratch, signature_hex);
+    int rc;
+    if (json_rc == PASARELA_E_JSON_UNSUPPORTED) { /* the caller's slower path does the rest, padding or not */
+        rc = json_rc;
+        ws->json_facts = bad_padding ? PASARELA_OPEN_BAD_PADDING : 0;
+    } else if (bad_padding) {
+        rc = PASARELA_E_BAD_PADDING;
+    } else {
+        rc = json_rc != PASARELA_OK ? json_rc : signature_rc;
+    }
+    if (rc == PASARELA_OK || rc == PASARELA_E_JSON_UNSUPPORTED) {
+        ws->out_len = text_len;
+    } else { /* every refusal: nothing of the decrypted text stays */
+        pasarela_wipe(ws->out, n);
+        ws->plaintext_len = 0;
+    }
+    return rc;
+}
+
 int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const char *data,
                   size_t data_len, const char *signature_hex) {
     pasarela_sealing_keys local;
     const pasarela_sealing_keys *keys;
-    unsigned facts = 0;
+    size_t n = 0;
     int rc;
     if (c == NULL || ws == NULL || ws->scratch == NULL || data == NULL || signature_hex == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
     ws->out_len = 0;
     ws->plaintext_len = 0;
+    ws->error_offset = 0;
+    ws->json_facts = 0;
+    /* buffers for all the decrypted bytes, whatever the padding turns out to be */
+    size_t ct = data_len > 2 * PASARELA_IV_LEN + 1 ? (data_len - 2 * PASARELA_IV_LEN - 1) / 2 : 0;
+    if (ct > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
+    if (ws->plaintext_cap < PASARELA_JSON_OUT_MAX(ct) || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(ct))
+        return PASARELA_E_BUFFER_TOO_SMALL;
     rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
-    if (rc == PASARELA_OK)
-        rc = decrypt_data(c->cpu, &keys->schedule, data, data_len, (uint8_t *)ws->out, ws->out_cap, &ws->out_len);
-    if (rc == PASARELA_OK)
-        rc = pasarela_json_canonicalize((const uint8_t *)ws->out, ws->out_len, 0, ws->plaintext, ws->plaintext_cap,
-                                        &ws->plaintext_len, ws->scratch, ws->scratch_cap, &ws->error_offset, &facts);
-    if (rc == PASARELA_E_JSON_UNSAFE_INTEGER) rc = PASARELA_E_JSON_UNSUPPORTED; /* JSON.parse rounds it: fall back */
-    if (rc == PASARELA_OK && (ws->plaintext_len < 2 || ws->plaintext[0] != '{')) rc = PASARELA_E_JSON_NOT_OBJECT;
-    if (rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_KEY)) rc = PASARELA_E_KEY_MEMBER;
-    if (rc == PASARELA_OK && ws->scratch_cap < PASARELA_SEAL_SCRATCH_SIZE(ws->plaintext_len))
-        rc = PASARELA_E_BUFFER_TOO_SMALL;
-    if (rc == PASARELA_OK)
-        rc = signature_matches(c->cpu, &keys->derived, ws->plaintext, ws->plaintext_len, ws->scratch, signature_hex);
+    if (rc == PASARELA_OK) rc = decrypt_blocks(c->cpu, &keys->schedule, data, data_len, (uint8_t *)ws->out, ws->out_cap, &n);
+    if (rc == PASARELA_OK) rc = open_decrypted(c->cpu, &keys->derived, ws, n, signature_hex);
     if (keys == &local) pasarela_wipe(&local, sizeof local);
     return rc;
 }

@@ -35,7 +35,10 @@ typedef enum pasarela_status {
     PASARELA_E_BAD_LENGTH = 11,       /* ciphertext is empty or not a multiple of 16 bytes */
     PASARELA_E_BAD_PADDING = 12,      /* PKCS#7 padding check failed */
     PASARELA_E_SIGNATURE = 13,        /* signature does not match */
-    PASARELA_E_IV_POOL_EMPTY = 14     /* no IV given and fewer than 16 bytes left in ws->iv_pool: refill it */
+    PASARELA_E_IV_POOL_EMPTY = 14,    /* no IV given and fewer than 16 bytes left in ws->iv_pool: refill it */
+    PASARELA_E_JSON_NOT_UTF8 = 15,    /* pasarela_open: the decrypted text is not UTF-8 (ws->error_offset: where) */
+    PASARELA_E_TOO_LARGE = 16,        /* an input length whose buffer sizes would not fit in size_t */
+    PASARELA_E_PROTO_MEMBER = 17      /* pasarela_open: the payload has a top-level "__proto__" member */
 } pasarela_status;
 
 /* Sizes. */
@@ -62,7 +65,16 @@ typedef enum pasarela_status {
     PASARELA_SEAL_SCRATCH_SIZE(PASARELA_JSON_OUT_MAX(n)) ? PASARELA_JSON_SCRATCH_SIZE(n) : \
     PASARELA_SEAL_SCRATCH_SIZE(PASARELA_JSON_OUT_MAX(n)))
 
-/* The size macros as functions, for bindings that cannot expand macros. */
+/* The longest input (JSON text, plaintext, ciphertext) the library takes: up to it every size above is
+ * exact in size_t (the largest, PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(n)), is below 18 n + 320) and
+ * the canonicalizer's 32-bit member and key counts cannot wrap; functions given a longer one return
+ * PASARELA_E_TOO_LARGE (with a 32-bit size_t: above 128 MiB; with a 64-bit one: 4 GiB). Check an
+ * untrusted length against it before using the macros, which do not. */
+#define PASARELA_MAX_JSON_LEN ((SIZE_MAX - 1024u) / 32u < 0xFFFFFFFFu ? (SIZE_MAX - 1024u) / 32u : (size_t)0xFFFFFFFFu)
+
+/* The size macros as functions, for bindings that cannot expand macros: 0 for a length above
+ * PASARELA_MAX_JSON_LEN (pasarela_sealed_len: above PASARELA_JSON_OUT_MAX(PASARELA_MAX_JSON_LEN), the
+ * longest canonical text), where the macros would wrap around. */
 size_t pasarela_sealed_len(size_t plaintext_len);
 size_t pasarela_json_out_max(size_t json_len);
 size_t pasarela_json_scratch_size(size_t json_len);
@@ -73,6 +85,12 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
 /* Facts pasarela_json_canonicalize reports about the text (bits of *facts). */
 #define PASARELA_JSON_FACT_KEY 1u    /* an object at the top level with a "key" member */
 #define PASARELA_JSON_FACT_NULL 2u   /* a null literal somewhere (orjson writes NaN and infinities as null) */
+#define PASARELA_JSON_FACT_PROTO 4u  /* an object at the top level with a "__proto__" member (JSON.parse makes
+                                        it an own property; whether a server's signed text keeps it depends on
+                                        how the server adds key) */
+/* Set in ws->json_facts by pasarela_open when it returns PASARELA_E_JSON_UNSUPPORTED for a text whose
+ * padding was invalid: the caller's slower path does its work as for any text, then refuses (bad padding). */
+#define PASARELA_OPEN_BAD_PADDING 4u
 
 /* CPU feature bits returned by pasarela_cpu_features(). */
 #define PASARELA_CPU_AES_X86 1u    /* AES-NI + SSE2 */
@@ -223,9 +241,15 @@ int pasarela_verify(const pasarela_credentials *credentials, pasarela_workspace 
 
 /* What the JavaScript server does with a request: decrypts data into ws->out (ws->out_len bytes),
  * writes JSON.stringify(JSON.parse(plaintext)) to ws->plaintext (ws->plaintext_len bytes), and
- * verifies signature_hex against it. Buffers as for pasarela_seal_json with n = decrypted length.
+ * verifies signature_hex against it. Buffers as for pasarela_seal_json with n = the ciphertext's
+ * length ((data_len - 33) / 2). Unauthenticated CBC: the time taken after decryption does not depend
+ * on whether the padding is valid (its length is found without branches, the text checked for UTF-8,
+ * canonicalized, signed and the signature compared either way, the status chosen at the end).
  * PASARELA_E_JSON_UNSUPPORTED: the plaintext is in ws->out but its canonical form needs the
- * caller's slower path (then pasarela_verify); every other non-OK status is a refusal. */
+ * caller's slower path (then pasarela_verify), which must end in a bad-padding refusal when
+ * ws->json_facts has PASARELA_OPEN_BAD_PADDING. PASARELA_E_JSON_NOT_UTF8: the plaintext is not UTF-8
+ * (ws->error_offset: its first bad byte). Every other non-OK status is a refusal, and a refusal
+ * leaves nothing of the decrypted text in ws->out. */
 int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                   const char *data, size_t data_len, const char *signature_hex);
 

@@ -113,6 +113,12 @@ const char *pasarela_strerror(int status)
         return "signature does not match";
     case PASARELA_E_IV_POOL_EMPTY:
         return "no IV given and the workspace's IV pool is empty";
+    case PASARELA_E_JSON_NOT_UTF8:
+        return "decrypted text is not UTF-8";
+    case PASARELA_E_TOO_LARGE:
+        return "input too large: its buffer sizes would overflow size_t";
+    case PASARELA_E_PROTO_MEMBER:
+        return "payload has a top-level \"__proto__\" member";
     default:
         return "unknown status";
     }

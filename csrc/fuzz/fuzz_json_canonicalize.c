@@ -27,7 +27,7 @@ static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
                                       PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.facts);
     FUZZ_CHECK(r.rc == PASARELA_OK || r.rc == PASARELA_E_JSON_SYNTAX || r.rc == PASARELA_E_JSON_UNSUPPORTED ||
                r.rc == PASARELA_E_JSON_UNSAFE_INTEGER);
-    FUZZ_CHECK((r.facts & ~(PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_NULL)) == 0);
+    FUZZ_CHECK((r.facts & ~(PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_NULL | PASARELA_JSON_FACT_PROTO)) == 0);
     if (r.rc == PASARELA_OK) {
         FUZZ_CHECK(r.len <= PASARELA_JSON_OUT_MAX(n) && error_offset == 0);
     } else {

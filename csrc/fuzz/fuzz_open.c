@@ -12,6 +12,9 @@
  *    canonicalizer sees arbitrary decrypted bytes; the signature is the right one for its
  *    canonical form (or one character off with bit 2). The status must be what canonicalizing the
  *    plaintext predicts, and an OK must give back the canonical text and the plaintext.
+ * In both modes a refusal leaves ws->out wiped, a text that is not UTF-8 (checked here by an independent
+ * decoder) is refused as such at its first bad byte, and a bad padding is refused as such, also after
+ * the slower path when the text needs it (PASARELA_OPEN_BAD_PADDING).
  * Buffers are exact: out as large as the ciphertext, plaintext and scratch as documented for it.
  */
 #include "fuzz.h"
@@ -19,7 +22,35 @@
 
 static const int RAW_STATUSES[] = {PASARELA_OK, PASARELA_E_TIMESTAMP, PASARELA_E_BAD_HEX, PASARELA_E_BAD_LENGTH,
                                    PASARELA_E_BAD_PADDING, PASARELA_E_JSON_SYNTAX, PASARELA_E_JSON_UNSUPPORTED,
-                                   PASARELA_E_JSON_NOT_OBJECT, PASARELA_E_KEY_MEMBER, PASARELA_E_SIGNATURE};
+                                   PASARELA_E_JSON_NOT_OBJECT, PASARELA_E_KEY_MEMBER, PASARELA_E_SIGNATURE,
+                                   PASARELA_E_JSON_NOT_UTF8, PASARELA_E_PROTO_MEMBER};
+
+/* Offset of the first ill-formed UTF-8 sequence in p[0..n), or n: decoded code point by code point
+ * (an implementation independent of json.c's). */
+static size_t first_bad_utf8(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp = p[i], min;
+        size_t len;
+        if (cp < 0x80) { i++; continue; }
+        if ((cp & 0xE0) == 0xC0) { len = 2; min = 0x80; cp &= 0x1F; }
+        else if ((cp & 0xF0) == 0xE0) { len = 3; min = 0x800; cp &= 0x0F; }
+        else if ((cp & 0xF8) == 0xF0) { len = 4; min = 0x10000; cp &= 0x07; }
+        else return i;
+        if (n - i < len) return i;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xC0) != 0x80) return i;
+            cp = (cp << 6) | (p[i + k] & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += len;
+    }
+    return n;
+}
+
+/* A refusal leaves nothing of the decrypted text in ws->out. */
+static int refusal(int rc) { return rc != PASARELA_OK && rc != PASARELA_E_JSON_UNSUPPORTED; }
 
 typedef struct request {
     char *data;
@@ -64,9 +95,19 @@ static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_rea
     if (rc == PASARELA_E_TIMESTAMP || rc == PASARELA_E_BAD_HEX || rc == PASARELA_E_BAD_LENGTH ||
         rc == PASARELA_E_BAD_PADDING) {
         FUZZ_CHECK(decrypt_rc == rc);
+    } else if (rc == PASARELA_E_JSON_UNSUPPORTED && (ws.json_facts & PASARELA_OPEN_BAD_PADDING)) {
+        FUZZ_CHECK(decrypt_rc == PASARELA_E_BAD_PADDING); /* the padding is decided after the slower path */
     } else {
-        FUZZ_CHECK(decrypt_rc == PASARELA_OK && decrypted_len == ws.out_len &&
-                   memcmp(decrypted, ws.out, decrypted_len) == 0);
+        FUZZ_CHECK(decrypt_rc == PASARELA_OK);
+        if (refusal(rc)) {
+            FUZZ_CHECK(ws.out_len == 0);
+            for (size_t i = 0; i < ct; i++) FUZZ_CHECK(ws.out[i] == 0);
+        } else {
+            FUZZ_CHECK(decrypted_len == ws.out_len && memcmp(decrypted, ws.out, decrypted_len) == 0);
+        }
+        size_t bad_at = first_bad_utf8(decrypted, decrypted_len);
+        FUZZ_CHECK((rc == PASARELA_E_JSON_NOT_UTF8) == (bad_at < decrypted_len));
+        if (rc == PASARELA_E_JSON_NOT_UTF8) FUZZ_CHECK(ws.error_offset == bad_at);
     }
     free(decrypted);
 
@@ -87,6 +128,7 @@ typedef struct expectation {
     int rc;
     uint8_t *canonical;
     size_t canonical_len;
+    size_t bad_utf8_at;
 } expectation;
 
 static expectation expect(const uint8_t *plaintext, size_t n)
@@ -95,6 +137,7 @@ static expectation expect(const uint8_t *plaintext, size_t n)
     void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
     unsigned facts = 0;
     e.canonical = (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n));
+    e.bad_utf8_at = first_bad_utf8(plaintext, n);
     e.rc = pasarela_json_canonicalize(plaintext, n, 0, e.canonical, PASARELA_JSON_OUT_MAX(n), &e.canonical_len,
                                       scratch, PASARELA_JSON_SCRATCH_SIZE(n), NULL, &facts);
     if (e.rc == PASARELA_E_JSON_UNSAFE_INTEGER)
@@ -103,6 +146,9 @@ static expectation expect(const uint8_t *plaintext, size_t n)
         e.rc = PASARELA_E_JSON_NOT_OBJECT;
     if (e.rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_KEY))
         e.rc = PASARELA_E_KEY_MEMBER;
+    if (e.rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_PROTO))
+        e.rc = PASARELA_E_PROTO_MEMBER;
+    if (e.bad_utf8_at < n) e.rc = PASARELA_E_JSON_NOT_UTF8; /* refused before it is parsed */
     free(scratch);
     return e;
 }
@@ -153,7 +199,10 @@ static void sealed_mode(const pasarela_credentials *c, uint64_t timestamp, const
         if (rc == PASARELA_OK)
             FUZZ_CHECK(ws.plaintext_len == e.canonical_len && memcmp(ws.plaintext, e.canonical, e.canonical_len) == 0);
         if (rc == PASARELA_OK || rc == PASARELA_E_JSON_UNSUPPORTED)
-            FUZZ_CHECK(ws.out_len == n && memcmp(ws.out, plaintext, n) == 0);
+            FUZZ_CHECK(ws.out_len == n && memcmp(ws.out, plaintext, n) == 0 && ws.json_facts == 0);
+        else
+            FUZZ_CHECK(ws.out_len == 0 && ws.plaintext_len == 0);
+        if (rc == PASARELA_E_JSON_NOT_UTF8) FUZZ_CHECK(ws.error_offset == e.bad_utf8_at);
         uint8_t *decrypted = (uint8_t *)fuzz_alloc(ct_len);
         size_t decrypted_len = 0;
         FUZZ_CHECK(pasarela_decrypt_data(c, timestamp, q.data, q.data_len, decrypted, ct_len, &decrypted_len) ==

@@ -36,10 +36,70 @@ JSON_TEXTS: dict[str, bytes] = {
 }
 
 
+_ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _fnv1a_step(h: int, block: bytes) -> int:
+    for byte in block:
+        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def fnv1a_colliding_keys(doublings: int) -> list[bytes]:
+    """2**doublings distinct alphanumeric keys with one 32-bit FNV-1a hash (the hash json.c once grouped
+    keys by, so that such an object took quadratic time). At each step, two 4-byte blocks that take the
+    hash from the same state to the same state; every key makes one choice per step. The last byte of a
+    block only changes the low 7 bits before the final multiplication, so a collision is two 3-byte
+    prefixes whose states agree on their top 25 bits and last bytes that make up the difference."""
+    h, pairs = 2166136261, []
+    for _ in range(doublings):
+        by_top: dict[int, tuple[bytes, int]] = {}
+        found = None
+        for a in _ALNUM:
+            ha = (h ^ a) * 16777619 & 0xFFFFFFFF
+            for b in _ALNUM:
+                hb = (ha ^ b) * 16777619 & 0xFFFFFFFF
+                for c in _ALNUM:
+                    prefix = bytes((a, b, c))
+                    x = (hb ^ c) * 16777619 & 0xFFFFFFFF
+                    other = by_top.setdefault(x >> 7, (prefix, x))
+                    if other[0] == prefix:
+                        continue
+                    delta = (x ^ other[1]) & 0x7F
+                    for d in _ALNUM:
+                        if (d ^ delta) in _ALNUM:
+                            found = (other[0] + bytes((d ^ delta,)), prefix + bytes((d,)))
+                            break
+                    if found:
+                        break
+                if found:
+                    break
+            if found:
+                break
+        if found is None:  # pragma: no cover - 62**3 prefixes are far more than these searches need
+            raise RuntimeError("no FNV-1a collision among 4-byte blocks")
+        assert _fnv1a_step(h, found[0]) == _fnv1a_step(h, found[1])
+        pairs.append(found)
+        h = _fnv1a_step(h, found[0])
+    keys = [b""]
+    for pair in pairs:
+        keys = [key + block for key in keys for block in pair]
+    return keys
+
+
+def colliding_keys_object(doublings: int = 13) -> bytes:
+    """A JSON object whose 2**doublings distinct keys all have the same FNV-1a hash."""
+    return b"{" + b",".join(b'"' + key + b'":0' for key in fnv1a_colliding_keys(doublings)) + b"}"
+
+
 def json_canonicalize() -> dict[str, bytes]:
     """selector (bit 0: shortest digits, bit 1: undersized buffers too) + JSON text."""
     seeds = {f"{name}": b"\x00" + text for name, text in JSON_TEXTS.items()}
     seeds.update({f"{name}-shortest": b"\x03" + text for name, text in JSON_TEXTS.items()})
+    colliding = colliding_keys_object()
+    seeds["fnv1a-colliding-keys"] = b"\x00" + colliding
+    first_member = colliding[1:colliding.index(b",")]
+    seeds["fnv1a-colliding-keys-duplicate"] = b"\x00" + colliding[:-1] + b"," + first_member + b"}"
     return seeds
 
 
@@ -105,6 +165,8 @@ def open_() -> dict[str, bytes]:
         seeds[f"sealed-{name}"] = _header(0b010, 1_700_000_000, b"demo-business-code", b"DEMO-0001") + text
     seeds["sealed-corrupt-signature"] = _header(0b110, 1_700_000_000, b"b", b"s") + JSON_TEXTS["charge"]
     seeds["sealed-bad-timestamp"] = _header(0b000, 1_700_000_000_000, b"b", b"s") + JSON_TEXTS["charge"]
+    seeds["sealed-fnv1a-colliding-keys"] = (_header(0b010, 1_700_000_000, b"demo-business-code", b"DEMO-0001")
+                                            + colliding_keys_object())
     return seeds
 
 

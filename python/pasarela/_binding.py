@@ -14,7 +14,16 @@ from typing import Any, NamedTuple, NoReturn, Optional
 
 from ._version import __version__
 from .errors import AuthError, NativeError, PayloadError, TimestampError
-from .terminal.inbound import BAD_DATA, BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, signature_refusal
+from .terminal.inbound import (
+    BAD_DATA,
+    BAD_PADDING,
+    KEY_IN_PLAINTEXT,
+    NOT_JSON,
+    NOT_OBJECT,
+    PROTO_IN_PLAINTEXT,
+    not_utf8,
+    signature_refusal,
+)
 from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
@@ -91,7 +100,10 @@ class _Buffers:
         self.json_capacity = json_capacity
         plaintext_cap = lib.pasarela_json_out_max(json_capacity)
         scratch_cap = lib.pasarela_workspace_scratch_size(json_capacity)
-        out_cap = plaintext_cap + lib.pasarela_sealed_len(plaintext_cap)
+        sealed_cap = lib.pasarela_sealed_len(plaintext_cap)
+        if not (plaintext_cap and scratch_cap and sealed_cap):  # 0: the sizes would not fit in size_t
+            raise _fail(lib.PASARELA_E_TOO_LARGE)
+        out_cap = plaintext_cap + sealed_cap
         self.plaintext = ffi.new("uint8_t[]", plaintext_cap)
         self.plaintext_text = ffi.cast("char *", self.plaintext)  # ffi.unpack of a char * gives bytes
         self.scratch = ffi.new("uint64_t[]", (scratch_cap + 7) // 8)
@@ -270,13 +282,16 @@ _REFUSALS = {
     lib.PASARELA_E_JSON_SYNTAX: NOT_JSON,
     lib.PASARELA_E_JSON_NOT_OBJECT: NOT_OBJECT,
     lib.PASARELA_E_KEY_MEMBER: KEY_IN_PLAINTEXT,
+    lib.PASARELA_E_PROTO_MEMBER: PROTO_IN_PLAINTEXT,
 }
 
 
 def _refuse(status: int, timestamp: int, signature: bytes) -> NoReturn:
     """The AuthError of a refused request (or the NativeError of a misuse)."""
+    # built for every refusal, used for a mismatch: the cause must not show in the time a refusal takes
+    signature_error = signature_refusal(signature.decode("ascii"))
     if status == lib.PASARELA_E_SIGNATURE:
-        raise signature_refusal(signature.decode("ascii"))
+        raise signature_error
     reason = _REFUSALS.get(status)
     if reason is None:
         _check_timestamp(status, timestamp)
@@ -284,19 +299,29 @@ def _refuse(status: int, timestamp: int, signature: bytes) -> NoReturn:
     raise AuthError(reason)
 
 
-def open_request(credentials: Credentials, timestamp: int, data: bytes, signature: bytes) -> tuple[bool, bytes]:
-    """Decrypt and verify in one C call, as the JavaScript server does.
+class Opened(NamedTuple):
+    verified: bool  # text is the verified canonical text; else the decrypted text, for the pure-Python path
+    text: bytes
+    bad_padding: bool  # (not verified) the padding was invalid: refuse once the pure-Python path has run
 
-    (True, canonical text) when the request verifies; (False, decrypted plaintext) when its
-    canonical form needs the pure-Python path (then verify it with verify()). Refusals raise AuthError.
+
+def open_request(credentials: Credentials, timestamp: int, data: bytes, signature: bytes) -> Opened:
+    """Decrypt and verify in one C call, as the JavaScript server does, in a time that does not depend
+    on whether the padding was valid.
+
+    verified: the canonical text. Not verified: the decrypted text, whose canonical form needs the
+    pure-Python path (then verify it with verify(), and refuse with BAD_PADDING if bad_padding, after
+    doing that work). Refusals raise AuthError.
     """
     b = _buffers(len(data) // 2)
     ws = b.ws
     status = lib.pasarela_open(credentials.struct, ws, timestamp, data, len(data), signature)
     if status == _OK:
-        return True, ffi.unpack(b.plaintext_text, ws.plaintext_len)
+        return Opened(True, ffi.unpack(b.plaintext_text, ws.plaintext_len), False)
     if status == _JSON_UNSUPPORTED:
-        return False, ffi.unpack(b.out, ws.out_len)
+        return Opened(False, ffi.unpack(b.out, ws.out_len), bool(ws.json_facts & lib.PASARELA_OPEN_BAD_PADDING))
+    if status == lib.PASARELA_E_JSON_NOT_UTF8:
+        raise AuthError(not_utf8(ws.error_offset))
     _refuse(status, timestamp, signature)
 
 

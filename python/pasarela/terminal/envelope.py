@@ -20,11 +20,11 @@ from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
 from .inbound import (
+    BAD_PADDING,
     DEFAULT_TOLERANCE,
     LONG_DIGIT_RUN,
     NOT_JSON,
     PROTO_IN_PLAINTEXT,
-    SIGNATURE_MISMATCH,
     Body,
     Params,
     parse_payload,
@@ -139,15 +139,6 @@ def _canonical_text(text: bytes) -> bytes:
     return canonical.text
 
 
-def _has_top_level_proto(plaintext: bytes) -> bool:
-    """Whether JSON.parse of the plaintext (JSON object text) has a top-level "__proto__" member."""
-    try:
-        check_no_proto(canonicalize_text(plaintext))
-    except PayloadError as exc:
-        return exc.path == "$.__proto__"
-    return False
-
-
 def _parse_canonical(text: bytes) -> dict[str, Any]:
     """parse_payload (the reference's), with orjson where it returns the same values."""
     if LONG_DIGIT_RUN(text) is not None:  # maybe an integer JSON.parse rounds: orjson would not
@@ -234,25 +225,29 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         signature = inbound.signature.encode("ascii")
-        data = inbound.data.encode("ascii")
-        try:
-            verified, text = _binding.open_request(self._native, inbound.timestamp, data, signature)
-            if not verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+        opened = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
+        text = opened.text
+        if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+            refusal: Optional[AuthError] = None
+            try:
+                text = canonicalize_text(text)
+            except PayloadError as exc:
+                refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
+            else:
+                if text.startswith(b"{"):
+                    try:  # refused whatever was signed, as the C path does
+                        check_no_proto(text)
+                    except PayloadError:
+                        refusal = AuthError(PROTO_IN_PLAINTEXT)
                 try:
-                    text = canonicalize_text(text)
-                except PayloadError as exc:
-                    raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
-                _binding.verify(self._native, inbound.timestamp, text, signature)
-        except AuthError as exc:
-            # the C path checks the signature first: a top-level "__proto__" is the reason whatever was signed
-            if exc.reason == SIGNATURE_MISMATCH and _has_top_level_proto(
-                    _binding.decrypt_data(self._native, inbound.timestamp, data)):
-                raise AuthError(PROTO_IN_PLAINTEXT) from None
-            raise
-        payload = _parse_canonical(text)
-        if "__proto__" in payload:
-            raise AuthError(PROTO_IN_PLAINTEXT)
-        return payload
+                    _binding.verify(self._native, inbound.timestamp, text, signature)
+                except AuthError as exc:
+                    refusal = refusal or exc
+            if opened.bad_padding:  # decided only now, the same work done as for a valid padding
+                raise AuthError(BAD_PADDING)
+            if refusal is not None:
+                raise refusal
+        return _parse_canonical(text)
 
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)

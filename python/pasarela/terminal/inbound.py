@@ -33,6 +33,7 @@ __all__ = [
     "Inbound",
     "Params",
     "header",
+    "not_utf8",
     "parse_payload",
     "read_data",
     "read_request",
@@ -70,6 +71,12 @@ PROTO_IN_PLAINTEXT = (
 SIGNATURE_MISMATCH = "signature does not match the payload"
 BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
 SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
+
+
+def not_utf8(offset: int) -> str:
+    """The reason of a plaintext that is not UTF-8 (the first bad byte at offset): the same words as
+    canonicalize_text's refusal, which the pure-Python path reports."""
+    return f"{NOT_JSON} (invalid UTF-8 at byte offset {offset})"
 
 
 def signature_refusal(signature: str) -> AuthError:

@@ -135,34 +135,76 @@ def encrypt(aes_key: bytes, iv: bytes, plaintext: bytes) -> str:
     return f"{iv.hex()}:{ciphertext.hex()}"
 
 
+def _decrypt_blocks(aes_key: bytes, iv: bytes, ciphertext: bytes) -> bytes:
+    """AES-256-CBC decryption of whole blocks, the padding left in place."""
+    _, cipher, algorithms, modes = _cryptography()
+    decryptor = cipher(algorithms.AES(aes_key), modes.CBC(iv)).decryptor()
+    return bytes(decryptor.update(ciphertext) + decryptor.finalize())
+
+
+def _padding_length(padded: bytes) -> tuple[int, bool]:
+    """(PKCS#7 padding length, valid) of decrypted blocks; an invalid padding counts as none. Each of the
+    last 16 bytes is looked at and nothing exits early (the C core does this without branches)."""
+    pad = padded[-1]
+    bad = int(pad == 0) | int(pad > 16)
+    for i, byte in enumerate(padded[:-17:-1]):
+        bad |= ((i - pad) >> 31 & 1) & int(byte != pad)  # inside the padding and not equal to it
+    return pad * (1 - bad), not bad
+
+
 def decrypt(aes_key: bytes, iv: bytes, ciphertext: bytes) -> bytes:
     """AES-256-CBC-PKCS7 decryption; a padding failure is an AuthError (a wrong key, nearly always)."""
-    padding, cipher, algorithms, modes = _cryptography()
-    decryptor = cipher(algorithms.AES(aes_key), modes.CBC(iv)).decryptor()
-    padded = decryptor.update(ciphertext) + decryptor.finalize()
-    unpadder = padding.PKCS7(128).unpadder()
+    padded = _decrypt_blocks(aes_key, iv, ciphertext)
+    pad, valid = _padding_length(padded)
+    if not valid:
+        raise AuthError(BAD_PADDING)
+    return padded[:len(padded) - pad]
+
+
+def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> dict[str, Any]:
+    """verify() of decrypted blocks whose padding may be invalid, doing the same work either way (the text
+    canonicalized, signed and compared) before refusing a bad padding: the time of a refusal must not
+    tell a padding oracle attacker whether the padding was valid."""
+    pad, valid = _padding_length(padded)
     try:
-        return bytes(unpadder.update(padded) + unpadder.finalize())
-    except ValueError:
-        raise AuthError(BAD_PADDING) from None
+        payload = verify(padded[:len(padded) - pad], encoded_key, signature, fallback_signed=padded)
+    except AuthError:
+        if valid:
+            raise
+    if not valid:
+        raise AuthError(BAD_PADDING)
+    return payload
 
 
-def verify(plaintext: bytes, encoded_key: str, signature: str) -> dict[str, Any]:
+def verify(plaintext: bytes, encoded_key: str, signature: str, *,
+           fallback_signed: Optional[bytes] = None) -> dict[str, Any]:
     """What the JavaScript server does with decrypted plaintext: JSON.parse, add key, JSON.stringify,
-    Base64, SHA-512, compare. Returns the payload as JSON.parse sees it."""
+    Base64, SHA-512, compare. Returns the payload as JSON.parse sees it.
+
+    The signature is computed and compared even for a plaintext that is refused before (of
+    fallback_signed, default the plaintext, when it is not JSON), and the refusal chosen at the end."""
+    refusal: Optional[str] = None
+    signed = plaintext if fallback_signed is None else fallback_signed
+    payload: dict[str, Any] = {}
     try:
-        canonical = canonicalize_text(plaintext)
+        signed = canonicalize_text(plaintext)
     except PayloadError as exc:
-        raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
-    if not canonical.startswith(b"{"):
-        raise AuthError(NOT_OBJECT)
-    payload = parse_payload(canonical)
-    if "key" in payload:
-        raise AuthError(KEY_IN_PLAINTEXT)
-    if "__proto__" in payload:
-        raise AuthError(PROTO_IN_PLAINTEXT)
-    if not hmac.compare_digest(sign(canonical, encoded_key), signature):
-        raise signature_refusal(signature)
+        refusal = f"{NOT_JSON} ({exc.reason})"
+    else:
+        if not signed.startswith(b"{"):
+            refusal = NOT_OBJECT
+        else:
+            payload = parse_payload(signed)
+            if "key" in payload:
+                refusal = KEY_IN_PLAINTEXT
+            elif "__proto__" in payload:
+                refusal = PROTO_IN_PLAINTEXT
+    matches = hmac.compare_digest(sign(signed, encoded_key), signature)
+    mismatch = signature_refusal(signature)
+    if refusal is not None:
+        raise AuthError(refusal)
+    if not matches:
+        raise mismatch
     return payload
 
 
@@ -201,8 +243,8 @@ class Terminal:
         """
         inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
         derived = self._derive(inbound.timestamp)
-        plaintext = decrypt(derived.aes_key, *read_data(inbound.data))
-        return verify(plaintext, derived.encoded_key, inbound.signature)
+        return _verify_padded(_decrypt_blocks(derived.aes_key, *read_data(inbound.data)), derived.encoded_key,
+                              inbound.signature)
 
     def _derive(self, timestamp: int) -> Derived:
         return derive(self._business_code, self._serial_bytes, timestamp)
