@@ -13,9 +13,20 @@ import threading
 from typing import Any, NamedTuple, NoReturn, Optional
 
 from ._version import __version__
-from .errors import AuthError, NativeError, PayloadError, TimestampError
-from .terminal.inbound import BAD_DATA, BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, signature_refusal
-from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
+from .errors import (
+    BAD_DATA,
+    BAD_PADDING,
+    KEY_IN_PLAINTEXT,
+    KEY_REASON,
+    NOT_JSON,
+    NOT_OBJECT,
+    NOT_OBJECT_REASON,
+    AuthError,
+    NativeError,
+    PayloadError,
+    TimestampError,
+    signature_refusal,
+)
 
 try:
     from ._native import ffi, lib

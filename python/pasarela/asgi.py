@@ -28,9 +28,8 @@ from urllib.parse import parse_qs
 
 from ._asgi_body import read_body
 from .errors import AUTH_001_BODY, AuthError
-from .terminal.inbound import DEFAULT_TOLERANCE
+from .terminal.inbound import BODY_METHODS, DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
-from .terminal.request import BODY_METHODS
 
 __all__ = ["AUTH_001_RESPONSE", "TerminalAuthMiddleware"]
 

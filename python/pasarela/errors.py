@@ -7,6 +7,8 @@ catches ``ValueError`` keeps working. No message ever contains a secret.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "CredentialsError",
     "NativeError",
@@ -158,3 +160,24 @@ class AuthError(PasarelaError):
     @property
     def body(self) -> dict[str, str]:
         return dict(AUTH_001_BODY)
+
+
+# Why a request was refused, for the operator (AuthError.reason), and why a payload cannot be sealed
+# (PayloadError.reason): shared by the C path (whose status codes _binding maps to them) and the reference.
+BAD_PADDING = "bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)"
+NOT_JSON = "plaintext is not JSON"
+NOT_OBJECT = "plaintext is not a JSON object"
+KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
+SIGNATURE_MISMATCH = "signature does not match the payload"
+BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
+SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
+KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
+NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"
+
+_SIGNATURE = re.compile(r"[0-9a-f]{128}")
+
+
+def signature_refusal(signature: str) -> AuthError:
+    """The refusal of a 128-character signature that did not match: a malformed one is named as such
+    (read_request checks only the length and ASCII, so the hex check costs nothing on accepted requests)."""
+    return AuthError(SIGNATURE_MISMATCH if _SIGNATURE.fullmatch(signature) else SIGNATURE_FORMAT)

@@ -17,12 +17,10 @@ from typing import Any, Optional, Union
 import orjson
 
 from .. import _binding
-from ..errors import AuthError, PayloadError
+from ..errors import KEY_REASON, NOT_JSON, NOT_OBJECT_REASON, AuthError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
+from .inbound import DEFAULT_TOLERANCE, Body, Params, parse_payload, read_request
 from .request import (
-    KEY_REASON,
-    NOT_OBJECT_REASON,
     Sealed,
     check_iv,
     check_method,
