@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pasarela"
+import pasarela
+
+PACKAGE = Path(pasarela.__file__).resolve().parent  # the source tree, or the installed package
 
 
 def _module_name(path: Path) -> str:

@@ -43,6 +43,13 @@ class CredentialsError(PasarelaError, ValueError):
     """A business code or terminal serial is missing or malformed (the value itself is never shown)."""
 
 
+def missing_extra(exc: ModuleNotFoundError, feature: str, extra: str) -> ModuleNotFoundError:
+    """The error to raise when an optional dependency is not installed: it names the pip command that installs it
+    (``raise missing_extra(exc, "pasarela.httpx", "http") from exc``)."""
+    return ModuleNotFoundError(f'{feature} needs {exc.name or "a package that is"} not installed: '
+                               f'pip install "pasarela[{extra}]"', name=exc.name)
+
+
 class NativeError(PasarelaError, RuntimeError):
     """The C core reported a failure that valid input cannot cause (a bug: please report it)."""
 
