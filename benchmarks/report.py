@@ -12,7 +12,6 @@ ratios, which are taken in the same run, rather than absolute numbers.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import statistics
@@ -189,9 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, default=Path(__file__).resolve().parent / "report.png")
     parser.add_argument("--no-plot", action="store_true", help="print the tables only (no matplotlib needed)")
     args = parser.parse_args(argv)
-    if not args.no_plot and importlib.util.find_spec("matplotlib") is None:  # say so before minutes of measuring
-        parser.error('the plot needs matplotlib: run scripts/setup (or pip install "pasarela[bench]"), '
-                     "or pass --no-plot")
+    if not args.no_plot:
+        try:  # say so before minutes of measuring
+            import matplotlib  # noqa: F401
+        except ModuleNotFoundError:
+            parser.error('the plot needs matplotlib: run scripts/setup (or pip install "pasarela[bench]"), '
+                         "or pass --no-plot")
     rows = measure(args.quick)
     print(f"\nns per request (median), {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"{'':16}" + "".join(f"{size:>12}" for size in SIZES))

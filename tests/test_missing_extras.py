@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,14 @@ def test_the_error_is_still_a_module_not_found_error_naming_the_module() -> None
             print(exc.name)
         """)
     assert result.stdout == "httpx\n", result.stderr
+
+
+def test_the_benchmark_report_says_how_to_get_matplotlib_before_measuring() -> None:
+    report = Path(__file__).resolve().parent.parent / "benchmarks" / "report.py"
+    result = run_without("matplotlib", f"""
+        import runpy, sys
+        sys.argv = ["report.py", "--quick"]
+        runpy.run_path({str(report)!r}, run_name="__main__")
+        """)
+    assert result.returncode == 2 and result.stdout == ""
+    assert 'run scripts/setup (or pip install "pasarela[bench]"), or pass --no-plot' in result.stderr
