@@ -1,6 +1,6 @@
 """Speed report: ns per request for every implementation at every payload size, in one run.
 
-    python benchmarks/report.py [--quick] [--plot benchmarks/report.png]
+    python benchmarks/report.py [--quick] [--plot benchmarks/report.png | --no-plot]
 
 Prints the table of medians and the ratios the performance targets are stated in (against the naive
 implementation, and against the primitives' own speed: `openssl speed -evp` for MD5 + SHA-512 over the
@@ -186,7 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="shorter measurements (a smoke run)")
     parser.add_argument("--plot", type=Path, default=Path(__file__).resolve().parent / "report.png")
+    parser.add_argument("--no-plot", action="store_true", help="print the tables only (no matplotlib needed)")
     args = parser.parse_args(argv)
+    if not args.no_plot:
+        try:  # say so before minutes of measuring
+            import matplotlib  # noqa: F401
+        except ModuleNotFoundError:
+            parser.error('the plot needs matplotlib: run scripts/setup (or pip install "pasarela[bench]"), '
+                         "or pass --no-plot")
     rows = measure(args.quick)
     print(f"\nns per request (median), {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"{'':16}" + "".join(f"{size:>12}" for size in SIZES))
@@ -208,8 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     # what this machine's cores give at all: two openssl processes against one (no GIL, no Python)
     machine = openssl_rate("sha512", 16384, processes=2) / openssl_rate("sha512", 16384)
     print(f"2 processes / 1 process, openssl speed sha512 (the machine's own ceiling): {machine:.2f}x")
-    plot(rows, args.plot)
-    print(f"plot: {args.plot}")
+    if not args.no_plot:
+        plot(rows, args.plot)
+        print(f"plot: {args.plot}")
     return 0
 
 

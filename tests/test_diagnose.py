@@ -329,13 +329,18 @@ def test_cli_diagnose_json_file_and_options(tmp_path: Path, monkeypatch: pytest.
     del request["method"]  # inferred from params
     path = tmp_path / "captured.json"
     path.write_text(json.dumps(request))
-    args = ["diagnose", "--json", "--now", str(NOON), "--business-code", BUSINESS_CODE, "--terminal-serial", SERIAL,
-            str(path)]
-    status, out, _ = _run_cli(args, "", monkeypatch, capsys)
-    assert status == 1
+    args = ["diagnose", "--output", "json", "--now", str(NOON), "--business-code", BUSINESS_CODE,
+            "--terminal-serial", SERIAL, str(path)]
+    status, out, err = _run_cli(args, "", monkeypatch, capsys)
+    assert status == 1 and "deprecated" not in err
     verdict = json.loads(out)
     assert verdict["cause"] == "local_time" and verdict["offset"] == "UTC-05:00"
     assert all(secret not in out for secret in client.secrets | SERVER_SECRETS)
+    # the old spelling still works, says it is deprecated, and is not offered in the help
+    status, old, err = _run_cli([*args[:1], "--json", *args[3:]], "", monkeypatch, capsys)
+    assert (status, old) == (1, out) and "pasarela diagnose: --json is deprecated: use --output json\n" in err
+    status, text, _ = _run_cli([*args[:2], "text", *args[3:]], "", monkeypatch, capsys)
+    assert status == 1 and text.startswith("verdict: local_time\n")
 
 
 def test_cli_diagnose_reads_the_output_of_seal(monkeypatch: pytest.MonkeyPatch,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from pasarela import PayloadError, reference
-from pasarela.terminal.request import PROTO_REASON
+from pasarela.errors import PROTO_REASON
 from strategies import (
     EXACT_BIG_INTS,
     INEXACT_INTS,

@@ -18,9 +18,8 @@ import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from node_envelope import NodeEnvelope
 from pasarela import AuthError, reference
-from pasarela.errors import AUTH_001_BODY
+from pasarela.errors import AUTH_001_BODY, PROTO_IN_PLAINTEXT, SIGNATURE_FORMAT
 from pasarela.terminal import reference as primitives
-from pasarela.terminal.inbound import PROTO_IN_PLAINTEXT, SIGNATURE_FORMAT
 from strategies import sealable_objects
 
 IMPLEMENTATIONS = [pasarela.Terminal, reference.Terminal]

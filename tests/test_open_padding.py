@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from pasarela import AuthError, _binding, reference
-from pasarela.errors import AUTH_001_BODY
+from pasarela.errors import AUTH_001_BODY, BAD_PADDING, NOT_JSON, SIGNATURE_MISMATCH, not_utf8
 from pasarela.terminal import envelope
 from pasarela.terminal import reference as primitives
-from pasarela.terminal.inbound import BAD_PADDING, NOT_JSON, SIGNATURE_MISMATCH, not_utf8
 from pasarela.terminal.stringify import canonicalize_text
 from strategies import sealable_objects
 

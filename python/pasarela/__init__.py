@@ -8,21 +8,48 @@ See README.md for the whole tour.
 """
 
 from ._version import __version__
-from .errors import AuthError, CredentialsError, NativeError, PasarelaError, PayloadError, TimestampError
+from .errors import (
+    ApiError,
+    AuthError,
+    ConfigurationError,
+    CredentialsError,
+    FinalStatusError,
+    NativeError,
+    PasarelaError,
+    PayloadError,
+    PendingTransferError,
+    QrCodeError,
+    ResponseShapeError,
+    StoreUnavailableError,
+    TimestampError,
+    TransportError,
+    ValidationError,
+    WebhookSignatureError,
+)
 from .terminal.diagnose import Diagnosis, diagnose
 from .terminal.envelope import Terminal, canonical_json, seal_batch
 from .terminal.request import Sealed
 
 __all__ = [
+    "ApiError",
     "AuthError",
+    "ConfigurationError",
     "CredentialsError",
     "Diagnosis",
+    "FinalStatusError",
     "NativeError",
     "PasarelaError",
     "PayloadError",
+    "PendingTransferError",
+    "QrCodeError",
+    "ResponseShapeError",
     "Sealed",
+    "StoreUnavailableError",
     "Terminal",
     "TimestampError",
+    "TransportError",
+    "ValidationError",
+    "WebhookSignatureError",
     "__version__",
     "canonical_json",
     "diagnose",

@@ -13,18 +13,22 @@ import threading
 from typing import Any, NamedTuple, NoReturn, Optional
 
 from ._version import __version__
-from .errors import AuthError, NativeError, PayloadError, TimestampError
-from .terminal.inbound import (
+from .errors import (
     BAD_DATA,
     BAD_PADDING,
     KEY_IN_PLAINTEXT,
+    KEY_REASON,
     NOT_JSON,
     NOT_OBJECT,
+    NOT_OBJECT_REASON,
     PROTO_IN_PLAINTEXT,
+    AuthError,
+    NativeError,
+    PayloadError,
+    TimestampError,
     not_utf8,
     signature_refusal,
 )
-from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
     from ._native import ffi, lib

@@ -40,9 +40,8 @@ from urllib.parse import parse_qs
 from ._asgi_body import read_body
 from .auth_limit import AuthFailureLimiter
 from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
-from .terminal.inbound import DEFAULT_TOLERANCE
+from .terminal.inbound import BODY_METHODS, DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
-from .terminal.request import BODY_METHODS
 
 __all__ = ["AUTH_001_RESPONSE", "TerminalAuthMiddleware"]
 

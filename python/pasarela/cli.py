@@ -1,4 +1,4 @@
-"""Command line: ``pasarela seal`` and ``pasarela diagnose`` (and ``python -m pasarela``).
+"""Command line: ``pasarela seal``, ``pasarela diagnose`` and ``pasarela sandbox`` (and ``python -m pasarela``).
 
 Credentials come from --business-code/--terminal-serial or from the environment variables
 PASARELA_BUSINESS_CODE and PASARELA_TERMINAL_SERIAL (preferred: command lines are visible to
@@ -17,6 +17,13 @@ from typing import Optional
 from . import __version__
 from .errors import PasarelaError
 from .terminal.envelope import Terminal
+
+DESCRIPTION = "Seal terminal requests, find out why one gets AUTH-001,\nand run a local simulator of the service."
+EPILOG = """\
+seal and diagnose take the credentials from --business-code and --terminal-serial,
+or from the environment variables PASARELA_BUSINESS_CODE and PASARELA_TERMINAL_SERIAL
+(preferred: command lines are visible to other users of the machine).
+No secret is ever printed. 'pasarela COMMAND --help' shows a command's options."""
 
 
 def _credential(value: Optional[str], variable: str, option: str, command: str, *, secret: bool = False) -> str:
@@ -77,7 +84,9 @@ def _diagnose(args: argparse.Namespace) -> int:
                                     "diagnose"),
         now=now,
     )
-    if args.json:
+    if args.json_deprecated:
+        print("pasarela diagnose: --json is deprecated: use --output json", file=sys.stderr)
+    if args.output == "json" or args.json_deprecated:
         json.dump(dataclasses.asdict(verdict), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
@@ -93,9 +102,10 @@ def _sandbox(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pasarela", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(prog="pasarela", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     seal = commands.add_parser("seal", help="sign and encrypt a terminal request payload (JSON object)")
     seal.add_argument("file", nargs="?", default="-", help="JSON payload file, or - for standard input (default)")
@@ -110,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     diag.add_argument("file", nargs="?", default="-",
                       help='captured request: JSON {"method", "headers", "body" or "params", "now"}, or - for stdin')
     diag.add_argument("--now", type=float, help="server time when the request arrived, Unix seconds (default: now)")
-    diag.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    diag.add_argument("--output", choices=("text", "json"), default="text",
+                      help="how to print the diagnosis: text (default) or a JSON object")
+    diag.add_argument("--json", dest="json_deprecated", action="store_true", help=argparse.SUPPRESS)  # the old name
     diag.add_argument("--business-code", help="default: $PASARELA_BUSINESS_CODE")
     diag.add_argument("--terminal-serial", help="default: $PASARELA_TERMINAL_SERIAL")
     diag.set_defaults(run=_diagnose)

@@ -7,6 +7,8 @@ catches ``ValueError`` keeps working. No message ever contains a secret.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "CredentialsError",
     "NativeError",
@@ -39,6 +41,13 @@ class TimestampError(PasarelaError, ValueError):
 
 class CredentialsError(PasarelaError, ValueError):
     """A business code or terminal serial is missing or malformed (the value itself is never shown)."""
+
+
+def missing_extra(exc: ModuleNotFoundError, feature: str, extra: str) -> ModuleNotFoundError:
+    """The error to raise when an optional dependency is not installed: it names the pip command that installs it
+    (``raise missing_extra(exc, "pasarela.httpx", "http") from exc``)."""
+    return ModuleNotFoundError(f'{feature} needs {exc.name or "a package that is"} not installed: '
+                               f'pip install "pasarela[{extra}]"', name=exc.name)
 
 
 class NativeError(PasarelaError, RuntimeError):
@@ -175,3 +184,40 @@ class AuthError(PasarelaError):
     @property
     def body(self) -> dict[str, str]:
         return dict(AUTH_001_BODY)
+
+
+# Why a request was refused, for the operator (AuthError.reason), and why a payload cannot be sealed
+# (PayloadError.reason): shared by the C path (whose status codes _binding maps to them) and the reference.
+BAD_PADDING = "bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)"
+NOT_JSON = "plaintext is not JSON"
+NOT_OBJECT = "plaintext is not a JSON object"
+KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
+SIGNATURE_MISMATCH = "signature does not match the payload"
+BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
+SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
+KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
+NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"
+PROTO_IN_PLAINTEXT = (
+    'plaintext has a top-level "__proto__" member: what the server signs then depends on how it adds key '
+    "(obj.key = ... keeps it, Object.assign({}, obj) drops it), so no signature can be checked against it"
+)
+PROTO_REASON = (
+    'a top-level "__proto__" member is refused: JSON.parse makes it an own property of the object, and whether '
+    'the text the server signs keeps it depends on how the server adds "key" (obj.key = ... and spread keep it, '
+    "Object.assign({}, obj) drops it)"
+)
+
+
+def not_utf8(offset: int) -> str:
+    """The reason of a plaintext that is not UTF-8 (the first bad byte at offset): the same words as
+    canonicalize_text's refusal, which the pure-Python path reports."""
+    return f"{NOT_JSON} (invalid UTF-8 at byte offset {offset})"
+
+
+_SIGNATURE = re.compile(r"[0-9a-f]{128}")
+
+
+def signature_refusal(signature: str) -> AuthError:
+    """The refusal of a 128-character signature that did not match: a malformed one is named as such
+    (read_request checks only the length and ASCII, so the hex check costs nothing on accepted requests)."""
+    return AuthError(SIGNATURE_MISMATCH if _SIGNATURE.fullmatch(signature) else SIGNATURE_FORMAT)

@@ -18,9 +18,13 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Optional, TypeVar
 
-import httpx
+from .errors import TransportError, missing_extra
 
-from .errors import TransportError
+try:
+    import httpx
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, "pasarela.httpx", "http") from exc
+
 from .terminal.calls import BlockingTerminalClient, Call, SealingTerminal, prepare, read_answer
 
 __all__ = ["AsyncTerminalClient", "TerminalClient"]

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import requests
+from .errors import TransportError, missing_extra
 
-from .errors import TransportError
+try:
+    import requests
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, "pasarela.requests_adapter", "requests") from exc
+
 from .terminal.calls import BlockingTerminalClient, SealingTerminal, prepare, read_answer
 
 __all__ = ["TerminalClient"]

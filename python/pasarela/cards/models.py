@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Optional
 
+from ..errors import ValidationError
 from ..http.redaction import mask_card_number
 from ..transfers.amounts import Amount, wire_number
 from . import validation
@@ -40,7 +41,7 @@ class Card:
     cryptogram: Optional[str] = None
 
     def __post_init__(self) -> None:
-        validation.check_card(self)
+        validation.check_card(self.name, self.number, self.expiry_month, self.expiry_year, self.cvv, self.cryptogram)
 
     @property
     def brand_is_visa(self) -> bool:
@@ -83,7 +84,8 @@ class NetworkTokenData:
     mvv: Optional[str] = None
 
     def __post_init__(self) -> None:
-        validation.check_network_token_data(self)
+        validation.check_network_token_data(self.device_type, self.requestor_id, self.source, self.wallet_id,
+                                            self.authentication_level, self.mvv)
 
     def to_wire(self) -> dict[str, Any]:
         return _present(
@@ -96,6 +98,15 @@ class NetworkTokenData:
                 "mvv": self.mvv,
             }
         )
+
+
+def _check_network_token_use(card: Card, is_network_token: object, network_token: Optional[NetworkTokenData]) -> None:
+    if not isinstance(card, Card):
+        raise ValidationError("card", "must be a Card")
+    if network_token is not None and not isinstance(network_token, NetworkTokenData):
+        raise ValidationError("networkToken", "must be a NetworkTokenData")
+    mvv = network_token.mvv if network_token is not None else None
+    validation.check_network_token_use(card.cryptogram, card.brand_is_visa, is_network_token, mvv)
 
 
 def _network_token_members(is_network_token: bool, network_token: Optional[NetworkTokenData]) -> dict[str, Any]:
@@ -121,7 +132,9 @@ class CardTokenRequest:
     network_token: Optional[NetworkTokenData] = None
 
     def __post_init__(self) -> None:
-        validation.check_card_token_request(self)
+        _check_network_token_use(self.card, self.is_network_token, self.network_token)
+        total = validation.check_card_token_request(self.currency, self.total_amount, self.is_network_token)
+        object.__setattr__(self, "total_amount", total)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -148,7 +161,7 @@ class ChargeRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "capabilities", validation.capability_tuple(self.capabilities))
-        validation.check_charge_request(self)
+        validation.check_charge_request(self.token, self.amount, self.capabilities, self.extra)
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"token": self.token, "amount": self.amount.to_wire()}
@@ -170,7 +183,8 @@ class TokenlessChargeRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "capabilities", validation.capability_tuple(self.capabilities))
-        validation.check_tokenless_charge_request(self)
+        _check_network_token_use(self.card, self.is_network_token, self.network_token)
+        validation.check_tokenless_charge_request(self.amount, self.is_network_token, self.capabilities, self.extra)
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {

@@ -14,16 +14,13 @@ first field that breaks a rule. Choices where the spec is silent:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from ..errors import ValidationError
 from ..transfers import fields as check
 from ..transfers.amounts import MINOR_UNITS, Amount, check_minor_units, payable, to_decimal
-
-if TYPE_CHECKING:
-    from .models import Card, CardTokenRequest, ChargeRequest, NetworkTokenData, TokenlessChargeRequest
 
 __all__ = [
     "NETWORK_TOKEN_CAPABILITY",
@@ -34,6 +31,7 @@ __all__ = [
     "check_card_token_request",
     "check_charge_request",
     "check_network_token_data",
+    "check_network_token_use",
     "check_tokenless_charge_request",
 ]
 
@@ -44,59 +42,55 @@ WALLET_IDS = frozenset({"01", "04"})
 _MONTHS = frozenset(f"{month:02d}" for month in range(1, 13))
 
 
-def check_card(card: Card) -> None:
-    check.text(card.name, "card.name")
-    check.digits(card.number, "card.number", length=12, max_length=19)
-    if check.digits(card.expiry_month, "card.expiryMonth", length=2) not in _MONTHS:
+def check_card(name: str, number: str, expiry_month: str, expiry_year: str, cvv: Optional[str],
+               cryptogram: Optional[str]) -> None:
+    check.text(name, "card.name")
+    check.digits(number, "card.number", length=12, max_length=19)
+    if check.digits(expiry_month, "card.expiryMonth", length=2) not in _MONTHS:
         raise ValidationError("card.expiryMonth", "must be a month from 01 to 12")
-    check.digits(card.expiry_year, "card.expiryYear", length=2)
-    if card.cvv is not None:
-        check.digits(card.cvv, "card.cvv", length=3, max_length=4)
-    if card.cryptogram is not None:
-        cryptogram = check.text(card.cryptogram, "card.cryptogram")
+    check.digits(expiry_year, "card.expiryYear", length=2)
+    if cvv is not None:
+        check.digits(cvv, "card.cvv", length=3, max_length=4)
+    if cryptogram is not None:
+        cryptogram = check.text(cryptogram, "card.cryptogram")
         if not (cryptogram.isascii() and cryptogram.isalnum() and 20 <= len(cryptogram) <= 28):
             raise ValidationError("card.cryptogram", "must be 20 to 28 letters and digits")
 
 
-def check_network_token_data(data: NetworkTokenData) -> None:
-    for name, wire in (
-        ("device_type", "deviceType"),
-        ("requestor_id", "requestorId"),
-        ("source", "source"),
-        ("authentication_level", "authenticationLevel"),
+def check_network_token_data(device_type: Optional[str], requestor_id: Optional[str], source: Optional[str],
+                             wallet_id: Optional[str], authentication_level: Optional[str], mvv: Optional[str]) -> None:
+    for value, wire in (
+        (device_type, "deviceType"),
+        (requestor_id, "requestorId"),
+        (source, "source"),
+        (authentication_level, "authenticationLevel"),
     ):
-        check.optional_text(getattr(data, name), f"networkToken.{wire}")
-    if data.wallet_id is not None:
-        check.choice(data.wallet_id, "networkToken.walletId", WALLET_IDS)
-    if data.mvv is not None:
-        check.digits(data.mvv, "networkToken.mvv", length=10)
+        check.optional_text(value, f"networkToken.{wire}")
+    if wallet_id is not None:
+        check.choice(wallet_id, "networkToken.walletId", WALLET_IDS)
+    if mvv is not None:
+        check.digits(mvv, "networkToken.mvv", length=10)
 
 
-def _check_network_token_use(card: Card, is_network_token: object, network_token: Optional[NetworkTokenData]) -> None:
-    from .models import Card as CardModel
-    from .models import NetworkTokenData as NetworkTokenModel
-
-    if not isinstance(card, CardModel):
-        raise ValidationError("card", "must be a Card")
+def check_network_token_use(cryptogram: Optional[str], brand_is_visa: bool, is_network_token: object,
+                            mvv: Optional[str]) -> None:
+    """The card's cryptogram and the network token's mvv against the request (the models have checked the types)."""
     if not isinstance(is_network_token, bool):
         raise ValidationError("isNetworkToken", "must be a bool")
-    if card.cryptogram is not None and not is_network_token:
+    if cryptogram is not None and not is_network_token:
         raise ValidationError("card.cryptogram", "is sent only with isNetworkToken true (a network token's cryptogram)")
-    if network_token is not None:
-        if not isinstance(network_token, NetworkTokenModel):
-            raise ValidationError("networkToken", "must be a NetworkTokenData")
-        if network_token.mvv is not None and not card.brand_is_visa:
-            raise ValidationError("networkToken.mvv", "applies to Visa cards only (numbers starting with 4)")
+    if mvv is not None and not brand_is_visa:
+        raise ValidationError("networkToken.mvv", "applies to Visa cards only (numbers starting with 4)")
 
 
-def check_card_token_request(request: CardTokenRequest) -> None:
-    _check_network_token_use(request.card, request.is_network_token, request.network_token)
+def check_card_token_request(currency: str, total_amount: object, is_network_token: bool) -> Decimal:
+    """The total amount as a Decimal, once the currency and the amount's minor units are checked."""
     # COP/CLP/PEN/MXN is the network-token rule; a plain card is tokenized in any currency of the service.
-    currency = check.choice(request.currency, "currency",
-                            NETWORK_TOKEN_CURRENCIES if request.is_network_token else frozenset(MINOR_UNITS))
-    total: Decimal = to_decimal(request.total_amount, "totalAmount")
+    currency = check.choice(currency, "currency",
+                            NETWORK_TOKEN_CURRENCIES if is_network_token else frozenset(MINOR_UNITS))
+    total: Decimal = to_decimal(total_amount, "totalAmount")
     check_minor_units(total, currency, "totalAmount")
-    object.__setattr__(request, "total_amount", total)
+    return total
 
 
 def capability_tuple(capabilities: Iterable[str]) -> tuple[str, ...]:
@@ -132,16 +126,17 @@ _CHARGE_FIELDS = ("token", "amount", "capabilities")
 _TOKENLESS_FIELDS = ("card", "amount", "capabilities", "isNetworkToken", "networkToken")
 
 
-def check_charge_request(request: ChargeRequest) -> None:
-    check.text(request.token, "token")
-    _check_capabilities(request.capabilities, _check_charge_amount(request.amount))
-    _check_extra(request.extra, _CHARGE_FIELDS)
+def check_charge_request(token: str, amount: Amount, capabilities: tuple[str, ...], extra: Mapping[str, Any]) -> None:
+    check.text(token, "token")
+    _check_capabilities(capabilities, _check_charge_amount(amount))
+    _check_extra(extra, _CHARGE_FIELDS)
 
 
-def check_tokenless_charge_request(request: TokenlessChargeRequest) -> None:
-    _check_network_token_use(request.card, request.is_network_token, request.network_token)
-    currency = _check_charge_amount(request.amount)
-    if request.is_network_token and currency not in NETWORK_TOKEN_CURRENCIES:
+def check_tokenless_charge_request(amount: Amount, is_network_token: bool, capabilities: tuple[str, ...],
+                                   extra: Mapping[str, Any]) -> None:
+    """The rest of a tokenless charge, once check_network_token_use has passed."""
+    currency = _check_charge_amount(amount)
+    if is_network_token and currency not in NETWORK_TOKEN_CURRENCIES:
         raise ValidationError("amount.currency", "network tokens are offered in COP, CLP, PEN and MXN only")
-    _check_capabilities(request.capabilities, currency)
-    _check_extra(request.extra, _TOKENLESS_FIELDS)
+    _check_capabilities(capabilities, currency)
+    _check_extra(extra, _TOKENLESS_FIELDS)

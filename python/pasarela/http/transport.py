@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union, cast
 
+from ..errors import missing_extra
 from .config import ServiceConfig
 from .exchange import Exchange, Failed, OutgoingRequest, Pause, Received, Reply, ServiceCall, exchange
 
@@ -35,7 +36,10 @@ def _advance(flow: Exchange, outcome: Union[Received, Failed, None]) -> Step:
 
 class _ServiceClientBase:
     def __init__(self, config: ServiceConfig, owns_http: bool) -> None:
-        import httpx
+        try:
+            import httpx
+        except ModuleNotFoundError as exc:
+            raise missing_extra(exc, f"{type(self).__name__} (the card and transfer clients)", "http") from exc
 
         self._config = config
         self._owns_http = owns_http

@@ -36,8 +36,8 @@ from urllib.parse import parse_qs
 from .. import _binding
 from ..errors import AuthError, CredentialsError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, Body, Params, header, read_data
-from .request import BODY_METHODS, encode_credential
+from .inbound import BODY_METHODS, DEFAULT_TOLERANCE, Body, Params, header, read_data
+from .request import encode_credential
 from .stringify import canonicalize_text
 
 __all__ = ["CAUSES", "Diagnosis", "diagnose"]

@@ -17,22 +17,18 @@ from typing import Any, Optional, Union
 import orjson
 
 from .. import _binding
-from ..errors import AuthError, PayloadError
-from . import reference
-from .inbound import (
+from ..errors import (
     BAD_PADDING,
-    DEFAULT_TOLERANCE,
-    LONG_DIGIT_RUN,
-    NOT_JSON,
-    PROTO_IN_PLAINTEXT,
-    Body,
-    Params,
-    parse_payload,
-    read_request,
-)
-from .request import (
     KEY_REASON,
+    NOT_JSON,
     NOT_OBJECT_REASON,
+    PROTO_IN_PLAINTEXT,
+    AuthError,
+    PayloadError,
+)
+from . import reference
+from .inbound import DEFAULT_TOLERANCE, LONG_DIGIT_RUN, Body, Params, parse_payload, read_request
+from .request import (
     Sealed,
     check_iv,
     check_method,

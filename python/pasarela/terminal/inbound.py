@@ -15,30 +15,23 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..errors import AuthError
-from .request import BODY_METHODS
+from ..errors import BAD_DATA, NOT_JSON, SIGNATURE_FORMAT, AuthError
 
 __all__ = [
-    "BAD_DATA",
-    "BAD_PADDING",
+    "BODY_METHODS",
     "DEFAULT_TOLERANCE",
-    "KEY_IN_PLAINTEXT",
     "LONG_DIGIT_RUN",
-    "NOT_JSON",
-    "NOT_OBJECT",
-    "PROTO_IN_PLAINTEXT",
-    "SIGNATURE_FORMAT",
-    "SIGNATURE_MISMATCH",
     "Body",
     "Inbound",
     "Params",
     "header",
-    "not_utf8",
     "parse_payload",
     "read_data",
     "read_request",
-    "signature_refusal",
 ]
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+"""Methods whose sealed payload travels as the JSON body {"data": ...}; GET carries it as a query parameter."""
 
 DEFAULT_TOLERANCE = 300
 """Seconds a timestamp may differ from the server's clock (spec section 8: plus or minus 5 minutes)."""
@@ -47,7 +40,6 @@ Body = Union[bytes, bytearray, str, Mapping[str, object], None]
 Params = Union[Mapping[str, str], Mapping[str, list[str]], str, None]
 
 _DATA = re.compile(r"([0-9a-fA-F]*):([0-9a-fA-F]*)")
-_SIGNATURE = re.compile(r"[0-9a-f]{128}")
 
 
 class Inbound(NamedTuple):
@@ -57,32 +49,6 @@ class Inbound(NamedTuple):
     timestamp: int
     signature: str  # the hex after "Basic "
     data: str  # <iv_hex>:<ciphertext_hex>, not yet checked (see read_data)
-
-
-# Why a request was refused, for the operator (AuthError.reason); shared by both implementations.
-BAD_PADDING = "bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)"
-NOT_JSON = "plaintext is not JSON"
-NOT_OBJECT = "plaintext is not a JSON object"
-KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
-PROTO_IN_PLAINTEXT = (
-    'plaintext has a top-level "__proto__" member: what the server signs then depends on how it adds key '
-    "(obj.key = ... keeps it, Object.assign({}, obj) drops it), so no signature can be checked against it"
-)
-SIGNATURE_MISMATCH = "signature does not match the payload"
-BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
-SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
-
-
-def not_utf8(offset: int) -> str:
-    """The reason of a plaintext that is not UTF-8 (the first bad byte at offset): the same words as
-    canonicalize_text's refusal, which the pure-Python path reports."""
-    return f"{NOT_JSON} (invalid UTF-8 at byte offset {offset})"
-
-
-def signature_refusal(signature: str) -> AuthError:
-    """The refusal of a 128-character signature that did not match: a malformed one is named as such
-    (read_request checks only the length and ASCII, so the hex check costs nothing on accepted requests)."""
-    return AuthError(SIGNATURE_MISMATCH if _SIGNATURE.fullmatch(signature) else SIGNATURE_FORMAT)
 
 
 def _json_int(text: str) -> Union[int, float]:

@@ -14,24 +14,21 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional, Union
 
-from ..errors import AuthError, CredentialsError, PayloadError
-from .inbound import (
+from ..errors import (
     BAD_PADDING,
-    DEFAULT_TOLERANCE,
     KEY_IN_PLAINTEXT,
+    KEY_REASON,
     NOT_JSON,
     NOT_OBJECT,
+    NOT_OBJECT_REASON,
     PROTO_IN_PLAINTEXT,
-    Body,
-    Params,
-    parse_payload,
-    read_data,
-    read_request,
+    AuthError,
+    CredentialsError,
+    PayloadError,
     signature_refusal,
 )
+from .inbound import DEFAULT_TOLERANCE, Body, Params, parse_payload, read_data, read_request
 from .request import (
-    KEY_REASON,
-    NOT_OBJECT_REASON,
     Sealed,
     check_iv,
     check_method,

@@ -7,14 +7,19 @@ import time
 from collections.abc import Mapping
 from typing import Any, Optional, Protocol, Union
 
-from ..errors import AuthError, CredentialsError, PayloadError, TimestampError
+from ..errors import (
+    KEY_REASON,
+    NOT_OBJECT_REASON,
+    PROTO_REASON,
+    AuthError,
+    CredentialsError,
+    PayloadError,
+    TimestampError,
+)
+from .inbound import BODY_METHODS, read_data
 from .ivs import fresh_iv
 
 __all__ = [
-    "BODY_METHODS",
-    "KEY_REASON",
-    "NOT_OBJECT_REASON",
-    "PROTO_REASON",
     "Derived",
     "Sealed",
     "check_iv",
@@ -26,17 +31,8 @@ __all__ = [
     "reserved_member",
 ]
 
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-"""Methods whose sealed payload travels as the JSON body {"data": ...}; GET carries it as a query parameter."""
 _METHODS = BODY_METHODS | {"GET"}
 
-KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
-NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"
-PROTO_REASON = (
-    'a top-level "__proto__" member is refused: JSON.parse makes it an own property of the object, and whether '
-    'the text the server signs keeps it depends on how the server adds "key" (obj.key = ... and spread keep it, '
-    "Object.assign({}, obj) drops it)"
-)
 _PROTO_MEMBER = b'"__proto__":'
 
 
@@ -220,8 +216,6 @@ class Sealed:
     def open_response(self, body: Union[bytes, str, Mapping[str, Any]]) -> Any:
         """The service's answer to this request: ``{"data": "<iv>:<ct>"}`` is decrypted with this
         request's key and parsed; plain JSON passes through. An AUTH-001 answer raises AuthError."""
-        from .inbound import read_data  # inbound imports this module
-
         parsed = body if isinstance(body, Mapping) else json.loads(body)
         if isinstance(parsed, Mapping) and parsed.get("code") == "AUTH-001":
             raise AuthError("the service answered AUTH-001")

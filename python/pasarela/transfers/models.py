@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Optional
 
+from ..errors import ValidationError
 from . import validation
 from .amounts import Amount
 
@@ -43,7 +44,7 @@ class TransferFlow:
     type: str = QR
 
     def __post_init__(self) -> None:
-        validation.check_flow(self)
+        validation.check_flow(self.processor_name, self.type)
 
     def to_wire(self) -> dict[str, Any]:
         return {"processorName": self.processor_name, "type": self.type}
@@ -69,7 +70,20 @@ class TransferTokenRequest:
     flow: Optional[TransferFlow] = None
 
     def __post_init__(self) -> None:
-        validation.check_token_request(self)
+        if self.flow is not None and not isinstance(self.flow, TransferFlow):
+            raise ValidationError("flow", "must be a TransferFlow")
+        validation.check_token_request(
+            self.amount,
+            self.currency,
+            self.user_type,
+            self.document_type,
+            self.document_number,
+            self.payment_description,
+            self.email,
+            self.callback_url,
+            self.bank_id,
+            has_flow=self.flow is not None,
+        )
 
     @property
     def country(self) -> TransferCountry:
@@ -205,7 +219,7 @@ class TransferInitRequest:
     full_response: bool = False
 
     def __post_init__(self) -> None:
-        validation.check_init_request(self)
+        validation.check_init_request(self.token, self.amount, self.metadata, self.full_response)
 
     def to_wire(self) -> dict[str, Any]:
         amount = self.amount.to_wire(with_currency=False)

@@ -17,15 +17,13 @@ CURP/CI/RUC formats: the test environment decides outcomes by numbers such as 12
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import Any, Optional
 
 from ..errors import ValidationError
 from . import fields as check
-from .amounts import payable
-
-if TYPE_CHECKING:
-    from .models import TransferFlow, TransferInitRequest, TransferTokenRequest
+from .amounts import Amount, payable
 
 __all__ = ["ECUADOR_DOCUMENT_TYPES", "TRANSFER_CURRENCIES", "check_flow", "check_init_request", "check_token_request"]
 
@@ -36,89 +34,100 @@ _USER_TYPES = frozenset({"0", "1"})  # the service's webhook docs: 0 natural per
 _TRANSFER_DECIMAL_PLACES = 2  # MXN, USD and COP alike
 
 
-def check_flow(flow: TransferFlow) -> None:
-    check.choice(flow.processor_name, "flow.processorName", {"BRE-B"})
-    check.choice(flow.type, "flow.type", {"QR"})
+def check_flow(processor_name: str, type: str) -> None:
+    check.choice(processor_name, "flow.processorName", {"BRE-B"})
+    check.choice(type, "flow.type", {"QR"})
 
 
-def check_token_request(request: TransferTokenRequest) -> None:
-    from .models import TransferFlow
-
-    currency = check.choice(request.currency, "currency", TRANSFER_CURRENCIES)
-    amount = payable(request.amount)
+def check_token_request(
+    amount: Amount,
+    currency: str,
+    user_type: Optional[str],
+    document_type: Optional[str],
+    document_number: Optional[str],
+    payment_description: Optional[str],
+    email: Optional[str],
+    callback_url: Optional[str],
+    bank_id: Optional[str],
+    has_flow: bool,
+) -> None:
+    """A token request's fields (the model has checked that ``flow``, when given, is a TransferFlow)."""
+    currency = check.choice(currency, "currency", TRANSFER_CURRENCIES)
+    amount = payable(amount)
     if amount.currency is not None and amount.currency != currency:
         raise ValidationError("amount.currency", "differs from currency (leave it out: transfers send it beside)")
     amount.check_currency(currency)
-    if request.user_type is not None:
-        check.choice(request.user_type, "userType", _USER_TYPES)
-    for name, wire in (("payment_description", "paymentDescription"), ("bank_id", "bankId")):
-        check.optional_text(getattr(request, name), wire)
-    if request.email is not None:
-        check.email(request.email, "email")
-    if request.callback_url is not None:
-        check.http_url(request.callback_url, "callbackUrl")
-    if request.flow is not None and not isinstance(request.flow, TransferFlow):
-        raise ValidationError("flow", "must be a TransferFlow")
+    if user_type is not None:
+        check.choice(user_type, "userType", _USER_TYPES)
+    for value, wire in ((payment_description, "paymentDescription"), (bank_id, "bankId")):
+        check.optional_text(value, wire)
+    if email is not None:
+        check.email(email, "email")
+    if callback_url is not None:
+        check.http_url(callback_url, "callbackUrl")
     if currency != "COP" and amount.is_mirrored:
         raise ValidationError("amount.subtotalIva", "repeats subtotalIva0 with iva 0: that form is Colombia's only")
     if currency == "MXN":
-        _check_mexico(request)
+        _check_mexico(has_flow, document_type, document_number, email)
     elif currency == "USD":
-        _check_ecuador(request)
-    elif request.flow is not None:
-        _check_colombia_qr(request)
+        _check_ecuador(has_flow, document_type, document_number, callback_url)
+    elif has_flow:
+        _check_colombia_qr(document_type, document_number)
     else:
-        _check_colombia_ach(request)
+        _check_colombia_ach(bank_id, document_type, document_number, callback_url)
 
 
-def _check_document(request: TransferTokenRequest, allowed: frozenset[str]) -> None:
-    check.choice(request.document_type, "documentType", allowed)
-    check.text(request.document_number, "documentNumber")
+def _check_document(document_type: Optional[str], document_number: Optional[str], allowed: frozenset[str]) -> None:
+    check.choice(document_type, "documentType", allowed)
+    check.text(document_number, "documentNumber")
 
 
-def _check_mexico(request: TransferTokenRequest) -> None:
-    _refuse_flow(request)
-    _check_document(request, _MEXICO_DOCUMENT_TYPES)
-    if request.email is None:
+def _check_mexico(has_flow: bool, document_type: Optional[str], document_number: Optional[str],
+                  email: Optional[str]) -> None:
+    _refuse_flow(has_flow)
+    _check_document(document_type, document_number, _MEXICO_DOCUMENT_TYPES)
+    if email is None:
         raise ValidationError("email", "is required in Mexico: the service needs it to generate the CLABE")
 
 
-def _check_ecuador(request: TransferTokenRequest) -> None:
-    _refuse_flow(request)
-    _check_document(request, ECUADOR_DOCUMENT_TYPES)
-    if request.callback_url is None:
+def _check_ecuador(has_flow: bool, document_type: Optional[str], document_number: Optional[str],
+                   callback_url: Optional[str]) -> None:
+    _refuse_flow(has_flow)
+    _check_document(document_type, document_number, ECUADOR_DOCUMENT_TYPES)
+    if callback_url is None:
         raise ValidationError("callbackUrl", "is required in Ecuador: the bank returns the payer there")
 
 
-def _check_colombia_qr(request: TransferTokenRequest) -> None:
-    check.optional_text(request.document_type, "documentType")
-    check.optional_text(request.document_number, "documentNumber")
+def _check_colombia_qr(document_type: Optional[str], document_number: Optional[str]) -> None:
+    check.optional_text(document_type, "documentType")
+    check.optional_text(document_number, "documentNumber")
 
 
-def _check_colombia_ach(request: TransferTokenRequest) -> None:
-    if request.bank_id is None:
+def _check_colombia_ach(bank_id: Optional[str], document_type: Optional[str], document_number: Optional[str],
+                        callback_url: Optional[str]) -> None:
+    if bank_id is None:
         raise ValidationError("bankId", "is required in COP without flow (PSE: a code of the bank list); "
                                         "for the QR flow send flow BRE-B/QR")
-    check.text(request.document_type, "documentType")
-    check.text(request.document_number, "documentNumber")
-    if request.callback_url is None:
+    check.text(document_type, "documentType")
+    check.text(document_number, "documentNumber")
+    if callback_url is None:
         raise ValidationError("callbackUrl", "is required for PSE: the bank returns the payer there")
 
 
-def _refuse_flow(request: TransferTokenRequest) -> None:
-    if request.flow is not None:
+def _refuse_flow(has_flow: bool) -> None:
+    if has_flow:
         raise ValidationError("currency", "the QR flow (flow BRE-B/QR) takes COP only")
 
 
-def check_init_request(request: TransferInitRequest) -> None:
-    check.text(request.token, "token")
-    amount = payable(request.amount)
+def check_init_request(token: str, amount: Amount, metadata: Optional[Mapping[str, Any]], full_response: bool) -> None:
+    check.text(token, "token")
+    amount = payable(amount)
     if amount.currency is not None:
         check.choice(amount.currency, "amount.currency", TRANSFER_CURRENCIES)
     for path, value in amount.figures().items():
         if value.scaleb(_TRANSFER_DECIMAL_PLACES) % 1 != Decimal(0):
             raise ValidationError(path, f"has more than {_TRANSFER_DECIMAL_PLACES} decimal places")
-    if request.metadata is not None:
-        check.json_object(request.metadata, "metadata")
-    if not isinstance(request.full_response, bool):
+    if metadata is not None:
+        check.json_object(metadata, "metadata")
+    if not isinstance(full_response, bool):
         raise ValidationError("fullResponse", "full_response must be a bool (True sends v2)")

@@ -1,0 +1,58 @@
+"""The README's first steps, as a newcomer meets them: two commands that each work by themselves, the same
+ones CI runs, and a working directory left clean by the sandbox (runs in the source tree only)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+import pasarela
+from pasarela.sandbox.server import DEFAULT_DB
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> dict[str, str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Commands", 1)[1].split("\n\n", 2)[1]
+    return dict(re.findall(r"^\| (.+?) \| `(.+?)` \|$", table, flags=re.MULTILINE))
+
+
+def test_the_readme_gives_two_commands_each_a_script_that_sets_up_first() -> None:
+    commands = _readme_commands()
+    assert commands == {"run the main job (seal the example payload)": "scripts/demo", "run the tests": "scripts/test"}
+    for command in commands.values():
+        script = ROOT / command
+        assert os.access(script, os.X_OK)
+        lines = [line for line in script.read_text().splitlines() if line and not line.startswith("#")]
+        assert lines[0] == "set -euo pipefail"
+        assert lines[2].startswith("scripts/setup")  # whatever is missing is set up before anything runs
+        assert lines[3].startswith("exec ")  # so the job's exit status is the script's
+
+
+def test_ci_runs_the_readme_commands() -> None:
+    parts = re.findall(r"^part (\"[^\"]+\"|\S+) (.+)$", (ROOT / ".ci" / "run").read_text(), flags=re.MULTILINE)
+    run = [command for _, command in parts]
+    assert run[:3] == ["scripts/setup", "scripts/demo", "scripts/test"]
+    assert {"scripts/hardening", "scripts/wheel-check"} <= set(run)
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm", "-journal"])
+def test_the_sandbox_database_is_ignored_by_git(suffix: str) -> None:
+    name = DEFAULT_DB + suffix
+    result = subprocess.run(["git", "check-ignore", "--no-index", "-q", name], cwd=ROOT)
+    assert result.returncode == 0, f"{name} would show up as untracked"
+
+
+def test_the_readme_lists_as_refused_nothing_that_seal_accepts() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    refused = readme.split("Anything else —", 1)[1].split("— raises", 1)[0]
+    assert "UUID" not in refused
+    value = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    assert pasarela.canonical_json({"id": value}) == b'{"id":"12345678-1234-5678-1234-567812345678"}'
+    assert "a `uuid.UUID` is written as its text" in readme
