@@ -152,9 +152,10 @@ int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
     /* buffers for all the decrypted bytes, whatever the padding turns out to be */
     size_t ct = data_len > 2 * PASARELA_IV_LEN + 1 ? (data_len - 2 * PASARELA_IV_LEN - 1) / 2 : 0;
     if (ct > PASARELA_MAX_JSON_LEN) return PASARELA_E_TOO_LARGE;
-    if (ws->plaintext_cap < PASARELA_JSON_OUT_MAX(ct) || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(ct))
-        return PASARELA_E_BUFFER_TOO_SMALL;
-    rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
+    rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys); /* first: a CPU without AES says so */
+    if (rc == PASARELA_OK &&
+        (ws->plaintext_cap < PASARELA_JSON_OUT_MAX(ct) || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(ct)))
+        rc = PASARELA_E_BUFFER_TOO_SMALL;
     if (rc == PASARELA_OK) rc = decrypt_blocks(c->cpu, &keys->schedule, data, data_len, (uint8_t *)ws->out, ws->out_cap, &n);
     if (rc == PASARELA_OK) rc = open_decrypted(c->cpu, &keys->derived, ws, n, signature_hex);
     if (keys == &local) pasarela_wipe(&local, sizeof local);
