@@ -12,7 +12,7 @@ import enum
 import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import orjson
 
@@ -238,8 +238,8 @@ def seal_batch(items: Iterable[tuple[Terminal, Payload]], *, method: str = "POST
 
 
 _CHUNK_BYTES = 65536
-"""A batch is serialized and sealed this many bytes of JSON at a time: the texts and the requests made from
-them stay in the CPU caches (a whole batch of large payloads at once ran slower than single seals)."""
+"""A batch is serialized and sealed about this many bytes of JSON at a time: the texts and the requests made
+from them stay in the CPU caches (a whole batch of large payloads at once ran slower than single seals)."""
 
 
 def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, timestamp: Optional[int],
@@ -249,38 +249,43 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, 
     ts = check_timestamp(timestamp)
     if not _HAS_HW_AES:
         return [terminal.seal(payload, method=method, timestamp=ts) for terminal, payload in zip(terminals, payloads)]
-    sealed: list[Optional[Sealed]] = [None] * len(payloads)
-    batched: list[int] = []
-    raws: list[bytes] = []
-    size = 0
-    for i, payload in enumerate(payloads):
-        if type(payload) is dict and "key" not in payload:
-            try:
-                raw = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
-            except (orjson.JSONEncodeError, TypeError):
-                continue
-            batched.append(i)
-            raws.append(raw)
-            size += len(raw)
-            if size >= _CHUNK_BYTES:
-                _seal_chunk(terminals, payloads, batched, raws, method, ts, only, sealed)
-                batched, raws, size = [], [], 0
-    if batched:
-        _seal_chunk(terminals, payloads, batched, raws, method, ts, only, sealed)
-    if None not in sealed:
-        return sealed  # type: ignore[return-value]  # every item is a Sealed
-    # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
-    # which seals it or raises the precise error
-    return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts)
-            for i, s in enumerate(sealed)]
+    sealed: list[Sealed] = []
+    n = len(payloads)
+    start, count = 0, 1  # items per chunk: one, then as many as about _CHUNK_BYTES of their JSON
+    while start < n:
+        stop = min(n, start + count)
+        chunk = payloads[start:stop]
+        raws = _compact_jsons(chunk)
+        chunk_terminals = terminals[start:stop]
+        structs = ([only._native.struct] * len(raws) if only is not None
+                   else [terminal._native.struct for terminal in chunk_terminals])
+        requests, plaintext_lens, facts = _binding.seal_json_batch(structs, ts, raws)
+        if None in requests or any(fact & _FACT_NULL for fact in set(facts)):
+            sealed += [_checked(terminal, payload, request, plaintext_len, fact, method, ts)
+                       for terminal, payload, request, plaintext_len, fact
+                       in zip(chunk_terminals, chunk, requests, plaintext_lens, facts)]
+        else:
+            sealed += Sealed.many(chunk_terminals, method, ts, cast("list[bytes]", requests), plaintext_lens)
+        count = max(1, min(4096, _CHUNK_BYTES * len(raws) // max(1, sum(map(len, raws)))))
+        start = stop
+    return sealed
 
 
-def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], batched: list[int], raws: list[bytes],
-                method: str, ts: int, only: Optional[Terminal], sealed: list[Optional[Sealed]]) -> None:
-    """Seals the items batched (indexes into payloads, whose orjson texts are raws) into sealed."""
-    structs = ([only._native.struct] * len(batched) if only is not None
-               else [terminals[i]._native.struct for i in batched])
-    requests, plaintext_lens, facts = _binding.seal_json_batch(structs, ts, raws)
-    for i, request, plaintext_len, fact in zip(batched, requests, plaintext_lens, facts):
-        if request is not None and (not fact & _FACT_NULL or _finite(payloads[i])):
-            sealed[i] = Sealed(terminals[i], method, ts, request, plaintext_len)
+def _compact_jsons(payloads: list[Payload]) -> list[bytes]:
+    """orjson's text of each dict payload; b"" (which the C path refuses) for the others and for those orjson
+    refuses: the single path then seals them or raises the precise error. A dict with a "key" member is
+    refused by the C path too."""
+    try:
+        return [_dumps(payload, default=_default, option=_ORJSON_OPTIONS) if type(payload) is dict else b""
+                for payload in payloads]
+    except (orjson.JSONEncodeError, TypeError):
+        return [_compact_json(payload) or b"" if type(payload) is dict else b"" for payload in payloads]
+
+
+def _checked(terminal: Terminal, payload: Payload, request: Optional[bytes], plaintext_len: int, fact: int,
+             method: str, ts: int) -> Sealed:
+    """The batch's result for one item, or the single path's when the batch could not vouch for it (refused,
+    or a null that may stand for a NaN or an infinity)."""
+    if request is not None and (not fact & _FACT_NULL or _finite(payload)):
+        return Sealed(terminal, method, ts, request, plaintext_len)
+    return terminal.seal(payload, method=method, timestamp=ts)
