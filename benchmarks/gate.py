@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -121,8 +121,11 @@ def ratios(rounds: list[dict[str, dict[int, float]]], sizes: list[int]) -> dict[
             for label, (other, ours) in RATIOS.items()}
 
 
+Check = tuple[str, int, float, float, bool]
+
+
 def verdicts(measured: dict[str, dict[int, float]], baseline: dict[str, dict[str, float]],
-             margin: float) -> list[tuple[str, int, float, float, bool]]:
+             margin: float) -> list[Check]:
     """(ratio, size, measured, baseline, ok) for every ratio the baseline has at a measured size."""
     out = []
     for label, by_size in measured.items():
@@ -133,8 +136,8 @@ def verdicts(measured: dict[str, dict[int, float]], baseline: dict[str, dict[str
     return out
 
 
-def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks: list[tuple[str, int, float, float, bool]],
-             margin: float, command: str) -> str:
+def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks: list[Check], margin: float,
+             command: str) -> str:
     medians = {name: {size: statistics.median(row[name][size] for row in rounds) for size in sizes}
                for name in rounds[0]}
     lines = [f"## pasarela {pasarela.__version__}: benchmark gate", "",
