@@ -14,7 +14,15 @@ from typing import Any, NamedTuple, NoReturn, Optional
 
 from ._version import __version__
 from .errors import AuthError, NativeError, PayloadError, TimestampError
-from .terminal.inbound import BAD_DATA, BAD_PADDING, KEY_IN_PLAINTEXT, NOT_JSON, NOT_OBJECT, signature_refusal
+from .terminal.inbound import (
+    BAD_DATA,
+    BAD_LENGTH,
+    BAD_PADDING,
+    KEY_IN_PLAINTEXT,
+    NOT_JSON,
+    NOT_OBJECT,
+    signature_refusal,
+)
 from .terminal.request import KEY_REASON, NOT_OBJECT_REASON
 
 try:
@@ -42,6 +50,7 @@ SHORTEST_DIGITS: int = lib.PASARELA_JSON_SHORTEST_DIGITS
 FACT_NULL: int = lib.PASARELA_JSON_FACT_NULL
 _NULL = ffi.NULL
 _seal_json = lib.pasarela_seal_json
+_open = lib.pasarela_open
 _unpack = ffi.unpack
 SIGNATURE_HEX_LEN: int = lib.PASARELA_SIGNATURE_HEX_LEN
 IV_LEN: int = lib.PASARELA_IV_LEN
@@ -259,7 +268,7 @@ def seal_json_batch(credentials: list[Any], timestamp: int,
 
 _REFUSALS = {
     lib.PASARELA_E_BAD_HEX: BAD_DATA,
-    lib.PASARELA_E_BAD_LENGTH: "ciphertext is not a non-zero multiple of 16 bytes",
+    lib.PASARELA_E_BAD_LENGTH: BAD_LENGTH,
     lib.PASARELA_E_BAD_PADDING: BAD_PADDING,
     lib.PASARELA_E_JSON_SYNTAX: NOT_JSON,
     lib.PASARELA_E_JSON_NOT_OBJECT: NOT_OBJECT,
@@ -284,9 +293,12 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
     (True, canonical text) when the request verifies; (False, decrypted plaintext) when its
     canonical form needs the pure-Python path (then verify it with verify()). Refusals raise AuthError.
     """
-    b = _buffers(len(data) // 2)
+    n = len(data)
+    b = _workspace.buffers
+    if n // 2 > b.json_capacity:
+        b = _workspace.grow(n // 2)
     ws = b.ws
-    status = lib.pasarela_open(credentials.struct, ws, timestamp, data, len(data), signature)
+    status = _open(credentials.struct, ws, timestamp, data, n, signature)
     if status == _OK:
         return True, ffi.unpack(b.plaintext_text, ws.plaintext_len)
     if status == _JSON_UNSUPPORTED:

@@ -19,7 +19,17 @@ import orjson
 from .. import _binding
 from ..errors import AuthError, PayloadError
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, NOT_JSON, Body, Params, parse_payload, read_request
+from .inbound import (
+    BAD_DATA,
+    BAD_LENGTH,
+    DEFAULT_TOLERANCE,
+    NOT_JSON,
+    Body,
+    Params,
+    parse_payload,
+    read_request,
+    read_request_bytes,
+)
 from .request import (
     KEY_REASON,
     NOT_OBJECT_REASON,
@@ -29,6 +39,7 @@ from .request import (
     check_object_text,
     check_timestamp,
     encode_credential,
+    new_sealed,
 )
 from .stringify import canonicalize_text, stringify
 
@@ -43,6 +54,7 @@ _FACT_NULL = _binding.FACT_NULL
 _HAS_HW_AES = _binding.HAS_HW_AES
 _now = time.time
 _dumps = orjson.dumps
+_loads = orjson.loads
 _seal_json = _binding.seal_json
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides.
@@ -126,15 +138,6 @@ def _canonical_text(text: bytes) -> bytes:
     return canonical.text
 
 
-def _parse_canonical(text: bytes) -> dict[str, Any]:
-    """parse_payload (the reference's), with orjson where it can: it returns the same values."""
-    try:
-        payload: dict[str, Any] = orjson.loads(text)
-    except orjson.JSONDecodeError:  # lone surrogates
-        return parse_payload(text)
-    return payload
-
-
 class Terminal:
     """A terminal's credentials, sealing requests on the C core.
 
@@ -181,13 +184,13 @@ class Terminal:
                 out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv)
                 # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
                 if out is not None and (not out[2] & _FACT_NULL or _finite(payload)):
-                    return Sealed(self, method, ts, out[0], out[1])
+                    return new_sealed(Sealed, (self, method, ts, out[0], out[1]))
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
             out = _seal_json(self._native, ts, _json_text(payload), 0, iv)
             if out is not None:
-                return Sealed(self, method, ts, out[0], out[1])
+                return new_sealed(Sealed, (self, method, ts, out[0], out[1]))
         request, plaintext_len, _ = _binding.seal(self._native, ts, canonical_json(payload), iv)
-        return Sealed(self, method, ts, request, plaintext_len)
+        return new_sealed(Sealed, (self, method, ts, request, plaintext_len))
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -204,18 +207,29 @@ class Terminal:
         Returns the payload. Every failure raises AuthError, whose ``body`` is the same AUTH-001 for
         every cause; ``reason`` says what was wrong, for the operator's logs only.
         """
-        inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
-        signature = inbound.signature.encode("ascii")
-        verified, text = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
+        timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
+        try:
+            verified, text = _binding.open_request(self._native, timestamp, data, signature)
+            raw = False
+        except AuthError as exc:
+            if not raw or exc.reason not in (BAD_DATA, BAD_LENGTH):
+                raise
+        if raw:  # the body, read as JSON: its precise refusal, or hex digits written as escapes
+            data = read_request(method, headers, body, params, now=now, tolerance=tolerance).data.encode("ascii")
+            verified, text = _binding.open_request(self._native, timestamp, data, signature)
         if not verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
             try:
                 text = canonicalize_text(text)
             except PayloadError as exc:
                 raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
-            _binding.verify(self._native, inbound.timestamp, text, signature)
-        return _parse_canonical(text)
+            _binding.verify(self._native, timestamp, text, signature)
+        try:  # parse_payload (the reference's), with orjson where it can: it returns the same values
+            payload: dict[str, Any] = _loads(text)
+        except orjson.JSONDecodeError:  # lone surrogates
+            return parse_payload(text)
+        return payload
 
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)

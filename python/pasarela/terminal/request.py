@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from itertools import repeat
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 from ..errors import AuthError, CredentialsError, PayloadError, TimestampError
 from .ivs import fresh_iv
@@ -243,3 +243,8 @@ class Sealed(tuple[_Deriver, str, int, bytes, int]):
     def __repr__(self) -> str:
         return (f"Sealed(method={self.method!r}, timestamp={self.timestamp}, plaintext_bytes={self._plaintext_len}, "
                 f"signature={self.signature[:16]!r}...)")
+
+
+new_sealed: Callable[[type[Sealed], tuple[_Deriver, str, int, bytes, int]], Sealed] = tuple.__new__
+"""new_sealed(Sealed, (terminal, method, timestamp, request, plaintext_len)): Sealed(...) without running
+Python code (the hot paths build one per request)."""
