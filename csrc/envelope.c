@@ -428,10 +428,10 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                            : canonical_object(json, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
                                               &item_facts);
         if (rc == PASARELA_OK && room < PASARELA_REQUEST_LEN(plaintext_len)) break; /* its canonical form grew */
+        /* every item processed takes the next IV, sealed or not (the pool was checked above) */
+        const uint8_t *iv = ivs != NULL ? ivs + PASARELA_IV_LEN * done : next_iv(ws, NULL);
         facts[done] = item_facts;
-        if (rc == PASARELA_OK)
-            rc = group_add(&g, ws, c, timestamp, out, plaintext_len,
-                           ivs != NULL ? ivs + PASARELA_IV_LEN * done : next_iv(ws, NULL));
+        if (rc == PASARELA_OK) rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
         plaintext_lens[done] = out_lens[done] = 0;
         if (rc == PASARELA_OK) {
             plaintext_lens[done] = plaintext_len;
