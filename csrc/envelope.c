@@ -254,11 +254,14 @@ static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_
 
 static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
 
+static int iv_pool_empty(const pasarela_workspace *ws) {
+    return ws->iv_pool == NULL || ws->iv_pool_used > ws->iv_pool_len || ws->iv_pool_len - ws->iv_pool_used < PASARELA_IV_LEN;
+}
+
 /* The IV to use: iv, or the next 16 bytes of the workspace's pool (NULL when it is empty). */
 static const uint8_t *next_iv(pasarela_workspace *ws, const uint8_t *iv) {
     if (iv != NULL) return iv;
-    if (ws->iv_pool == NULL || ws->iv_pool_used > ws->iv_pool_len || ws->iv_pool_len - ws->iv_pool_used < PASARELA_IV_LEN)
-        return NULL;
+    if (iv_pool_empty(ws)) return NULL;
     iv = ws->iv_pool + ws->iv_pool_used;
     ws->iv_pool_used += PASARELA_IV_LEN;
     return iv;
@@ -342,11 +345,18 @@ typedef struct group {
     uint64_t keys_id[GROUP_MAX], keys_timestamp[GROUP_MAX];
 } group;
 
-/* Hashes and encrypts the group's requests, writes their signatures and bodies, empties the group. */
+/* Hashes and encrypts the group's requests, writes their signatures and bodies, empties the group.
+ * Requests too few (or too unequal) to hash side by side take the single seal's path instead, each
+ * hashed with its CBC chain interleaved: a lone chain of aes_many would hide none of its latency. */
 static void seal_group(group *g) {
     if (g->count == 0) return;
-    pasarela_sha512_many(g->cpu, g->texts, g->text_lens, g->count, &g->digests[0][0]);
-    pasarela_aes256_cbc_encrypt_many(g->cpu, g->jobs, g->count);
+    if (pasarela_sha512_many_side_by_side(g->cpu, g->text_lens, g->count)) {
+        pasarela_sha512_many(g->cpu, g->texts, g->text_lens, g->count, &g->digests[0][0]);
+        pasarela_aes256_cbc_encrypt_many(g->cpu, g->jobs, g->count);
+    } else {
+        for (size_t i = 0; i < g->count; i++)
+            pasarela_sha512_with_cbc(g->cpu, g->texts[i], g->text_lens[i], g->digests[i], &g->jobs[i]);
+    }
     for (size_t i = 0; i < g->count; i++) {
         pasarela_wipe((uint8_t *)(uintptr_t)g->texts[i] + g->secret_from[i], g->text_lens[i] - g->secret_from[i]);
         write_signature_and_body(g->digests[i], g->jobs[i].iv, g->jobs[i].out, g->plaintext_lens[i],
@@ -357,18 +367,12 @@ static void seal_group(group *g) {
 }
 
 /* Adds the request whose n-byte plaintext is at out to the group (sealing the group first when it is
- * full, or has no room for it, or uses other CPU features). PASARELA_E_BUFFER_TOO_SMALL: its text and
- * ciphertext would not fit in ws->plaintext at all (the caller seals it alone). */
+ * full, or has no room for it, or uses other CPU features). One whose text and ciphertext would not fit
+ * in ws->plaintext at all is sealed alone, with ws->scratch (which the caller made large enough). */
 static int group_add(group *g, pasarela_workspace *ws, const pasarela_credentials *c, uint64_t timestamp,
                      char *out, size_t n, const uint8_t *iv) {
     size_t need = (PASARELA_SEAL_SCRATCH_SIZE(n) + 15) / 16 * 16; /* the next item's text starts 16-aligned */
-    if (need > ws->plaintext_cap) { /* the same refusal as a single seal when the keys fail */
-        pasarela_sealing_keys local;
-        const pasarela_sealing_keys *keys;
-        int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
-        if (keys == &local) pasarela_wipe(&local, sizeof local);
-        return rc != PASARELA_OK ? rc : PASARELA_E_BUFFER_TOO_SMALL;
-    }
+    if (need > ws->plaintext_cap) return seal_in_place(c, ws, timestamp, out, PASARELA_REQUEST_LEN(n), n, iv);
     if (g->count == GROUP_MAX || ws->plaintext_cap - g->area_used < need || (g->count > 0 && g->cpu != c->cpu))
         seal_group(g);
     g->cpu = c->cpu;
@@ -419,22 +423,24 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
             offset += len;
             continue;
         }
-        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len);
-        /* stop where the next item might not fit: the caller calls again for the rest */
-        if (ws->out_cap - out_used < PASARELA_REQUEST_LEN(plaintext_max) ||
-            ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len))
+        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len), room = ws->out_cap - out_used;
+        /* stop where the next item might not fit: the caller calls again for the rest. The canonicalizer
+         * needs room for its worst case (6x); the request then takes what its plaintext needs. */
+        if (room < plaintext_max || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len) ||
+            (ivs == NULL && iv_pool_empty(ws)))
             break;
-        const uint8_t *iv = ivs != NULL ? ivs + PASARELA_IV_LEN * done : next_iv(ws, NULL);
-        if (iv == NULL) break; /* the IV pool is empty */
         const pasarela_credentials *c = credentials[done];
         char *out = ws->out + out_used;
         size_t plaintext_len = 0;
-        facts[done] = 0;
+        unsigned item_facts = 0;
         int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
-                           : canonical_object(json + offset, len, json_flags, (uint8_t *)out, plaintext_max, &plaintext_len, ws,
-                                              &facts[done]);
-        if (rc == PASARELA_OK)
-            rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
+                           : canonical_object(json + offset, len, json_flags, (uint8_t *)out, plaintext_max,
+                                              &plaintext_len, ws, &item_facts);
+        if (rc == PASARELA_OK && room < PASARELA_REQUEST_LEN(plaintext_len)) break; /* its canonical form grew */
+        /* every item processed takes the next IV, sealed or not (the pool was checked above) */
+        const uint8_t *iv = ivs != NULL ? ivs + PASARELA_IV_LEN * done : next_iv(ws, NULL);
+        facts[done] = item_facts;
+        if (rc == PASARELA_OK) rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
         plaintext_lens[done] = out_lens[done] = 0;
         if (rc == PASARELA_OK) {
             plaintext_lens[done] = plaintext_len;

@@ -54,6 +54,8 @@ PASARELA_INTERNAL void pasarela_sha512_blocks(unsigned cpu, uint64_t state[8], c
  * 4 with PASARELA_CPU_AVX2, else one after another. Wipes its message-derived temporaries. */
 PASARELA_INTERNAL void pasarela_sha512_many(unsigned cpu, const uint8_t *const *msgs, const size_t *lens, size_t n,
                                             uint8_t *digests);
+/* Whether pasarela_sha512_many hashes these n messages side by side (else it hashes them one by one). */
+PASARELA_INTERNAL int pasarela_sha512_many_side_by_side(unsigned cpu, const size_t *lens, size_t n);
 
 /* aes.c: AES-256 with hardware instructions only. The key schedule is secret: wipe it. */
 typedef struct pasarela_aes256_schedule {

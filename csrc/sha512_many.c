@@ -462,6 +462,20 @@ static int mb_worth(size_t lanes, unsigned cost8, const size_t *lens, size_t n)
 }
 #endif
 
+int pasarela_sha512_many_side_by_side(unsigned cpu, const size_t *lens, size_t n)
+{
+#if defined(PAS_SHA512_MB)
+    if (cpu & PASARELA_CPU_AVX512) {
+        return mb_worth(8, PAS_MB8_COST8, lens, n);
+    }
+    if (cpu & PASARELA_CPU_AVX2) {
+        return mb_worth(4, PAS_MB4_COST8, lens, n);
+    }
+#endif
+    (void)cpu, (void)lens, (void)n;
+    return 0;
+}
+
 void pasarela_sha512_many(unsigned cpu, const uint8_t *const *msgs, const size_t *lens, size_t n, uint8_t *digests)
 {
     pasarela_sha512_ctx ctx;

@@ -8,6 +8,7 @@ CBC chains interleaved. Any stale or mixed-up key would show as a byte differing
 from __future__ import annotations
 
 import gc
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hypothesis import given, settings
@@ -93,3 +94,31 @@ def test_batches_larger_than_a_chunk_match_the_reference() -> None:
     for payload, one in zip(payloads, sealed):
         want = REFERENCES[1].seal(payload, timestamp=MINUTE_START, iv=one.iv)
         assert (one.plaintext, one.signature, one.body) == (want.plaintext, want.signature, want.body)
+
+
+def _matches_reference(terminal: int, payloads: list[Any], sealed: list[Any]) -> None:
+    assert len(sealed) == len(payloads)
+    for payload, one in zip(payloads, sealed):
+        want = REFERENCES[terminal].seal(payload, timestamp=MINUTE_START, iv=one.iv)
+        assert (one.plaintext, one.signature, one.body) == (want.plaintext, want.signature, want.body)
+
+
+def test_batch_items_whose_canonical_form_outgrows_the_workspace_match_the_reference() -> None:
+    """orjson writes 1e20 in 6 bytes, JSON.stringify in 21: items whose request would not fit what is left
+    of the workspace (the C call stops before them, the next call takes them) and whose text and
+    ciphertext would not fit a group at all (sealed alone inside the batch). In a new thread, whose
+    workspace has the batch size these lengths are chosen for (a thread's workspace only grows)."""
+    payloads = [{"small": 1}] + [{"a": [1e20] * 9000, "i": i} for i in range(3)]  # one chunk after the first
+    with ThreadPoolExecutor(1) as pool:
+        sealed = pool.submit(TERMINALS[2].seal_many, payloads, timestamp=MINUTE_START).result()
+    _matches_reference(2, payloads, sealed)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.sampled_from([1, 100, 5000, 16384, 70000, 300000, 1 << 20]), min_size=1, max_size=6),
+       st.integers(0, len(TERMINALS) - 1))
+def test_batches_of_payloads_up_to_a_mebibyte_match_the_reference(sizes: list[int], terminal: int) -> None:
+    """Groups of one or two large requests take the single seal's fused hash-and-encrypt path; more
+    go side by side; items beyond the workspace grow it."""
+    payloads = [{"p": "q" * size, "n": n} for n, size in enumerate(sizes)]
+    _matches_reference(terminal, payloads, TERMINALS[terminal].seal_many(payloads, timestamp=MINUTE_START))

@@ -18,7 +18,7 @@ import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from node_envelope import NodeEnvelope
 from pasarela import AuthError, reference
-from pasarela.errors import AUTH_001_BODY, PROTO_IN_PLAINTEXT, SIGNATURE_FORMAT
+from pasarela.errors import AUTH_001_BODY, BAD_DATA, PROTO_IN_PLAINTEXT, SIGNATURE_FORMAT
 from pasarela.terminal import reference as primitives
 from strategies import sealable_objects
 
@@ -94,6 +94,22 @@ def test_open_accepts_every_body_form(impl: Any) -> None:
     query = f"data={get.data}"
     assert terminal.open("GET", get.headers, params=query, now=NOON) == PAYLOAD
     assert terminal.open("GET", get.headers, params={"data": [get.data]}, now=NOON) == PAYLOAD
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_reads_bodies_of_the_sealed_shape_as_json(impl: Any) -> None:
+    """The C path takes the data of a body of seal's exact shape without parsing it as JSON; such a body
+    must still mean what its JSON means: hex digits written as escapes open, a raw control character is
+    not JSON, a non-ASCII or DEL character is not hex."""
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(PAYLOAD, timestamp=NOON)
+    data = sealed.data.encode("ascii")
+    escaped = b'{"data":"\\u00' + b"%02x" % data[0] + data[1:] + b'"}'
+    assert terminal.open("POST", sealed.headers, escaped, now=NOON) == PAYLOAD
+    for inserted, reason in ((b"\x01", "body is not JSON"), (b"\x1f\x1f", "body is not JSON"),
+                             ("é".encode(), BAD_DATA), (b"\x7f", BAD_DATA), (b"\xff", "body is not JSON")):
+        body = b'{"data":"' + data[:40] + inserted + data[40:] + b'"}'
+        assert _refused(terminal, "POST", sealed.headers, body).reason == reason, inserted
 
 
 # --- tampering -----------------------------------------------------------------------------------

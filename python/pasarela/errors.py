@@ -194,6 +194,7 @@ NOT_OBJECT = "plaintext is not a JSON object"
 KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
 SIGNATURE_MISMATCH = "signature does not match the payload"
 BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
+BAD_LENGTH = "ciphertext is not a non-zero multiple of 16 bytes"
 SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
 KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
 NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"

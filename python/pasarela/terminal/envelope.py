@@ -12,12 +12,14 @@ import enum
 import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import orjson
 
 from .. import _binding
 from ..errors import (
+    BAD_DATA,
+    BAD_LENGTH,
     BAD_PADDING,
     KEY_REASON,
     NOT_JSON,
@@ -27,7 +29,15 @@ from ..errors import (
     PayloadError,
 )
 from . import reference
-from .inbound import DEFAULT_TOLERANCE, LONG_DIGIT_RUN, Body, Params, parse_payload, read_request
+from .inbound import (
+    DEFAULT_TOLERANCE,
+    LONG_DIGIT_RUN,
+    Body,
+    Params,
+    parse_payload,
+    read_request,
+    read_request_bytes,
+)
 from .request import (
     Sealed,
     check_iv,
@@ -36,6 +46,7 @@ from .request import (
     check_object_text,
     check_timestamp,
     encode_credential,
+    new_sealed,
     reserved_member,
 )
 from .stringify import canonicalize_text, stringify
@@ -47,9 +58,12 @@ Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 
 _SHORTEST_DIGITS = _binding.SHORTEST_DIGITS
 _FACT_NULL = _binding.FACT_NULL
+_FACT_PROTO = _binding.FACT_PROTO
+_FACT_CHECK = _FACT_NULL | _FACT_PROTO  # a batch item the single path must look at: refuse, or walk for NaN
 _HAS_HW_AES = _binding.HAS_HW_AES
 _now = time.time
 _dumps = orjson.dumps
+_loads = orjson.loads
 _seal_json = _binding.seal_json
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
@@ -192,15 +206,15 @@ class Terminal:
                 out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv)
                 # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
                 if out is not None and (not out[2] & _FACT_NULL or _finite(payload)):
-                    return Sealed(self, method, ts, out[0], out[1])
+                    return new_sealed(Sealed, (self, method, ts, out[0], out[1]))
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
             out = _seal_json(self._native, ts, _json_text(payload), 0, iv)
             if out is not None:
                 if out[0].find(b'"__proto__":', 0, out[1]) >= 0:  # in the plaintext, at some depth
                     check_no_proto(out[0][: out[1]])
-                return Sealed(self, method, ts, out[0], out[1])
+                return new_sealed(Sealed, (self, method, ts, out[0], out[1]))
         request, plaintext_len, _ = _binding.seal(self._native, ts, canonical_json(payload), iv)
-        return Sealed(self, method, ts, request, plaintext_len)
+        return new_sealed(Sealed, (self, method, ts, request, plaintext_len))
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -217,11 +231,18 @@ class Terminal:
         Returns the payload. Every failure raises AuthError, whose ``body`` is the same AUTH-001 for
         every cause; ``reason`` says what was wrong, for the operator's logs only.
         """
-        inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
-        signature = inbound.signature.encode("ascii")
-        opened = _binding.open_request(self._native, inbound.timestamp, inbound.data.encode("ascii"), signature)
+        timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
+        try:
+            opened = _binding.open_request(self._native, timestamp, data, signature)
+            raw = False
+        except AuthError as exc:
+            if not raw or exc.reason not in (BAD_DATA, BAD_LENGTH):
+                raise
+        if raw:  # the body, read as JSON: its precise refusal, or hex digits written as escapes
+            data = read_request(method, headers, body, params, now=now, tolerance=tolerance).data.encode("ascii")
+            opened = _binding.open_request(self._native, timestamp, data, signature)
         text = opened.text
         if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
             refusal: Optional[AuthError] = None
@@ -236,7 +257,7 @@ class Terminal:
                     except PayloadError:
                         refusal = AuthError(PROTO_IN_PLAINTEXT)
                 try:
-                    _binding.verify(self._native, inbound.timestamp, text, signature)
+                    _binding.verify(self._native, timestamp, text, signature)
                 except AuthError as exc:
                     refusal = refusal or exc
             if opened.bad_padding:  # decided only now, the same work done as for a valid padding
@@ -266,8 +287,8 @@ def seal_batch(items: Iterable[tuple[Terminal, Payload]], *, method: str = "POST
 
 
 _CHUNK_BYTES = 65536
-"""A batch is serialized and sealed this many bytes of JSON at a time: the texts and the requests made from
-them stay in the CPU caches (a whole batch of large payloads at once ran slower than single seals)."""
+"""A batch is serialized and sealed about this many bytes of JSON at a time: the texts and the requests made
+from them stay in the CPU caches (a whole batch of large payloads at once ran slower than single seals)."""
 
 
 def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, timestamp: Optional[int],
@@ -277,38 +298,43 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, 
     ts = check_timestamp(timestamp)
     if not _HAS_HW_AES:
         return [terminal.seal(payload, method=method, timestamp=ts) for terminal, payload in zip(terminals, payloads)]
-    sealed: list[Optional[Sealed]] = [None] * len(payloads)
-    batched: list[int] = []
-    raws: list[bytes] = []
-    size = 0
-    for i, payload in enumerate(payloads):
-        if type(payload) is dict and "key" not in payload and "__proto__" not in payload:
-            try:
-                raw = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
-            except (orjson.JSONEncodeError, TypeError):
-                continue
-            batched.append(i)
-            raws.append(raw)
-            size += len(raw)
-            if size >= _CHUNK_BYTES:
-                _seal_chunk(terminals, payloads, batched, raws, method, ts, only, sealed)
-                batched, raws, size = [], [], 0
-    if batched:
-        _seal_chunk(terminals, payloads, batched, raws, method, ts, only, sealed)
-    if None not in sealed:
-        return sealed  # type: ignore[return-value]  # every item is a Sealed
-    # anything the batch path left (text payloads, Decimals, refusals...) takes the single path,
-    # which seals it or raises the precise error
-    return [s if s is not None else terminals[i].seal(payloads[i], method=method, timestamp=ts)
-            for i, s in enumerate(sealed)]
+    sealed: list[Sealed] = []
+    n = len(payloads)
+    start, count = 0, 1  # items per chunk: one, then as many as about _CHUNK_BYTES of their JSON
+    while start < n:
+        stop = min(n, start + count)
+        chunk = payloads[start:stop]
+        raws = _compact_jsons(chunk)
+        chunk_terminals = terminals[start:stop]
+        structs = ([only._native.struct] * len(raws) if only is not None
+                   else [terminal._native.struct for terminal in chunk_terminals])
+        requests, plaintext_lens, facts = _binding.seal_json_batch(structs, ts, raws)
+        if None in requests or any(fact & _FACT_CHECK for fact in set(facts)):
+            sealed += [_checked(terminal, payload, request, plaintext_len, fact, method, ts)
+                       for terminal, payload, request, plaintext_len, fact
+                       in zip(chunk_terminals, chunk, requests, plaintext_lens, facts)]
+        else:
+            sealed += Sealed.many(chunk_terminals, method, ts, cast("list[bytes]", requests), plaintext_lens)
+        count = max(1, min(4096, _CHUNK_BYTES * len(raws) // max(1, sum(map(len, raws)))))
+        start = stop
+    return sealed
 
 
-def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], batched: list[int], raws: list[bytes],
-                method: str, ts: int, only: Optional[Terminal], sealed: list[Optional[Sealed]]) -> None:
-    """Seals the items batched (indexes into payloads, whose orjson texts are raws) into sealed."""
-    structs = ([only._native.struct] * len(batched) if only is not None
-               else [terminals[i]._native.struct for i in batched])
-    requests, plaintext_lens, facts = _binding.seal_json_batch(structs, ts, raws)
-    for i, request, plaintext_len, fact in zip(batched, requests, plaintext_lens, facts):
-        if request is not None and (not fact & _FACT_NULL or _finite(payloads[i])):
-            sealed[i] = Sealed(terminals[i], method, ts, request, plaintext_len)
+def _compact_jsons(payloads: list[Payload]) -> list[bytes]:
+    """orjson's text of each dict payload; b"" (which the C path refuses) for the others and for those orjson
+    refuses: the single path then seals them or raises the precise error. A dict with a "key" member is
+    refused by the C path too."""
+    try:
+        return [_dumps(payload, default=_default, option=_ORJSON_OPTIONS) if type(payload) is dict else b""
+                for payload in payloads]
+    except (orjson.JSONEncodeError, TypeError):
+        return [_compact_json(payload) or b"" if type(payload) is dict else b"" for payload in payloads]
+
+
+def _checked(terminal: Terminal, payload: Payload, request: Optional[bytes], plaintext_len: int, fact: int,
+             method: str, ts: int) -> Sealed:
+    """The batch's result for one item, or the single path's when the batch could not vouch for it (refused,
+    a top-level "__proto__" member, or a null that may stand for a NaN or an infinity)."""
+    if request is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
+        return Sealed(terminal, method, ts, request, plaintext_len)
+    return terminal.seal(payload, method=method, timestamp=ts)

@@ -1,0 +1,198 @@
+"""Benchmark gate: pasarela against the naive implementation, a Node.js gateway and the primitives' floor.
+
+    python benchmarks/gate.py [--short] [--margin 0.3] [--out benchmarks/gate-out] [--write-baseline]
+
+Measures in one run, in rounds (each round measures every implementation at every size once, so a
+slow spell of the machine hits all of them): seal, seal_many, open, the naive implementation's seal
+and open (benchmarks/naive.py), a Node.js gateway's seal (benchmarks/node_seal.js: crypto and
+JSON.stringify) and the primitives' floor (`openssl speed`: MD5 + SHA-512 over the Base64 text +
+AES-256-CBC, as report.py measures it). Each ratio says how many times faster pasarela is than the
+other side; it is taken within each round and its median over the rounds is kept. Absolute times on a
+shared machine swing by several times; ratios taken this way move far less.
+
+Writes a Markdown table (also to $GITHUB_STEP_SUMMARY when set), a plot and the measurements as JSON
+to --out, and exits 1 when a ratio falls more than --margin below benchmarks/baseline.json (0.3: more
+than 30% below). --short (what .ci/run runs, with a generous margin so that only a real regression of
+about 2x fails, never noise) measures fewer sizes for less time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pasarela
+from naive import naive_open, naive_seal
+from pasarela import canonical_json
+from payloads import payload_of_size
+from report import BUSINESS_CODE, SERIAL, TIMESTAMP, plot, primitives_sum_ns
+
+HERE = Path(__file__).resolve().parent
+BASELINE = HERE / "baseline.json"
+BATCH = 256
+
+# ratio -> (the other side, ours): ratio = other's ns / ours (how many times faster ours is)
+RATIOS = {
+    "seal vs naive seal": ("naive seal", "seal"),
+    "open vs naive open": ("naive open", "open"),
+    "seal vs Node.js seal": ("node seal", "seal"),
+    "seal vs the primitives' floor": ("primitives floor", "seal"),
+    "seal_many vs the primitives' floor": ("primitives floor", "seal_many"),
+}
+
+
+def _python_calls(size: int, terminal: pasarela.Terminal) -> dict[str, tuple[Callable[[], object], int]]:
+    """name -> (call, requests per call)."""
+    payload = payload_of_size(size)
+    iv = bytes(range(16))
+    batch = [payload] * (BATCH if size <= 4096 else 16)
+    sealed = terminal.seal(payload, timestamp=TIMESTAMP)
+    headers, body = sealed.headers, sealed.body or b""
+    return {
+        "seal": (lambda: terminal.seal(payload), 1),
+        "seal_many": (lambda: terminal.seal_many(batch, timestamp=TIMESTAMP), len(batch)),
+        "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
+        "naive seal": (lambda: naive_seal(BUSINESS_CODE, SERIAL, payload, TIMESTAMP, iv), 1),
+        "naive open": (lambda: naive_open(BUSINESS_CODE, SERIAL, headers, body), 1),
+    }
+
+
+def _calibrated(call: Callable[[], object], seconds: float) -> int:
+    """Calls per timed block so a block lasts about seconds."""
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        if time.perf_counter() - start > seconds / 2 or number >= 1 << 20:
+            return number
+        number *= 2
+
+
+def _ns_per_request(call: Callable[[], object], number: int, items: int) -> float:
+    """The best of 3 blocks (the least disturbed by other processes)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        best = min(best, time.perf_counter() - start)
+    return best / number / items * 1e9
+
+
+def _node_ns(sizes: list[int], seconds: float) -> dict[int, float]:
+    request = {"businessCode": BUSINESS_CODE, "terminalSerial": SERIAL, "timestamp": TIMESTAMP, "seconds": seconds,
+               "payloads": {str(size): canonical_json(payload_of_size(size)).decode() for size in sizes}}
+    result = subprocess.run(["node", str(HERE / "node_seal.js")], input=json.dumps(request), capture_output=True,
+                            text=True, check=True, timeout=300)
+    return {int(size): float(ns) for size, ns in json.loads(result.stdout).items()}
+
+
+def measure(sizes: list[int], rounds: int, seconds: float) -> list[dict[str, dict[int, float]]]:
+    """Per round: implementation -> size -> ns per request."""
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    calls = {size: _python_calls(size, terminal) for size in sizes}
+    numbers = {(size, name): _calibrated(call, seconds) for size in sizes for name, (call, _) in calls[size].items()}
+    results = []
+    for r in range(rounds):
+        row: dict[str, dict[int, float]] = {}
+        for size in sizes:
+            for name, (call, items) in calls[size].items():
+                row.setdefault(name, {})[size] = _ns_per_request(call, numbers[size, name], items)
+            row.setdefault("primitives floor", {})[size] = primitives_sum_ns(size)
+        row["node seal"] = _node_ns(sizes, seconds)
+        results.append(row)
+        print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
+    return results
+
+
+def ratios(rounds: list[dict[str, dict[int, float]]], sizes: list[int]) -> dict[str, dict[int, float]]:
+    """Each ratio at each size: the median over rounds of the ratio within a round."""
+    return {label: {size: statistics.median(row[other][size] / row[ours][size] for row in rounds) for size in sizes}
+            for label, (other, ours) in RATIOS.items()}
+
+
+Check = tuple[str, int, float, float, bool]
+
+
+def verdicts(measured: dict[str, dict[int, float]], baseline: dict[str, dict[str, float]],
+             margin: float) -> list[Check]:
+    """(ratio, size, measured, baseline, ok) for every ratio the baseline has at a measured size."""
+    out = []
+    for label, by_size in measured.items():
+        for size, value in by_size.items():
+            base = baseline.get(label, {}).get(str(size))
+            if base is not None:
+                out.append((label, size, value, base, value >= base * (1 - margin)))
+    return out
+
+
+def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks: list[Check], margin: float,
+             command: str) -> str:
+    medians = {name: {size: statistics.median(row[name][size] for row in rounds) for size in sizes}
+               for name in rounds[0]}
+    lines = [f"## pasarela {pasarela.__version__}: benchmark gate", "",
+             f"`{command}`: {len(rounds)} round(s), {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", "",
+             "ns per request (median over rounds; absolute times vary with the machine's load)", "",
+             "| | " + " | ".join(f"{size:,} B" for size in sizes) + " |",
+             "|---|" + "---|" * len(sizes)]
+    lines += [f"| {name} | " + " | ".join(f"{by_size[size]:,.0f}" for size in sizes) + " |"
+              for name, by_size in medians.items()]
+    lines += ["", f"ratios (times faster than the other side; fails below baseline x {1 - margin:.2f})", "",
+              "| ratio | size | measured | baseline | floor | |", "|---|---|---|---|---|---|"]
+    lines += [f"| {label} | {size:,} B | {value:.2f}x | {base:.2f}x | {base * (1 - margin):.2f}x | "
+              f"{'ok' if ok else '**REGRESSION**'} |" for label, size, value, base, ok in checks]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--short", action="store_true", help="256 B and 1 KiB, 2 rounds (about 40 s)")
+    parser.add_argument("--margin", type=float, default=0.3, help="allowed fall below the baseline (0.3: 30%%)")
+    parser.add_argument("--out", type=Path, default=HERE / "gate-out", help="directory for gate.md/.png/.json")
+    parser.add_argument("--baseline", type=Path, default=BASELINE)
+    parser.add_argument("--write-baseline", action="store_true", help="store this run's ratios as the baseline")
+    args = parser.parse_args(argv)
+    sizes = [256, 1024] if args.short else [64, 256, 1024, 16384]
+    rounds = measure(sizes, rounds=2 if args.short else 3, seconds=0.1 if args.short else 0.15)
+    measured = ratios(rounds, sizes)
+    if args.write_baseline:
+        previous = json.loads(args.baseline.read_text()) if args.baseline.exists() else {}
+        for label, by_size in measured.items():
+            previous.setdefault(label, {}).update({str(size): round(value, 3) for size, value in by_size.items()})
+        args.baseline.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    baseline = json.loads(args.baseline.read_text())
+    checks = verdicts(measured, baseline, args.margin)
+    command = " ".join(["python benchmarks/gate.py", *(argv if argv is not None else sys.argv[1:])])
+    report = markdown(rounds, sizes, checks, args.margin, command)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "gate.md").write_text(report)
+    (args.out / "gate.json").write_text(json.dumps({"rounds": rounds, "ratios": measured}, indent=1))
+    plot({name: {size: statistics.median(row[name][size] for row in rounds) for size in sizes} for name in rounds[0]},
+         args.out / "gate.png")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(report)
+    print(report)
+    failed = [c for c in checks if not c[4]]
+    if not checks:
+        print(f"gate: {args.baseline} has no ratio at the sizes measured", file=sys.stderr)
+        return 1
+    for label, size, value, base, _ in failed:
+        print(f"gate: {label} at {size} B is {value:.2f}x, more than {args.margin:.0%} below the baseline "
+              f"{base:.2f}x", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

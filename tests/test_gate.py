@@ -1,0 +1,44 @@
+"""benchmarks/gate.py's arithmetic: ratios within rounds, medians over rounds, verdicts against a baseline
+(the timings themselves are measured by the gate, never asserted here)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import gate
+
+
+def _round(seal: float, naive: float, floor: float) -> dict[str, dict[int, float]]:
+    return {"seal": {256: seal}, "seal_many": {256: seal / 2}, "open": {256: seal * 1.5},
+            "naive seal": {256: naive}, "naive open": {256: naive}, "node seal": {256: naive / 2},
+            "primitives floor": {256: floor}}
+
+
+def test_ratios_are_taken_within_each_round_then_the_median() -> None:
+    # the machine twice as slow in round 2: the ratio within each round stays 10x
+    rounds = [_round(1000, 10_000, 500), _round(2000, 20_000, 1000), _round(1000, 30_000, 500)]
+    ratios = gate.ratios(rounds, [256])
+    assert ratios["seal vs naive seal"][256] == 10.0
+    assert ratios["seal vs the primitives' floor"][256] == 0.5
+    assert ratios["seal_many vs the primitives' floor"][256] == 1.0
+
+
+def test_a_ratio_more_than_the_margin_below_the_baseline_fails() -> None:
+    baseline = {"seal vs naive seal": {"256": 10.0}, "seal vs Node.js seal": {"256": 4.0}}
+    measured = {"seal vs naive seal": {256: 5.4}, "seal vs Node.js seal": {256: 2.3}, "unbaselined": {256: 1.0}}
+    checks = gate.verdicts(measured, baseline, margin=0.45)
+    assert [(label, ok) for label, _, _, _, ok in checks] == [("seal vs naive seal", False),
+                                                              ("seal vs Node.js seal", True)]
+    report = gate.markdown([_round(1000, 10_000, 500)], [256], checks, 0.45, "gate")
+    assert "**REGRESSION**" in report and "| seal vs Node.js seal | 256 B | 2.30x | 4.00x | 2.20x | ok |" in report
+
+
+def test_the_committed_baseline_covers_every_ratio_at_the_short_sizes() -> None:
+    import json
+
+    baseline = json.loads(gate.BASELINE.read_text())
+    for label in gate.RATIOS:
+        assert {"256", "1024"} <= set(baseline[label]), label
