@@ -207,3 +207,11 @@ def test_the_payer_page_cannot_be_framed(client: TestClient) -> None:
     page = client.get(f"/sandbox/pay/{_colombia_transfer(client)}")
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_a_405_allow_header_names_every_method_of_the_path_even_across_routes(client: TestClient) -> None:
+    # GET and DELETE of /v1/charges/{ticketNumber} are two routes: Starlette alone names only the first
+    answer = client.request("OPTIONS", "/v1/charges/0")
+    assert answer.status_code == 405
+    assert set(answer.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE"}
+    assert answer.json()["code"] == "METHOD_NOT_ALLOWED"

@@ -20,7 +20,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
 from . import bank_page, cards, simulator, transfers
@@ -48,14 +48,26 @@ async def _sandbox_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
     if exc.status_code == 404:
         message = f"no route {request.method} {request.url.path}: see /openapi.json"
     elif exc.status_code == 405:
-        message = f"{request.url.path} answers {(exc.headers or {}).get('Allow', 'other methods')} only"
+        headers["Allow"] = _allowed_methods(request)
+        message = f"{request.url.path} answers {headers['Allow']} only"
     else:
         message = exc.detail
     code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
-    return _refusal(SandboxError(exc.status_code, code, message), dict(exc.headers or {}))
+    return _refusal(SandboxError(exc.status_code, code, message), headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route of this path answers: Starlette's own Allow names only the first route that
+    matched the path, and a path served by two routes (GET and POST apart) has more."""
+    path = request.url.path
+    methods = {method for route in request.app.router.routes
+               if isinstance(route, Route) and route.methods and route.path_regex.fullmatch(path)
+               for method in route.methods}
+    return ", ".join(sorted(methods))
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
