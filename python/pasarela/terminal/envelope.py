@@ -31,9 +31,9 @@ from ..errors import (
 from . import reference
 from .inbound import (
     DEFAULT_TOLERANCE,
-    LONG_DIGIT_RUN,
     Body,
     Params,
+    has_long_digit_run,
     parse_payload,
     read_request,
     read_request_bytes,
@@ -151,7 +151,7 @@ def _canonical_text(text: bytes) -> bytes:
 
 def _parse_canonical(text: bytes) -> dict[str, Any]:
     """parse_payload (the reference's), with orjson where it returns the same values."""
-    if LONG_DIGIT_RUN(text) is not None:  # maybe an integer JSON.parse rounds: orjson would not
+    if has_long_digit_run(text):  # maybe an integer JSON.parse rounds: orjson would not
         return parse_payload(text)
     try:
         payload: dict[str, Any] = orjson.loads(text)

@@ -20,10 +20,10 @@ from ..errors import BAD_DATA, NOT_JSON, SIGNATURE_FORMAT, AuthError
 __all__ = [
     "BODY_METHODS",
     "DEFAULT_TOLERANCE",
-    "LONG_DIGIT_RUN",
     "Body",
     "Inbound",
     "Params",
+    "has_long_digit_run",
     "header",
     "parse_payload",
     "read_data",
@@ -59,9 +59,15 @@ def _json_int(text: str) -> Union[int, float]:
     return value if -(2**53) <= value <= 2**53 or float(value) == value else float(text)
 
 
-LONG_DIGIT_RUN = re.compile(rb"[0-9]{17}").search
-"""Finds where canonical text may hold an integer literal that is not exactly a double (they have at
-least 17 digits: every integer below 10**16 that JSON.stringify writes is the double itself)."""
+_DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_SEVENTEEN_ZEROS = b"0" * 17
+
+
+def has_long_digit_run(text: bytes) -> bool:
+    """Whether canonical text may hold an integer literal that is not exactly a double (they have at least
+    17 digits: every integer below 10**16 that JSON.stringify writes is the double itself). A translation
+    and a substring search: a regex search cost about 25 us per KiB, more than the rest of open."""
+    return _SEVENTEEN_ZEROS in text.translate(_DIGITS_AS_ZEROS)
 
 
 def parse_payload(canonical: bytes) -> dict[str, Any]:
@@ -70,7 +76,7 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
     An integer literal comes back as int when the double JSON.parse makes of it is exactly that integer
     (all of them within ±2**53, and 10**16 and the like beyond), else as that double (float): 1152921504606847000
     is what JSON.stringify writes for 2**60, and seal writes the float 2**60 back as the same text. Without a
-    run of 17 digits (LONG_DIGIT_RUN) this is what orjson.loads returns, so the fast path may use it then.
+    run of 17 digits (has_long_digit_run) this is what orjson.loads returns, so the fast path may use it then.
     """
     try:
         payload: dict[str, Any] = json.loads(canonical.decode("utf-8"), parse_int=_json_int)
