@@ -4,6 +4,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -12,7 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from node_envelope import NodeEnvelope
 from node_oracle import NodeOracle, NodeUnavailableError
-from redis_server import RedisServer
+
+if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scripts/wheel-check) have no redis
+    from redis_server import RedisServer
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
@@ -62,6 +65,8 @@ def node_envelope() -> Iterator[NodeEnvelope]:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One real redis-server on a free loopback port for the session (fails, never skips, without it)."""
+    from redis_server import RedisServer
+
     try:
         server = RedisServer()
         server.start()
