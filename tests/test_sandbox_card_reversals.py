@@ -4,7 +4,6 @@ official PHP SDK's call), later than a day it refunds it, a second reversal is a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from pasarela.sandbox import Sandbox, SandboxConfig
+from shifted_clock import ShiftedClock
 
 PUBLIC, PRIVATE = "pk-void", "sk-void"
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}
@@ -20,21 +20,13 @@ CARD = {"name": "Ana Gomez", "number": "5100000000000008", "expiryMonth": "12", 
 AMOUNT = {"subtotalIva": 100000, "subtotalIva0": 0, "iva": 19000, "currency": "COP"}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
+@pytest.fixture
+def clock() -> ShiftedClock:
+    return ShiftedClock()
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def client(clock: Clock) -> Iterator[TestClient]:
+def client(clock: ShiftedClock) -> Iterator[TestClient]:
     with Sandbox(SandboxConfig(public_key=PUBLIC, private_key=PRIVATE), clock=clock) as sandbox:
         app: Any = sandbox.app
         with TestClient(app) as client:
@@ -64,7 +56,7 @@ def test_a_charge_is_voided_once(client: TestClient) -> None:
     assert record["ticketNumber"] == ticket and record["reversal"] == body and record["amount"] == AMOUNT
 
 
-def test_after_a_day_the_same_call_is_a_refund(client: TestClient, clock: Clock) -> None:
+def test_after_a_day_the_same_call_is_a_refund(client: TestClient, clock: ShiftedClock) -> None:
     ticket = _charge(client)
     clock.offset = 86_400.0
     refunded = client.delete(f"/card/v1/charges/{ticket}", headers=PRIVATE_KEY)

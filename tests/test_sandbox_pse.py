@@ -5,7 +5,6 @@ query, settling by itself like Mexico and Ecuador, and the webhook; then pasarel
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ from pasarela.transfers import (
     TransferState,
     TransferTokenRequest,
 )
+from shifted_clock import ShiftedClock
 
 PUBLIC, PRIVATE = "pk-pse", "sk-pse"
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}
@@ -30,21 +30,13 @@ PRIVATE_KEY = {"Private-Merchant-Id": PRIVATE}
 AMOUNT = {"subtotalIva": 0, "subtotalIva0": 50000, "iva": 0}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
+@pytest.fixture
+def clock() -> ShiftedClock:
+    return ShiftedClock()
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def client(clock: Clock) -> Iterator[TestClient]:
+def client(clock: ShiftedClock) -> Iterator[TestClient]:
     with Sandbox(SandboxConfig(public_key=PUBLIC, private_key=PRIVATE, settle_after=120.0), clock=clock) as sandbox:
         app: Any = sandbox.app
         with TestClient(app) as client:
@@ -98,7 +90,7 @@ def test_pse_init_redirects_to_the_bank_and_the_payer_pays_there(client: TestCli
     assert [hook["status"] for hook in hooks if hook["token"] == token] == ["approvedTransaction"]
 
 
-def test_pse_settles_by_itself_by_the_document_rule(client: TestClient, clock: Clock) -> None:
+def test_pse_settles_by_itself_by_the_document_rule(client: TestClient, clock: ShiftedClock) -> None:
     token, _ = _start(client, document="999999990")
     assert client.get(f"/transfer/v1/status/{token}", headers=PRIVATE_KEY).json()["status"] == "initializedTransaction"
     clock.offset = 120.0

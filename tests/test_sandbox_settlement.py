@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from local_server import LocalServer
 from pasarela.sandbox import Sandbox, SandboxConfig
+from shifted_clock import ShiftedClock
 
 PUBLIC, PRIVATE = "pk-settle", "sk-settle"
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}
@@ -23,14 +24,6 @@ DECLINED = "999999990"
 MEXICO_AMOUNT = {"subtotalIva": 1000, "subtotalIva0": 0, "iva": 160}
 ECUADOR_AMOUNT = {"subtotalIva": 100, "subtotalIva0": 0, "iva": 15}
 DEADLINE = 15.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
 
 
 def _mexico(document: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -63,11 +56,11 @@ def _webhook_statuses(client: Any, token: str) -> list[str]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ShiftedClock:
+    return ShiftedClock()
 
 
-def _in_process(clock: Clock, settle_after: Optional[float]) -> Iterator[TestClient]:
+def _in_process(clock: ShiftedClock, settle_after: Optional[float]) -> Iterator[TestClient]:
     config = SandboxConfig(public_key=PUBLIC, private_key=PRIVATE, settle_after=settle_after)
     with Sandbox(config, clock=clock) as sandbox:
         app: Any = sandbox.app
@@ -79,7 +72,7 @@ def _in_process(clock: Clock, settle_after: Optional[float]) -> Iterator[TestCli
 @pytest.mark.parametrize(("document", "status", "processor_state"), [
     ("123456789", "approvedTransaction", "OK"), (DECLINED, "declinedTransaction", "NOT_AUTHORIZED")])
 def test_an_unpaid_transfer_settles_by_the_document_rule_seen_by_the_status_query_alone(
-        clock: Clock, country: Any, document: str, status: str, processor_state: str) -> None:
+        clock: ShiftedClock, country: Any, document: str, status: str, processor_state: str) -> None:
     for client in _in_process(clock, settle_after=30.0):
         token = _start(client, *country(document))
         record = _status(client, token)
@@ -97,7 +90,7 @@ def test_an_unpaid_transfer_settles_by_the_document_rule_seen_by_the_status_quer
         assert _webhook_statuses(client, token) == [status]
 
 
-def test_moving_the_sandbox_clock_settles_what_is_due(clock: Clock) -> None:
+def test_moving_the_sandbox_clock_settles_what_is_due(clock: ShiftedClock) -> None:
     for client in _in_process(clock, settle_after=60.0):
         tokens = [_start(client, *_mexico("1")), _start(client, *_ecuador(DECLINED))]
         moved = client.post("/sandbox/v1/clock", json={"seconds": 60}, headers=PRIVATE_KEY)
@@ -107,7 +100,7 @@ def test_moving_the_sandbox_clock_settles_what_is_due(clock: Clock) -> None:
         assert _webhook_statuses(client, tokens[1]) == ["declinedTransaction"]
 
 
-def test_never_leaves_the_transfer_to_the_payer(clock: Clock) -> None:
+def test_never_leaves_the_transfer_to_the_payer(clock: ShiftedClock) -> None:
     for client in _in_process(clock, settle_after=None):
         token = _start(client, *_mexico("1"))
         client.post("/sandbox/v1/clock", json={"seconds": 86_400}, headers=PRIVATE_KEY)
@@ -117,7 +110,7 @@ def test_never_leaves_the_transfer_to_the_payer(clock: Clock) -> None:
         assert paid.status_code == 200 and paid.json()["status"] == "approvedTransaction"
 
 
-def test_a_transfer_paid_or_cancelled_before_its_time_is_not_settled_again(clock: Clock) -> None:
+def test_a_transfer_paid_or_cancelled_before_its_time_is_not_settled_again(clock: ShiftedClock) -> None:
     for client in _in_process(clock, settle_after=10.0):
         paid = _start(client, *_mexico("1"))
         declined_by_payer = client.post("/sandbox/v1/payments", json={"token": paid, "outcome": "declined"},
@@ -132,7 +125,7 @@ def test_a_transfer_paid_or_cancelled_before_its_time_is_not_settled_again(clock
         assert _webhook_statuses(client, cancelled) == []
 
 
-def test_colombia_qr_is_not_settled_by_time(clock: Clock) -> None:
+def test_colombia_qr_is_not_settled_by_time(clock: ShiftedClock) -> None:
     for client in _in_process(clock, settle_after=1.0):
         amount = {"subtotalIva": 0, "subtotalIva0": 5000, "iva": 0}
         token = _start(client, {"currency": "COP", "amount": amount, "flow": {"processorName": "BRE-B", "type": "QR"}},
