@@ -412,6 +412,7 @@ HOT_INLINE int put_js_number(state *s, int negative, const uint8_t *digits, int 
     int i;
     if (negative) buf[w++] = '-';
     if (k <= n && n <= 21) {
+        if (n >= 17) s->facts |= PASARELA_JSON_FACT_LONG_INT; /* maybe not the double itself: see the fact */
         for (i = 0; i < k; i++) buf[w++] = digits[i];
         for (i = 0; i < n - k; i++) buf[w++] = '0';
     } else if (0 < n && n <= 21) {
@@ -1040,7 +1041,7 @@ done:
     s->pos = pos;
     s->len = len;
     s->members_top = top;
-    s->facts = facts;
+    s->facts |= facts; /* with what the number writer reported */
     return rc;
 }
 
@@ -1196,7 +1197,7 @@ done:
     s->pos = pos;
     s->len = len;
     s->members_top = top;
-    s->facts = facts;
+    s->facts |= facts; /* with what the number writer reported */
     return rc;
 }
 

@@ -128,6 +128,7 @@ static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_work
     } else {
         rc = json_rc != PASARELA_OK ? json_rc : signature_rc;
     }
+    if (rc == PASARELA_OK) ws->json_facts = facts;
     if (rc == PASARELA_OK || rc == PASARELA_E_JSON_UNSUPPORTED) {
         ws->out_len = text_len;
     } else { /* every refusal: nothing of the decrypted text stays */
@@ -160,4 +161,35 @@ int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
     if (rc == PASARELA_OK) rc = open_decrypted(c->cpu, &keys->derived, ws, n, signature_hex);
     if (keys == &local) pasarela_wipe(&local, sizeof local);
     return rc;
+}
+
+/* The 10-digit timestamp of timestamp_text when it is within tolerance seconds of now, else 0. */
+static uint64_t timestamp_in_window(const char *text, size_t len, double now, double tolerance) {
+    uint64_t t = 0;
+    if (text == NULL || len != 10) return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)text[i] - '0';
+        if (d > 9) return 0;
+        t = t * 10 + d;
+    }
+    double skew = (double)t - now; /* exact: t < 2^53, as Python's int - float */
+    return skew <= tolerance && -skew <= tolerance ? t : 0; /* a NaN now or tolerance: 0 */
+}
+
+int pasarela_open_request(const pasarela_credentials *c, pasarela_workspace *ws, const char *timestamp_text,
+                          size_t timestamp_len, double now, double tolerance, const char *authorization,
+                          size_t authorization_len, const char *body, size_t body_len) {
+    static const char basic[] = "Basic ", body_open[] = "{\"data\":\"", body_close[] = "\"}";
+    const size_t basic_len = sizeof basic - 1, open_len = sizeof body_open - 1, close_len = sizeof body_close - 1;
+    if (ws == NULL) return PASARELA_E_INVALID_ARGUMENT;
+    ws->out_len = ws->plaintext_len = ws->error_offset = 0;
+    ws->json_facts = 0;
+    uint64_t timestamp = timestamp_in_window(timestamp_text, timestamp_len, now, tolerance);
+    if (timestamp == 0 || authorization == NULL || authorization_len != basic_len + PASARELA_SIGNATURE_HEX_LEN ||
+        memcmp(authorization, basic, basic_len) != 0 || body == NULL || body_len < open_len + close_len ||
+        memcmp(body, body_open, open_len) != 0 || memcmp(body + body_len - close_len, body_close, close_len) != 0)
+        return PASARELA_E_REQUEST_FORM;
+    for (size_t i = basic_len; i < authorization_len; i++)
+        if ((unsigned char)authorization[i] >= 0x80) return PASARELA_E_REQUEST_FORM;
+    return pasarela_open(c, ws, timestamp, body + open_len, body_len - open_len - close_len, authorization + basic_len);
 }

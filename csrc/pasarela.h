@@ -38,7 +38,9 @@ typedef enum pasarela_status {
     PASARELA_E_IV_POOL_EMPTY = 14,    /* no IV given and fewer than 16 bytes left in ws->iv_pool: refill it */
     PASARELA_E_JSON_NOT_UTF8 = 15,    /* pasarela_open: the decrypted text is not UTF-8 (ws->error_offset: where) */
     PASARELA_E_TOO_LARGE = 16,        /* an input length whose buffer sizes would not fit in size_t */
-    PASARELA_E_PROTO_MEMBER = 17      /* pasarela_open: the payload has a top-level "__proto__" member */
+    PASARELA_E_PROTO_MEMBER = 17,     /* pasarela_open: the payload has a top-level "__proto__" member */
+    PASARELA_E_REQUEST_FORM = 18      /* pasarela_open_request: a header or the body is not in the form seal writes,
+                                         or the timestamp is outside the window (nothing was decrypted) */
 } pasarela_status;
 
 /* Sizes. */
@@ -88,6 +90,9 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
 #define PASARELA_JSON_FACT_PROTO 4u  /* an object at the top level with a "__proto__" member (JSON.parse makes
                                         it an own property; whether a server's signed text keeps it depends on
                                         how the server adds key) */
+#define PASARELA_JSON_FACT_LONG_INT 8u /* the canonical text has an integer literal of 17 digits or more (from a
+                                          number written with a fraction or an exponent): JSON.parse reads it as a
+                                          double, which a parser of exact integers may not */
 /* Set in ws->json_facts by pasarela_open when it returns PASARELA_E_JSON_UNSUPPORTED for a text whose
  * padding was invalid: the caller's slower path does its work as for any text, then refuses (bad padding). */
 #define PASARELA_OPEN_BAD_PADDING 4u
@@ -252,6 +257,17 @@ int pasarela_verify(const pasarela_credentials *credentials, pasarela_workspace 
  * leaves nothing of the decrypted text in ws->out. */
 int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *ws, uint64_t timestamp,
                   const char *data, size_t data_len, const char *signature_hex);
+
+/* pasarela_open of a POST request read from its two headers and its body, for the common case, in one
+ * call: timestamp_text must be 10 ASCII digits within tolerance seconds of now (|timestamp - now| <=
+ * tolerance, in doubles), authorization "Basic " and 128 ASCII characters, and the body exactly
+ * {"data":"<data>"} with no quote, backslash or byte >= 0x80 in data. Anything else returns
+ * PASARELA_E_REQUEST_FORM before any key is derived: the caller reads the request the slower way, for
+ * the precise refusal (or the escaped data a JSON parser would accept). Otherwise as pasarela_open; on
+ * PASARELA_OK ws->json_facts holds the canonicalizer's PASARELA_JSON_FACT_* bits of the text. */
+int pasarela_open_request(const pasarela_credentials *credentials, pasarela_workspace *ws, const char *timestamp_text,
+                          size_t timestamp_len, double now, double tolerance, const char *authorization,
+                          size_t authorization_len, const char *body, size_t body_len);
 
 #ifdef __cplusplus
 }

@@ -119,6 +119,8 @@ const char *pasarela_strerror(int status)
         return "input too large: its buffer sizes would overflow size_t";
     case PASARELA_E_PROTO_MEMBER:
         return "payload has a top-level \"__proto__\" member";
+    case PASARELA_E_REQUEST_FORM:
+        return "request headers or body not in the form seal writes, or timestamp outside the window";
     default:
         return "unknown status";
     }

@@ -386,3 +386,120 @@ def test_open_names_a_malformed_signature_in_both_implementations(impl: Any, man
     headers["Authorization"] = "Basic " + mangle(headers["Authorization"][6:])
     err = _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, {"data": data}, None)
     assert err.reason == SIGNATURE_FORMAT
+
+
+# --- the C core's reading of a POST request (headers and body) against the Python reading ---------
+
+
+def _outcome(terminal: Any, method: str, headers: dict[str, str], body: Any, now: float) -> Any:
+    try:
+        return terminal.open(method, headers, body, now=now)
+    except AuthError as exc:
+        return ("refused", exc.reason)
+
+
+def _sealed_bytes_request() -> tuple[dict[str, str], bytes]:
+    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(PAYLOAD, timestamp=NOON, iv=IV)
+    return dict(sealed.headers), sealed.body or b""
+
+
+_MUTATIONS: list[Any] = [
+    lambda h, b: (h, b),
+    lambda h, b: ({**h, "timestamp": str(NOON + 301)}, b),
+    lambda h, b: ({**h, "timestamp": str(NOON - 300)}, b),
+    lambda h, b: ({**h, "timestamp": "１763812800"}, b),
+    lambda h, b: ({**h, "timestamp": "0000000000"}, b),
+    lambda h, b: ({k: v for k, v in h.items() if k != "timestamp"}, b),
+    lambda h, b: ({**h, "Authorization": h["Authorization"].upper()}, b),
+    lambda h, b: ({**h, "Authorization": h["Authorization"][:-1] + "é"}, b),
+    lambda h, b: ({**h, "Authorization": "basic " + h["Authorization"][6:]}, b),
+    lambda h, b: ({**h, "Authorization": h["Authorization"] + "0"}, b),
+    lambda h, b: (h, b[:-1]),
+    lambda h, b: (h, b[:-3] + b'"}'),
+    lambda h, b: (h, b.replace(b'{"data":"', b'{"data": "')),
+    lambda h, b: (h, b.replace(b":", b"\\u003a", 2).replace(b'{"data"\\u003a', b'{"data":')),
+    lambda h, b: (h, b[:9] + b[9:].replace(b"a", b"\\u0061", 1)),
+    lambda h, b: (h, b[:-2] + b'\\"}'),
+    lambda h, b: (h, b[:20] + bytes([b[20] ^ 1]) + b[21:]),
+    lambda h, b: (h, b[:-6] + (b"0" if b[-3:-2] != b"0" else b"1") + b[-5:]),
+    lambda h, b: (h, b[:-4] + b'"}'),
+    lambda h, b: (h, b'{"data":"' + b[9:41] + b'"}'),
+    lambda h, b: (h, b"{}"),
+    lambda h, b: (h, b""),
+]
+
+
+@pytest.mark.parametrize("mutation", range(len(_MUTATIONS)))
+@pytest.mark.parametrize("now", [NOON, NOON + 0.5, float("nan")])
+def test_the_c_reading_of_a_post_agrees_with_the_python_reading(mutation: int, now: float) -> None:
+    """"POST" with a bytes body is read by pasarela_open_request; "post" takes read_request_bytes: the same
+    payload or the same refusal, whatever was changed in the request."""
+    headers, body = _MUTATIONS[mutation](*_sealed_bytes_request())
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    assert _outcome(terminal, "POST", headers, body, now) == _outcome(terminal, "post", headers, body, now)
+
+
+@given(payload=sealable_objects(), index=st.integers(min_value=0), bit=st.integers(min_value=0, max_value=7))
+def test_the_c_reading_agrees_with_the_python_reading_on_any_flipped_bit(payload: dict[str, Any], index: int,
+                                                                          bit: int) -> None:
+    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(payload, timestamp=NOON)
+    body = bytearray(sealed.body or b"")
+    body[index % len(body)] ^= 1 << bit
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    headers = dict(sealed.headers)
+    assert _outcome(terminal, "POST", headers, bytes(body), NOON) == _outcome(terminal, "post", headers,
+                                                                             bytes(body), NOON)
+
+
+def test_open_post_is_the_path_a_sealed_request_takes() -> None:
+    from pasarela import _binding
+
+    headers, body = _sealed_bytes_request()
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    opened = _binding.open_post(terminal._native, headers["timestamp"].encode(), NOON, 300,
+                                headers["Authorization"].encode(), body)
+    assert opened is not None and opened[0] == b'{"amount":100,"currency":"COP","reference":"order-1042"}'
+    late = _binding.open_post(terminal._native, headers["timestamp"].encode(), NOON + 301, 300,
+                              headers["Authorization"].encode(), body)
+    assert late is None  # outside the window: read the slower way, for the precise refusal
+
+
+# JSON.stringify writes these with 17 digits or more; JSON.parse reads them back as the doubles they are
+LONG_INT_PLAINTEXT = b'{"a":9.87654321e19,"b":[1.5e20,-9.87654321e19],"c":"12345678901234567890"}'
+LONG_INT_CANONICAL = b'{"a":98765432100000000000,"b":[150000000000000000000,-98765432100000000000],' \
+                     b'"c":"12345678901234567890"}'
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_open_reads_long_integers_of_a_non_canonical_plaintext_as_the_doubles_json_parse_makes(impl: Any) -> None:
+    headers, data = _forged(LONG_INT_PLAINTEXT, sign_over=LONG_INT_CANONICAL)
+    opened = impl(BUSINESS_CODE, SERIAL).open("POST", headers, json.dumps({"data": data}, separators=(",", ":"))
+                                              .encode(), now=NOON)
+    assert opened == as_opened(LONG_INT_CANONICAL)
+    assert type(opened["a"]) is float and opened["a"] == 9.87654321e19  # not the int 98765432100000000000
+    assert type(opened["b"][0]) is int  # 1.5e20 is that integer exactly
+    assert opened["c"] == "12345678901234567890"
+
+
+def test_the_canonicalizer_reports_long_integer_literals() -> None:
+    from pasarela import _binding
+
+    headers, data = _forged(LONG_INT_PLAINTEXT, sign_over=LONG_INT_CANONICAL)
+    opened = _binding.open_post(pasarela.Terminal(BUSINESS_CODE, SERIAL)._native, headers["timestamp"].encode(),
+                                NOON, 300, headers["Authorization"].encode(), b'{"data":"' + data.encode() + b'"}')
+    assert opened is not None and opened[0] == LONG_INT_CANONICAL and opened[1] & _binding.FACT_LONG_INT
+    short_headers, short_data = _forged(b'{"a":1.5e15,"c":"12345678901234567890"}',
+                                        sign_over=b'{"a":1500000000000000,"c":"12345678901234567890"}')
+    short = _binding.open_post(pasarela.Terminal(BUSINESS_CODE, SERIAL)._native, short_headers["timestamp"].encode(),
+                               NOON, 300, short_headers["Authorization"].encode(),
+                               b'{"data":"' + short_data.encode() + b'"}')
+    assert short is not None and not short[1] & _binding.FACT_LONG_INT
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize(("now", "tolerance"), [(float("nan"), 300), (NOON, float("nan"))], ids=["now", "tolerance"])
+def test_open_refuses_every_request_when_the_clock_or_the_tolerance_is_nan(impl: Any, now: float,
+                                                                            tolerance: float) -> None:
+    headers, body = _sealed_bytes_request()
+    assert "timestamp" in _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, body, now=now,
+                                   tolerance=tolerance).reason

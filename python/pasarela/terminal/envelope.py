@@ -65,6 +65,8 @@ _now = time.time
 _dumps = orjson.dumps
 _loads = orjson.loads
 _seal_json = _binding.seal_json
+_open_post = _binding.open_post
+_FACT_LONG_INT = _binding.FACT_LONG_INT
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
 # ints beyond ±(2**53 - 1) (OPT_STRICT_INTEGER): stringify writes those that are doubles, refuses the rest.
@@ -149,9 +151,10 @@ def _canonical_text(text: bytes) -> bytes:
     return canonical.text
 
 
-def _parse_canonical(text: bytes) -> dict[str, Any]:
-    """parse_payload (the reference's), with orjson where it returns the same values."""
-    if has_long_digit_run(text):  # maybe an integer JSON.parse rounds: orjson would not
+def _parse_canonical(text: bytes, long_int: Optional[bool] = None) -> dict[str, Any]:
+    """parse_payload (the reference's), with orjson where it returns the same values. long_int: whether text
+    has an integer literal of 17 digits or more, as the C canonicalizer reports it (None: not known)."""
+    if has_long_digit_run(text) if long_int is None else long_int:  # maybe an integer JSON.parse rounds
         return parse_payload(text)
     try:
         payload: dict[str, Any] = orjson.loads(text)
@@ -233,6 +236,13 @@ class Terminal:
         """
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
+        if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
+            timestamp_text, authorization = headers.get("timestamp"), headers.get("Authorization")
+            if type(timestamp_text) is str and type(authorization) is str and authorization.isascii():
+                opened_post = _open_post(self._native, timestamp_text.encode("utf-8", "surrogatepass"),
+                                         _now() if now is None else now, tolerance, authorization.encode("ascii"), body)
+                if opened_post is not None:
+                    return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
         timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
         try:
             opened = _binding.open_request(self._native, timestamp, data, signature)

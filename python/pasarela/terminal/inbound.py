@@ -145,7 +145,7 @@ def read_timestamp(headers: Mapping[str, str], now: Optional[float], tolerance: 
         raise AuthError(f"timestamp header {text[:20]!r} is not 10 digits{hint}")
     timestamp = int(text)
     skew = timestamp - (time.time() if now is None else now)
-    if abs(skew) > tolerance:
+    if not abs(skew) <= tolerance:  # a NaN clock or tolerance refuses too
         raise AuthError(f"timestamp is {skew:+.0f} s from the server clock (tolerance {tolerance:g} s)")
     return timestamp
 
