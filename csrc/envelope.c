@@ -75,7 +75,7 @@ static int derive_password(const uint8_t *business_code, size_t business_code_le
     pasarela_md5_update(&md5, (const uint8_t *)date, sizeof date);
     if (key_len < sizeof zeros) pasarela_md5_update(&md5, zeros, sizeof zeros - key_len);
     pasarela_md5_final(&md5, digest);
-    pasarela_hex_encode_cpu(0, digest, sizeof digest, password); /* 16 bytes, once per second: the portable code */
+    pasarela_hex_encode(digest, sizeof digest, password);
     pasarela_wipe(digest, sizeof digest);
     return PASARELA_OK;
 }

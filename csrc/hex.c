@@ -2,6 +2,8 @@
  *
  * The bytes encoded include secrets (the password digest, the expected signature of an incoming request) and
  * the text decoded comes from the network, so both directions run in time that depends on the length only.
+ * The public pasarela_hex_encode / pasarela_hex_decode run the portable code; the library's hot paths (seal,
+ * sign, open) call the _cpu variants with the cpu bits of their credentials.
  * Dispatch on the caller's cpu bits:
  *  - PASARELA_CPU_AVX2 (x86-64, GCC or clang): encode 32 bytes -> 64 chars per step (nibbles to characters with
  *    pshufb on a register constant), decode 64 chars -> 32 bytes per step (range checks with unsigned min,
@@ -126,7 +128,7 @@ static PAS_HEX_AVX2_FN size_t hex_avx2_encode(const uint8_t *in, size_t n, char 
         hex_avx2_encode16(in + i, out + 2 * i);
         i += 16;
     }
-    _mm256_zeroall(); /* the nibbles of the password and signature digests are secrets */
+    _mm256_zeroall(); /* the expected signature of an incoming request is a secret: leave none of its nibbles */
     return i;
 }
 
@@ -215,20 +217,14 @@ int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size_t n, uint8_t *out
     return PASARELA_OK;
 }
 
-/* The public entry points ask the CPU (cpuid, which a virtual machine traps: microseconds) on x86-64 only, and only
- * when the text is long enough for a vector step; the library's own callers pass the bits they already hold. */
-#if defined(PAS_HEX_X86)
-#define PAS_HEX_CPU_FOR(n, vector_step) ((n) >= (vector_step) ? pasarela_cpu_features() : 0u)
-#else
-#define PAS_HEX_CPU_FOR(n, vector_step) 0u
-#endif
-
+/* The public entry points run the portable code: choosing the AVX2 code would take a cpuid per call (7.5 us in a
+ * virtual machine, where the hypervisor traps it), and the library's own callers pass the bits they hold. */
 void pasarela_hex_encode(const uint8_t *in, size_t n, char *out)
 {
-    pasarela_hex_encode_cpu(PAS_HEX_CPU_FOR(n, 16u), in, n, out);
+    pasarela_hex_encode_cpu(0, in, n, out);
 }
 
 int pasarela_hex_decode(const char *in, size_t n, uint8_t *out)
 {
-    return pasarela_hex_decode_cpu(PAS_HEX_CPU_FOR(n, 32u), in, n, out);
+    return pasarela_hex_decode_cpu(0, in, n, out);
 }
