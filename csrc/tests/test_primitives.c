@@ -607,16 +607,12 @@ static void test_hex(void)
 
 /* ---------------------------------------------------------------- hex, every code path */
 
-/* Reference value of one hex digit, or -1. */
+/* Reference value of one hex digit (its place in the digits, modulo 16), or -1. */
 static int ref_nibble(int c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    static const char digits[] = "0123456789abcdef0123456789ABCDEF";
+    const char *at = c != 0 ? strchr(digits, c) : NULL;
+    return at != NULL ? (int)((at - digits) & 15) : -1;
 }
 
 /* The n bytes at src through pasarela_hex_encode_cpu and back through pasarela_hex_decode_cpu at one cpu level,
