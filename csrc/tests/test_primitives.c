@@ -747,7 +747,7 @@ static void test_hex_levels(void)
                   pasarela_hex_decode_cpu(cpu, NULL, 0, NULL) == PASARELA_OK && out[0] == 1 && out[3] == 4,
               what);
     }
-    printf("hex levels under test: %s\n", nlevels > 1 ? "AVX2, portable" : "portable");
+    printf("hex levels under test: %u (cpu bits:%s 0)\n", (unsigned)nlevels, nlevels > 1 ? " 4" : "");
 }
 
 /* ---------------------------------------------------------------- util */
