@@ -216,23 +216,23 @@ void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasar
     pasarela_sha512_update(&sha, (const uint8_t *)text, len);
     pasarela_sha512_final(&sha, digest);
     pasarela_wipe(text + secret_from, len - secret_from);
-    pasarela_hex_encode(digest, sizeof digest, signature_hex);
+    pasarela_hex_encode_cpu(cpu, digest, sizeof digest, signature_hex);
 }
 
 /* The signature (hex of digest) and the POST body {"data":"<iv_hex>:<ct_hex>"} of the request whose
  * plaintext has n bytes: PASARELA_SEALED_LEN(n) chars at out. */
-static void write_signature_and_body(const uint8_t digest[64], const uint8_t iv[PASARELA_IV_LEN],
+static void write_signature_and_body(unsigned cpu, const uint8_t digest[64], const uint8_t iv[PASARELA_IV_LEN],
                                      const uint8_t *ciphertext, size_t n, char *out) {
     static const char body_open[] = "{\"data\":\"";
     size_t ciphertext_len = PASARELA_CIPHERTEXT_LEN(n);
-    pasarela_hex_encode(digest, 64, out);
+    pasarela_hex_encode_cpu(cpu, digest, 64, out);
     char *data = out + PASARELA_SIGNATURE_HEX_LEN;
     memcpy(data, body_open, PASARELA_BODY_DATA_OFFSET);
     data += PASARELA_BODY_DATA_OFFSET;
-    pasarela_hex_encode(iv, PASARELA_IV_LEN, data);
+    pasarela_hex_encode_cpu(cpu, iv, PASARELA_IV_LEN, data);
     data[2 * PASARELA_IV_LEN] = ':';
     data += 2 * PASARELA_IV_LEN + 1;
-    pasarela_hex_encode(ciphertext, ciphertext_len, data);
+    pasarela_hex_encode_cpu(cpu, ciphertext, ciphertext_len, data);
     data[2 * ciphertext_len] = '"';
     data[2 * ciphertext_len + 1] = '}';
 }
@@ -249,7 +249,7 @@ static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_
     pasarela_cbc_job job = {&k->schedule, iv, plaintext, n, ciphertext};
     pasarela_sha512_with_cbc(cpu, (const uint8_t *)text, text_len, digest, &job);
     pasarela_wipe(text + secret_from, text_len - secret_from);
-    write_signature_and_body(digest, iv, ciphertext, n, out);
+    write_signature_and_body(cpu, digest, iv, ciphertext, n, out);
 }
 
 static int is_object_text(const uint8_t *p, size_t n) { return n >= 2 && p[0] == '{' && p[n - 1] == '}'; }
@@ -359,7 +359,7 @@ static void seal_group(group *g) {
     }
     for (size_t i = 0; i < g->count; i++) {
         pasarela_wipe((uint8_t *)(uintptr_t)g->texts[i] + g->secret_from[i], g->text_lens[i] - g->secret_from[i]);
-        write_signature_and_body(g->digests[i], g->jobs[i].iv, g->jobs[i].out, g->plaintext_lens[i],
+        write_signature_and_body(g->cpu, g->digests[i], g->jobs[i].iv, g->jobs[i].out, g->plaintext_lens[i],
                                  g->outs[i] + g->plaintext_lens[i]);
     }
     pasarela_wipe(g->keys, sizeof g->keys[0] * g->keys_count);

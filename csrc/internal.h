@@ -19,6 +19,11 @@ PASARELA_INTERNAL void pasarela_wipe(void *p, size_t n);
  * is the constant-time one, for secret-derived bytes). */
 PASARELA_INTERNAL size_t pasarela_base64_encode_public(unsigned cpu, const uint8_t *in, size_t n, char *out);
 
+/* hex.c: pasarela_hex_encode / pasarela_hex_decode with AVX2 when cpu has PASARELA_CPU_AVX2 (x86-64), else the
+ * portable code; the same output and the same refusals either way, in time that depends on n only. */
+PASARELA_INTERNAL void pasarela_hex_encode_cpu(unsigned cpu, const uint8_t *in, size_t n, char *out);
+PASARELA_INTERNAL int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size_t n, uint8_t *out);
+
 /* json.c: offset of the first byte of in[0..n) that does not start a well-formed UTF-8 sequence
  * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
 PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);

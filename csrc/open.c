@@ -18,8 +18,8 @@ static int decrypt_blocks(unsigned cpu, const pasarela_aes256_schedule *ks, cons
     *n = ct_hex / 2;
     if (*n == 0 || *n % 16) return PASARELA_E_BAD_LENGTH;
     if (out_cap < *n) return PASARELA_E_BUFFER_TOO_SMALL;
-    if (pasarela_hex_decode(data, iv_hex, iv) != PASARELA_OK) return PASARELA_E_BAD_HEX;
-    if (pasarela_hex_decode(data + iv_hex + 1, ct_hex, out) != PASARELA_OK) return PASARELA_E_BAD_HEX;
+    if (pasarela_hex_decode_cpu(cpu, data, iv_hex, iv) != PASARELA_OK) return PASARELA_E_BAD_HEX;
+    if (pasarela_hex_decode_cpu(cpu, data + iv_hex + 1, ct_hex, out) != PASARELA_OK) return PASARELA_E_BAD_HEX;
     pasarela_aes256_cbc_decrypt_blocks(cpu, ks, iv, out, *n / 16, out);
     return PASARELA_OK;
 }

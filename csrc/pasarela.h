@@ -114,9 +114,10 @@ void pasarela_md5(const uint8_t *in, size_t n, uint8_t out[16]);
 void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64]);
 /* Standard alphabet, padded. Writes 4*ceil(n/3) chars; returns that count. No secret-indexed lookups. */
 size_t pasarela_base64_encode(const uint8_t *in, size_t n, char *out);
-/* Lowercase; writes 2n chars. No secret-indexed lookups. */
+/* Lowercase; writes 2n chars. No secret-indexed lookups. The portable code (seal and open use AVX2 when the
+ * credentials' cpu bits have it: the same bytes). */
 void pasarela_hex_encode(const uint8_t *in, size_t n, char *out);
-/* Accepts upper- and lowercase; n must be even. */
+/* Accepts upper- and lowercase; n must be even. Anything else: PASARELA_E_BAD_HEX and n / 2 zero bytes at out. */
 int pasarela_hex_decode(const char *in, size_t n, uint8_t *out);
 /* PKCS#7: out must hold PASARELA_CIPHERTEXT_LEN(n) bytes. */
 int pasarela_aes256_cbc_encrypt(unsigned cpu, const uint8_t key[32], const uint8_t iv[16],

@@ -14,6 +14,8 @@
  * SHA-512 is tested on every block function this CPU can run: the portable one (cpu = 0) and,
  * when pasarela_cpu_features() reports PASARELA_CPU_AVX2, the AVX2/BMI2 one.
  *
+ * Hex is tested the same way: the portable code (cpu = 0) and, with PASARELA_CPU_AVX2, the AVX2 code.
+ *
  * Prints "N passed, N failed" as the last line; exits non-zero on any failure.
  */
 #include <stdio.h>
@@ -603,6 +605,151 @@ static void test_hex(void)
     check(pasarela_hex_decode("00\xc1\xa1", 4, out) == PASARELA_E_BAD_HEX, "hex decode high bytes");
 }
 
+/* ---------------------------------------------------------------- hex, every code path */
+
+/* Reference value of one hex digit (its place in the digits, modulo 16), or -1. */
+static int ref_nibble(int c)
+{
+    static const char digits[] = "0123456789abcdef0123456789ABCDEF";
+    const char *at = c != 0 ? strchr(digits, c) : NULL;
+    return at != NULL ? (int)((at - digits) & 15) : -1;
+}
+
+/* The n bytes at src through pasarela_hex_encode_cpu and back through pasarela_hex_decode_cpu at one cpu level,
+ * each input at the very end of a malloc'd block and each output in a block with one guard byte after it (ASan
+ * catches reads past the input, the guard writes past the output): 1 when the text is the reference's and
+ * portable's (to_hex, cpu 0) and decoding it, in lowercase and with each letter's case drawn from *s, gives src. */
+static int hex_level_matches(unsigned cpu, const uint8_t *src, size_t n, uint64_t *s)
+{
+    uint8_t *in = (uint8_t *)malloc(n + 1), *back = (uint8_t *)malloc(n + 1);
+    char *text = (char *)malloc(2 * n + 1), *portable = (char *)malloc(2 * n + 1), *mixed = (char *)malloc(2 * n + 1);
+    char *ref = (char *)malloc(2 * n + 1);
+    size_t i;
+    int ok;
+    if (in == NULL || back == NULL || text == NULL || portable == NULL || mixed == NULL || ref == NULL) {
+        ok = 0;
+        goto done;
+    }
+    if (n > 0)
+        memcpy(in + 1, src, n);
+    memset(text, '#', 2 * n + 1);
+    pasarela_hex_encode_cpu(cpu, in + 1, n, text);
+    pasarela_hex_encode_cpu(0, in + 1, n, portable);
+    to_hex(src, n, ref);
+    ok = memcmp(text, ref, 2 * n) == 0 && memcmp(text, portable, 2 * n) == 0 && text[2 * n] == '#';
+    /* the text to decode at the very end of its block too */
+    memcpy(mixed + 1, text, 2 * n);
+    memset(back, 0xA5, n + 1);
+    ok &= pasarela_hex_decode_cpu(cpu, mixed + 1, 2 * n, back) == PASARELA_OK && memcmp(back, src, n) == 0 &&
+          back[n] == 0xA5;
+    for (i = 0; i < 2 * n; i++) {
+        char c = text[i];
+        mixed[1 + i] = (c >= 'a' && c <= 'f' && (rng_next(s) & 1u)) ? (char)(c - 'a' + 'A') : c;
+    }
+    memset(back, 0xA5, n + 1);
+    ok &= pasarela_hex_decode_cpu(cpu, mixed + 1, 2 * n, back) == PASARELA_OK && memcmp(back, src, n) == 0 &&
+          back[n] == 0xA5;
+done:
+    free(in);
+    free(back);
+    free(text);
+    free(portable);
+    free(mixed);
+    free(ref);
+    return ok;
+}
+
+/* Every byte value at every position of a mixed-case text of len digits, decoded at one cpu level: a hex digit
+ * must decode to the reference bytes, anything else must be refused with the whole output zeroed (and nothing
+ * written past it). Returns how many (position, byte) pairs went wrong. */
+static unsigned hex_level_refusals(unsigned cpu, size_t len, uint64_t *s)
+{
+    char *text = (char *)malloc(len);
+    uint8_t *out = (uint8_t *)malloc(len / 2 + 1), *want = (uint8_t *)malloc(len / 2);
+    static const char digits[] = "0123456789abcdefABCDEF";
+    unsigned wrong = 0;
+    size_t pos, i;
+    int c;
+    if (text == NULL || out == NULL || want == NULL) {
+        free(text);
+        free(out);
+        free(want);
+        return 1;
+    }
+    for (i = 0; i < len; i++)
+        text[i] = digits[rng_next(s) % 22u];
+    for (pos = 0; pos < len; pos++) {
+        char saved = text[pos];
+        for (c = 0; c < 256; c++) {
+            int rc, good = 1;
+            text[pos] = (char)c;
+            memset(out, 0x55, len / 2 + 1);
+            rc = pasarela_hex_decode_cpu(cpu, text, len, out);
+            if (ref_nibble(c) >= 0) {
+                for (i = 0; i < len / 2; i++)
+                    want[i] = (uint8_t)(ref_nibble((uint8_t)text[2 * i]) << 4 | ref_nibble((uint8_t)text[2 * i + 1]));
+                good = rc == PASARELA_OK && memcmp(out, want, len / 2) == 0;
+            } else {
+                good = rc == PASARELA_E_BAD_HEX;
+                for (i = 0; i < len / 2; i++)
+                    good &= out[i] == 0;
+            }
+            good &= out[len / 2] == 0x55;
+            if (!good && wrong++ < 5)
+                printf("  cpu %u, %u digits: byte %d at %u: rc %d\n", cpu, (unsigned)len, c, (unsigned)pos, rc);
+        }
+        text[pos] = saved;
+    }
+    free(text);
+    free(out);
+    free(want);
+    return wrong;
+}
+
+/* pasarela_hex_encode_cpu / pasarela_hex_decode_cpu at every level this machine runs (AVX2 when it has it, and
+ * the portable code), against an independent reference and against each other. */
+static void test_hex_levels(void)
+{
+    unsigned levels[2];
+    size_t nlevels = 0, l, n, k;
+    uint64_t s = 20261123;
+    uint8_t src[300];
+    char what[112];
+
+    if (pasarela_cpu_features() & PASARELA_CPU_AVX2)
+        levels[nlevels++] = PASARELA_CPU_AVX2;
+    levels[nlevels++] = 0;
+    for (l = 0; l < nlevels; l++) {
+        unsigned cpu = levels[l];
+        int ok = 1;
+        uint8_t out[4] = {1, 2, 3, 4};
+        /* every length through the 64-digit, 32-digit, 8-digit and 2-digit steps, several contents each */
+        for (n = 0; n <= sizeof src; n++) {
+            for (k = 0; k < 4; k++) {
+                rng_fill(&s, src, n);
+                if (k == 1)
+                    memset(src, 0x00, n);
+                if (k == 2)
+                    memset(src, 0xFF, n);
+                ok &= hex_level_matches(cpu, src, n, &s);
+            }
+        }
+        sprintf(what, "hex cpu %u: encode = reference = portable, decode (lower and mixed case), lengths 0..300", cpu);
+        check(ok, what);
+        /* 170 digits: two 64-digit steps, the 32-digit one, an 8-digit SWAR word and a last pair */
+        sprintf(what, "hex cpu %u: every byte value at every position of 170 digits: refused (zeroed) or decoded", cpu);
+        check(hex_level_refusals(cpu, 170, &s) == 0, what);
+        sprintf(what, "hex cpu %u: every byte value at every position of 64 digits", cpu);
+        check(hex_level_refusals(cpu, 64, &s) == 0, what);
+        sprintf(what, "hex cpu %u: odd length, NULL, empty", cpu);
+        check(pasarela_hex_decode_cpu(cpu, "0123456789abcdef0123456789abcdef0", 33, out) == PASARELA_E_BAD_HEX &&
+                  pasarela_hex_decode_cpu(cpu, NULL, 64, out) == PASARELA_E_INVALID_ARGUMENT &&
+                  pasarela_hex_decode_cpu(cpu, NULL, 0, NULL) == PASARELA_OK && out[0] == 1 && out[3] == 4,
+              what);
+    }
+    printf("hex levels under test: %u (cpu bits:%s 0)\n", (unsigned)nlevels, nlevels > 1 ? " 4" : "");
+}
+
 /* ---------------------------------------------------------------- util */
 static void test_util(void)
 {
@@ -674,6 +821,7 @@ int main(void)
     test_base64();
     test_base64_public();
     test_hex();
+    test_hex_levels();
     test_util();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail == 0 ? 0 : 1;
