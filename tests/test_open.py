@@ -407,7 +407,7 @@ _MUTATIONS: list[Any] = [
     lambda h, b: (h, b),
     lambda h, b: ({**h, "timestamp": str(NOON + 301)}, b),
     lambda h, b: ({**h, "timestamp": str(NOON - 300)}, b),
-    lambda h, b: ({**h, "timestamp": "１763812800"}, b),
+    lambda h, b: ({**h, "timestamp": "\uff11763812800"}, b),
     lambda h, b: ({**h, "timestamp": "0000000000"}, b),
     lambda h, b: ({k: v for k, v in h.items() if k != "timestamp"}, b),
     lambda h, b: ({**h, "Authorization": h["Authorization"].upper()}, b),
