@@ -261,11 +261,11 @@ int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *w
 
 /* pasarela_open of a POST request read from its two headers and its body, for the common case, in one
  * call: timestamp_text must be 10 ASCII digits within tolerance seconds of now (|timestamp - now| <=
- * tolerance, in doubles), authorization "Basic " and 128 ASCII characters, and the body exactly
- * {"data":"<data>"} with no quote, backslash or byte >= 0x80 in data. Anything else returns
- * PASARELA_E_REQUEST_FORM before any key is derived: the caller reads the request the slower way, for
- * the precise refusal (or the escaped data a JSON parser would accept). Otherwise as pasarela_open; on
- * PASARELA_OK ws->json_facts holds the canonicalizer's PASARELA_JSON_FACT_* bits of the text. */
+ * tolerance, in doubles), authorization "Basic " and 128 ASCII characters, and the body {"data":"<data>"}.
+ * Anything else returns PASARELA_E_REQUEST_FORM before any key is derived: the caller reads the request the
+ * slower way, for the precise refusal. Otherwise as pasarela_open of data: data with anything but hex digits
+ * and the colon (a JSON escape, a quote) is PASARELA_E_BAD_HEX, which the caller also reads the slower way,
+ * as JSON. On PASARELA_OK ws->json_facts holds the canonicalizer's PASARELA_JSON_FACT_* bits of the text. */
 int pasarela_open_request(const pasarela_credentials *credentials, pasarela_workspace *ws, const char *timestamp_text,
                           size_t timestamp_len, double now, double tolerance, const char *authorization,
                           size_t authorization_len, const char *body, size_t body_len);
