@@ -6,7 +6,8 @@
  * bit 1: also call with output and scratch one byte short of the documented sizes.
  * Checks: only documented statuses (never BUFFER_TOO_SMALL at the documented sizes); a result of
  * the checked mode is well-formed UTF-8 without raw control bytes (JSON.stringify escapes them and
- * writes no whitespace); canonicalizing it again, in either mode, gives the same bytes (idempotence).
+ * writes no whitespace), and it has an integer literal of 17 digits or more exactly when the facts say so
+ * (PASARELA_JSON_FACT_LONG_INT); canonicalizing it again, in either mode, gives the same bytes (idempotence).
  */
 #include "fuzz.h"
 
@@ -27,7 +28,8 @@ static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
                                       PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.facts);
     FUZZ_CHECK(r.rc == PASARELA_OK || r.rc == PASARELA_E_JSON_SYNTAX || r.rc == PASARELA_E_JSON_UNSUPPORTED ||
                r.rc == PASARELA_E_JSON_UNSAFE_INTEGER);
-    FUZZ_CHECK((r.facts & ~(PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_NULL | PASARELA_JSON_FACT_PROTO)) == 0);
+    FUZZ_CHECK((r.facts & ~(PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_NULL | PASARELA_JSON_FACT_PROTO |
+                            PASARELA_JSON_FACT_LONG_INT)) == 0);
     if (r.rc == PASARELA_OK) {
         FUZZ_CHECK(r.len <= PASARELA_JSON_OUT_MAX(n) && error_offset == 0);
     } else {
@@ -75,9 +77,10 @@ static int is_stringify_text(const uint8_t *s, size_t n)
     return 1;
 }
 
-/* Whether the text has an integer token of 16 or more digits outside strings: JSON.stringify
- * writes 1e20 as 100000000000000000000, which canonicalizing again refuses as an unsafe integer. */
-static int has_long_integer(const uint8_t *s, size_t n)
+/* Whether the text has an integer token of min_digits or more digits outside strings: JSON.stringify
+ * writes 1e20 as 100000000000000000000, which canonicalizing again refuses as an unsafe integer (16 or
+ * more digits), and which the canonicalizer reports as PASARELA_JSON_FACT_LONG_INT (17 or more). */
+static int has_integer_of(const uint8_t *s, size_t n, size_t min_digits)
 {
     int in_string = 0;
     for (size_t i = 0; i < n; i++) {
@@ -92,7 +95,7 @@ static int has_long_integer(const uint8_t *s, size_t n)
             size_t j = i;
             while (j < n && s[j] >= '0' && s[j] <= '9')
                 j++;
-            if (j - i >= 16 && (j == n || (s[j] != '.' && s[j] != 'e')) && (i == 0 || s[i - 1] != '.'))
+            if (j - i >= min_digits && (j == n || (s[j] != '.' && s[j] != 'e')) && (i == 0 || s[i - 1] != '.'))
                 return 1;
             i = j - 1;
         }
@@ -128,12 +131,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     result first = canonicalize(reader.data, reader.size, 0);
     if (first.rc == PASARELA_OK) {
         FUZZ_CHECK(is_stringify_text(first.out, first.len));
+        FUZZ_CHECK(!(first.facts & PASARELA_JSON_FACT_LONG_INT) == !has_integer_of(first.out, first.len, 17));
         /* The result is JSON.stringify output (shortest digits, JSON.stringify escapes, no duplicate
          * keys): canonicalizing it again, checked or trusted, gives the same bytes. */
         for (unsigned again_flags = 0; again_flags <= PASARELA_JSON_SHORTEST_DIGITS; again_flags++) {
             result again = canonicalize(first.out, first.len, again_flags);
             if (again.rc == PASARELA_E_JSON_UNSAFE_INTEGER) {
-                FUZZ_CHECK(has_long_integer(first.out, first.len));
+                FUZZ_CHECK(has_integer_of(first.out, first.len, 16));
             } else {
                 FUZZ_CHECK(again.rc == PASARELA_OK);
                 FUZZ_CHECK(again.len == first.len && memcmp(again.out, first.out, first.len) == 0);

@@ -1,0 +1,101 @@
+"""Where the time of seal and open goes, next to the primitives' floor: measured in one run, interleaved.
+
+    python benchmarks/where_time_goes.py [--rounds 5]
+
+For each size, each round times: orjson.dumps of the payload (what seal serializes), the C call of seal
+alone (pasarela_seal_json on that text, no Python around it but the cffi call), Terminal.seal, orjson.loads
+of the canonical text (what open builds), the C call of open alone (pasarela_open_request), Terminal.open,
+and the primitives' floor (`openssl speed`, report.py). Prints the medians over rounds and each part as a
+multiple of the floor, taken within a round (this machine's speed swings too much for absolute times to
+compare across runs). Not a gate: it says which part to work on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import orjson
+
+import pasarela
+from pasarela import _binding
+from payloads import payload_of_size
+from report import BUSINESS_CODE, SERIAL, TIMESTAMP, primitives_sum_ns
+
+SIZES = [64, 256, 1024, 16384]
+REPEAT = 100
+
+
+def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], object]]:
+    payload = payload_of_size(size)
+    text = orjson.dumps(payload)
+    sealed = terminal.seal(payload, timestamp=TIMESTAMP)
+    headers, body = sealed.headers, sealed.body or b""
+    timestamp_text, authorization = headers["timestamp"].encode(), headers["Authorization"].encode()
+    lib, null, credentials = _binding.lib, _binding.ffi.NULL, terminal._native.struct
+    buffers = _binding._buffers(4 * max(SIZES))  # the thread's workspace, large enough never to be regrown
+
+    def c_seal() -> None:
+        if lib.pasarela_seal_json(credentials, buffers.ws, TIMESTAMP, text, len(text), _binding.SHORTEST_DIGITS,
+                                  null) == lib.PASARELA_E_IV_POOL_EMPTY:
+            buffers.refill_ivs()
+
+    def c_open() -> None:
+        assert lib.pasarela_open_request(credentials, buffers.ws, timestamp_text, 10, TIMESTAMP, 300, authorization,
+                                         len(authorization), body, len(body)) == lib.PASARELA_OK
+
+    return {
+        "orjson.dumps": lambda: orjson.dumps(payload),
+        "C seal call": c_seal,
+        "Terminal.seal": lambda: terminal.seal(payload, timestamp=TIMESTAMP),
+        "orjson.loads": lambda: orjson.loads(sealed.plaintext),
+        "C open call": c_open,
+        "Terminal.open": lambda: terminal.open("POST", headers, body, now=TIMESTAMP),
+    }
+
+
+def _ns(call: Callable[[], object], number: int) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        best = min(best, time.perf_counter() - start)
+    return best / number * 1e9
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    parts = {size: _parts(size, terminal) for size in SIZES}
+    rounds: list[dict[int, dict[str, float]]] = []
+    for r in range(args.rounds):
+        row: dict[int, dict[str, float]] = {}
+        for size in SIZES:
+            number = max(10, REPEAT * 256 // size)
+            row[size] = {name: _ns(call, number) for name, call in parts[size].items()}
+            row[size]["floor"] = primitives_sum_ns(size)
+        rounds.append(row)
+        print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+    names = [*parts[SIZES[0]], "floor"]
+    print("| ns (median) / x floor (median of the ratios within a round) | "
+          + " | ".join(f"{size:,} B" for size in SIZES) + " |")
+    print("|---|" + "---|" * len(SIZES))
+    for name in names:
+        cells = [f"{statistics.median(row[size][name] for row in rounds):,.0f} / "
+                 f"{statistics.median(row[size][name] / row[size]['floor'] for row in rounds):.2f}x"
+                 for size in SIZES]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
