@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import orjson
 
 import pasarela
+from gate import _ns_per_request
 from pasarela import _binding
 from payloads import payload_of_size
 from report import BUSINESS_CODE, SERIAL, TIMESTAMP, primitives_sum_ns
@@ -60,16 +60,6 @@ def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], obj
     }
 
 
-def _ns(call: Callable[[], object], number: int) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(number):
-            call()
-        best = min(best, time.perf_counter() - start)
-    return best / number * 1e9
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5)
@@ -81,7 +71,7 @@ def main() -> int:
         row: dict[int, dict[str, float]] = {}
         for size in SIZES:
             number = max(10, REPEAT * 256 // size)
-            row[size] = {name: _ns(call, number) for name, call in parts[size].items()}
+            row[size] = {name: _ns_per_request(call, number, 1) for name, call in parts[size].items()}
             row[size]["floor"] = primitives_sum_ns(size)
         rounds.append(row)
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
