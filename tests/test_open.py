@@ -410,6 +410,9 @@ _MUTATIONS: list[Any] = [
     lambda h, b: ({**h, "timestamp": "\uff11763812800"}, b),
     lambda h, b: ({**h, "timestamp": "0000000000"}, b),
     lambda h, b: ({k: v for k, v in h.items() if k != "timestamp"}, b),
+    lambda h, b: ({k.lower(): v for k, v in h.items()}, b),
+    lambda h, b: ({k.upper(): v for k, v in h.items()}, b),
+    lambda h, b: ({"AUTHORIZATION": "Basic " + "0" * 128, **{k.lower(): v for k, v in h.items()}}, b),
     lambda h, b: ({**h, "Authorization": h["Authorization"].upper()}, b),
     lambda h, b: ({**h, "Authorization": h["Authorization"][:-1] + "é"}, b),
     lambda h, b: ({**h, "Authorization": "basic " + h["Authorization"][6:]}, b),
@@ -503,3 +506,17 @@ def test_open_refuses_every_request_when_the_clock_or_the_tolerance_is_nan(impl:
     headers, body = _sealed_bytes_request()
     assert "timestamp" in _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, body, now=now,
                                    tolerance=tolerance).reason
+
+
+def test_the_lower_case_headers_of_an_asgi_server_are_read_by_the_c_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TerminalAuthMiddleware hands open the header names in lower case, as ASGI servers give them."""
+    from pasarela.terminal import envelope
+
+    def python_reading(*args: Any) -> Any:
+        raise AssertionError("read in Python")
+
+    headers, body = _sealed_bytes_request()
+    monkeypatch.setattr(envelope, "read_request_bytes", python_reading)
+    opened = pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", {k.lower(): v for k, v in headers.items()}, body,
+                                                          now=NOON)
+    assert opened == PAYLOAD

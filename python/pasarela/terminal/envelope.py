@@ -238,6 +238,8 @@ class Terminal:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
             timestamp_text, authorization = headers.get("timestamp"), headers.get("Authorization")
+            if authorization is None:  # as header() reads it: then in lower case, as ASGI servers spell it
+                authorization = headers.get("authorization")
             if type(timestamp_text) is str and type(authorization) is str and authorization.isascii():
                 opened_post = _open_post(self._native, timestamp_text.encode("utf-8", "surrogatepass"),
                                          _now() if now is None else now, tolerance, authorization.encode("ascii"), body)

@@ -86,11 +86,15 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
 
 
 def header(headers: Mapping[str, str], name: str) -> Optional[str]:
-    """Case-insensitive header lookup (HTTP header names are case-insensitive)."""
+    """Case-insensitive header lookup (HTTP header names are case-insensitive): name as written, else in
+    lower case (how ASGI servers and HTTP/2 spell every name), else in any other case."""
     value = headers.get(name)
     if value is not None:
         return value
     lowered = name.lower()
+    value = headers.get(lowered)
+    if value is not None:
+        return value
     for key, candidate in headers.items():
         if key.lower() == lowered:
             return candidate
