@@ -143,6 +143,7 @@ void pasarela_workspace_wipe(pasarela_workspace *ws) {
 static int expand_keys(const pasarela_credentials *c, uint64_t timestamp, int have_password,
                        pasarela_sealing_keys *k) {
     int rc = PASARELA_OK;
+    k->key_tails_ready = 0;
     if (have_password)
         derive_from_password(timestamp, &k->derived);
     else
@@ -153,7 +154,7 @@ static int expand_keys(const pasarela_credentials *c, uint64_t timestamp, int ha
 }
 
 int pasarela_sealing_keys_for(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp,
-                              pasarela_sealing_keys *local, const pasarela_sealing_keys **keys) {
+                              pasarela_sealing_keys *local, pasarela_sealing_keys **keys) {
     key_cache *cache = NULL;
     int rc;
     *keys = local;
@@ -184,33 +185,66 @@ int pasarela_sealing_keys_for(const pasarela_credentials *c, pasarela_workspace 
 
 /* ---- sealing ---- */
 
-/* Base64 of the signed text (the plaintext with ,"key":"<encodedKey>" spliced before its final brace)
- * into text; returns its length. Characters from *secret_from on derive from the key: wipe them. */
-static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d, char *text,
-                            size_t *secret_from) {
-    static const uint8_t key_open[] = ",\"key\":\"";
-    uint8_t tail[2 + sizeof key_open - 1 + PASARELA_ENCODED_KEY_LEN + 2];
-    size_t head = n - 1, whole = head - head % 3, t = head - whole;
-    int empty = n == 2; /* "{}": no comma before the key */
-    size_t written = pasarela_base64_encode_public(cpu, plaintext, whole, text);
-    memcpy(tail, plaintext + whole, t);
-    memcpy(tail + t, key_open + empty, sizeof key_open - 1 - (size_t)empty);
-    t += sizeof key_open - 1 - (size_t)empty;
+static const uint8_t key_open[] = ",\"key\":\"";
+
+/* The key tail of the signed text, ,"key":"<encodedKey>"} (without the comma when empty: "{}"), into
+ * tail; returns its length. */
+static size_t key_tail(const pasarela_derived *d, int empty, uint8_t *tail) {
+    size_t t = sizeof key_open - 1 - (size_t)empty;
+    memcpy(tail, key_open + empty, t);
     memcpy(tail + t, d->encoded_key, PASARELA_ENCODED_KEY_LEN);
     t += PASARELA_ENCODED_KEY_LEN;
     tail[t++] = '"';
     tail[t++] = '}';
+    return t;
+}
+
+/* keys->key_tails[a] (a = 0..2), made now if it was not yet: the Base64 of the key tail
+ * ,"key":"<encodedKey>"} from its byte 3 - a on, what follows the first group it shares with a bytes of
+ * the plaintext. */
+static const char *key_tail_base64(pasarela_sealing_keys *keys, size_t a) {
+    if (!((keys->key_tails_ready >> a) & 1u)) {
+        uint8_t tail[PASARELA_KEY_TAIL_LEN];
+        size_t t = key_tail(&keys->derived, 0, tail);
+        pasarela_base64_encode(tail + (3 - a), t - (3 - a), keys->key_tails[a]);
+        pasarela_wipe(tail, sizeof tail);
+        keys->key_tails_ready |= 1u << a;
+    }
+    return keys->key_tails[a];
+}
+
+/* Base64 of the signed text (the plaintext with ,"key":"<encodedKey>" spliced before its final brace)
+ * into text; returns its length. Characters from *secret_from on derive from the key: wipe them.
+ * With keys (sealing), the Base64 of the key tail past its first group is keys->key_tails[a], made on
+ * first use: the key is encoded once per (credentials, timestamp, alignment), not once per request.
+ * Without (verifying), it is encoded each time, so that the work never depends on earlier requests. */
+static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d,
+                            pasarela_sealing_keys *keys, char *text, size_t *secret_from) {
+    uint8_t tail[2 + PASARELA_KEY_TAIL_LEN];
+    size_t head = n - 1, whole = head - head % 3, a = head - whole;
+    int empty = n == 2; /* "{}": no comma before the key */
+    size_t written = pasarela_base64_encode_public(cpu, plaintext, whole, text);
     *secret_from = written;
-    written += pasarela_base64_encode(tail, t, text + written);
-    pasarela_wipe(tail, sizeof tail);
-    return written;
+    if (keys == NULL || empty) {
+        memcpy(tail, plaintext + whole, a);
+        written += pasarela_base64_encode(tail, a + key_tail(d, empty, tail + a), text + written);
+        pasarela_wipe(tail, sizeof tail);
+        return written;
+    }
+    /* the group the head's last a bytes share with the key tail's first 3 - a (,"k: public) */
+    memcpy(tail, plaintext + whole, a);
+    memcpy(tail + a, key_open, 3 - a);
+    written += pasarela_base64_encode_public(cpu, tail, 3, text + written);
+    size_t rest = PASARELA_KEY_TAIL_LEN - (3 - a), rest_len = 4 * ((rest + 2) / 3);
+    memcpy(text + written, key_tail_base64(keys, a), rest_len);
+    return written + rest_len;
 }
 
 void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d, void *scratch,
                    char signature_hex[PASARELA_SIGNATURE_HEX_LEN]) {
     char *text = (char *)scratch;
     uint8_t digest[64];
-    size_t secret_from, len = signed_base64(cpu, plaintext, n, d, text, &secret_from);
+    size_t secret_from, len = signed_base64(cpu, plaintext, n, d, NULL, text, &secret_from);
     pasarela_sha512_ctx sha;
     pasarela_sha512_init(&sha, cpu);
     pasarela_sha512_update(&sha, (const uint8_t *)text, len);
@@ -240,10 +274,10 @@ static void write_signature_and_body(unsigned cpu, const uint8_t digest[64], con
 /* Writes the signature and the body (PASARELA_SEALED_LEN(n) chars) to out, using
  * PASARELA_SEAL_SCRATCH_SIZE(n) bytes of scratch: the signed text's Base64 is hashed while the plaintext
  * is encrypted. */
-static void seal_with(unsigned cpu, const pasarela_sealing_keys *k, const uint8_t *plaintext, size_t n,
+static void seal_with(unsigned cpu, pasarela_sealing_keys *k, const uint8_t *plaintext, size_t n,
                       const uint8_t iv[PASARELA_IV_LEN], void *scratch, char *out) {
     char *text = (char *)scratch;
-    size_t secret_from, text_len = signed_base64(cpu, plaintext, n, &k->derived, text, &secret_from);
+    size_t secret_from, text_len = signed_base64(cpu, plaintext, n, &k->derived, k, text, &secret_from);
     uint8_t *ciphertext = (uint8_t *)scratch + (text_len + 15) / 16 * 16;
     uint8_t digest[64];
     pasarela_cbc_job job = {&k->schedule, iv, plaintext, n, ciphertext};
@@ -271,7 +305,7 @@ static const uint8_t *next_iv(pasarela_workspace *ws, const uint8_t *iv) {
 static int seal_in_place(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, char *out,
                          size_t out_cap, size_t n, const uint8_t *iv) {
     pasarela_sealing_keys local;
-    const pasarela_sealing_keys *keys;
+    pasarela_sealing_keys *keys;
     if (out_cap < PASARELA_REQUEST_LEN(n) || ws->scratch_cap < PASARELA_SEAL_SCRATCH_SIZE(n))
         return PASARELA_E_BUFFER_TOO_SMALL;
     int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
@@ -379,9 +413,11 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
     size_t k = g->keys_count;
     if (k == 0 || c->id == 0 || g->keys_id[k - 1] != c->id || g->keys_timestamp[k - 1] != timestamp) {
         pasarela_sealing_keys local;
-        const pasarela_sealing_keys *keys;
+        pasarela_sealing_keys *keys;
         int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
         if (rc == PASARELA_OK) {
+            /* made in ws's cache, this item's key tail serves the groups and calls that follow */
+            (void)key_tail_base64(keys, (n - 1) % 3);
             memcpy(&g->keys[k], keys, sizeof *keys);
             g->keys_id[k] = c->id;
             g->keys_timestamp[k] = timestamp;
@@ -392,7 +428,8 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
     }
     size_t i = g->count++;
     char *text = (char *)ws->plaintext + g->area_used;
-    g->text_lens[i] = signed_base64(c->cpu, (const uint8_t *)out, n, &g->keys[k - 1].derived, text, &g->secret_from[i]);
+    g->text_lens[i] = signed_base64(c->cpu, (const uint8_t *)out, n, &g->keys[k - 1].derived, &g->keys[k - 1], text,
+                                    &g->secret_from[i]);
     g->texts[i] = (const uint8_t *)text;
     g->outs[i] = out;
     g->plaintext_lens[i] = n;

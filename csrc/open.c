@@ -79,7 +79,7 @@ static int signature_matches(unsigned cpu, const pasarela_derived *d, const uint
 int pasarela_verify(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp,
                     const uint8_t *canonical, size_t n, const char *signature_hex) {
     pasarela_sealing_keys local;
-    const pasarela_sealing_keys *keys;
+    pasarela_sealing_keys *keys;
     int rc;
     if (c == NULL || ws == NULL || ws->scratch == NULL || canonical == NULL || signature_hex == NULL)
         return PASARELA_E_INVALID_ARGUMENT;
@@ -141,7 +141,7 @@ static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_work
 int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const char *data,
                   size_t data_len, const char *signature_hex) {
     pasarela_sealing_keys local;
-    const pasarela_sealing_keys *keys;
+    pasarela_sealing_keys *keys;
     size_t n = 0;
     int rc;
     if (c == NULL || ws == NULL || ws->scratch == NULL || data == NULL || signature_hex == NULL)

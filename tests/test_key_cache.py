@@ -122,3 +122,29 @@ def test_batches_of_payloads_up_to_a_mebibyte_match_the_reference(sizes: list[in
     go side by side; items beyond the workspace grow it."""
     payloads = [{"p": "q" * size, "n": n} for n, size in enumerate(sizes)]
     _matches_reference(terminal, payloads, TERMINALS[terminal].seal_many(payloads, timestamp=MINUTE_START))
+
+
+def _payload_of_alignment(alignment: int, tag: int) -> dict[str, str]:
+    """A payload whose canonical text's head (all but the final brace) has length % 3 == alignment."""
+    for pad in range(3):
+        payload = {"tag": str(tag), "p": "x" * pad}
+        if (len(reference.canonical_json(payload)) - 1) % 3 == alignment:
+            return payload
+    raise AssertionError("unreachable")
+
+
+def test_the_key_tail_encoded_once_per_alignment_matches_the_reference_in_any_order() -> None:
+    """Sealing encodes the secret key tail once per (terminal, timestamp, alignment) and reuses it: every
+    order of alignments, a new second in the same minute (a new encoded key), "{}" (no comma before the
+    key) and batches must give the reference's bytes."""
+    order = [0, 1, 2, 2, 1, 0, 1, 0, 2]
+    for terminal, ref in zip(TERMINALS, REFERENCES):
+        for timestamp in (MINUTE_START, MINUTE_START + 1, MINUTE_START + 1, MINUTE_START + 60):
+            payloads: list[dict[str, str]] = [_payload_of_alignment(a, i) for i, a in enumerate(order)]
+            payloads.insert(4, {})
+            for payload in payloads:
+                _same(TERMINALS.index(terminal), payload, timestamp)
+            batch = terminal.seal_many(payloads * 3, timestamp=timestamp)
+            for sealed, payload in zip(batch, payloads * 3):
+                want = ref.seal(payload, timestamp=timestamp, iv=sealed.iv)
+                assert (sealed.plaintext, sealed.signature, sealed.body) == (want.plaintext, want.signature, want.body)
