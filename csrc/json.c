@@ -1228,3 +1228,55 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
     if (facts) *facts = s.facts;
     return rc;
 }
+
+/* Appends json[start, end) to items as the next item: 0 when it is empty or one too many. */
+static int array_item(const uint8_t *json, size_t start, size_t end, uint8_t *items, size_t *lens, size_t max_items,
+                      size_t *count, size_t *used) {
+    if (end == start || *count == max_items) return 0;
+    memcpy(items + *used, json + start, end - start);
+    lens[(*count)++] = end - start;
+    *used += end - start;
+    return 1;
+}
+
+/* Offset of the first '"' or '\\' in in[i, end) (the end of a string's plain run), else end. */
+HOT_INLINE size_t quote_or_backslash(const uint8_t *in, size_t i, size_t end) {
+#if defined(PASARELA_JSON_SSE2)
+    for (; end - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        if (m != 0) return i + lowest_bit(m);
+    }
+#endif
+    while (i < end && in[i] != '"' && in[i] != '\\') i++;
+    return i;
+}
+
+/* The bytes at which the item scan of pasarela_json_array_items stops (public data: a table is fine). */
+static const uint8_t array_scan_stop[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1, [','] = 1};
+
+size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
+    size_t count = 0, depth = 0, start = 1, used = 0, last = n - 1; /* json[last]: the array's ']' */
+    if (json == NULL || items == NULL || lens == NULL || n < 2 || json[0] != '[' || json[last] != ']') return 0;
+    for (size_t i = 1; i < last; i++) {
+        while (i < last && !array_scan_stop[json[i]]) i++;
+        if (i == last) break;
+        uint8_t c = json[i];
+        if (c == '"') { /* to the closing quote: a backslash takes the byte after it along */
+            for (i = quote_or_backslash(json, i + 1, last); i < last && json[i] == '\\';)
+                i = quote_or_backslash(json, i + 2 < last ? i + 2 : last, last);
+            if (i == last) return 0;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) return 0; /* a closer without its opener */
+            depth--;
+        } else if (depth == 0) { /* a comma between two items */
+            if (!array_item(json, start, i, items, lens, max_items, &count, &used)) return 0;
+            start = i + 1;
+        }
+    }
+    if (depth != 0 || !array_item(json, start, last, items, lens, max_items, &count, &used)) return 0;
+    return count;
+}

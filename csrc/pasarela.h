@@ -153,6 +153,13 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
                                size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
                                unsigned *facts);
 
+/* The items of the JSON array text json ("[a,b,...]", as a serializer writes a list: whitespace is
+ * left inside the items, which the canonicalizer skips) copied back to back into items (at least n
+ * bytes), with their lengths in lens: returns how many. 0 when json is not such an array of 1 to
+ * max_items non-empty items (a string not closed, a bracket not matched, anything after the final
+ * ']'); the items themselves are checked by whoever reads them. Time linear in n. */
+size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items);
+
 /* ---- seal (client side) ---- */
 /* A terminal's credentials and the CPU features to use (from pasarela_cpu_features()). The bytes
  * are UTF-8 and stay owned by the caller. id: 0, or a number no other credentials of the process

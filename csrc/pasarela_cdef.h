@@ -110,6 +110,7 @@ int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *w
 int pasarela_open_request(const pasarela_credentials *credentials, pasarela_workspace *ws, const char *timestamp_text,
                           size_t timestamp_len, double now, double tolerance, const char *authorization,
                           size_t authorization_len, const char *body, size_t body_len);
+size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items);
 size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,

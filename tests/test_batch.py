@@ -73,3 +73,76 @@ def test_seal_batch_opens_with_each_terminal() -> None:
 
 def test_seal_batch_is_exported() -> None:
     assert pasarela.seal_batch is seal_batch
+
+
+def test_seal_many_of_small_items_with_every_kind_of_odd_item_matches_seal() -> None:
+    """Small items are serialized a chunk at a time as one array that the C core splits: items that orjson
+    refuses in the array (an integer beyond 64 bits, text given as bytes) or that the C path refuses (not an
+    object, a "key" member, a top-level "__proto__", a NaN) still end as seal() ends them."""
+    odd: list[Any] = [
+        {"s": '],[{"x":1}', "t": 'a\\"b', "u": "\\\\"}, {"2": 1, "1": 2, "b": [{"10": 0, "9": 1}]},
+        b'{"text": [1, 2]}', '{"text": 1.5e3}', {"n": None, "f": -0.0, "e": 1e21}, {"__proto__x": 1},
+        {"nested": {"__proto__": 1}}, {"d": Decimal("0.1")}, {"e": []}, {}, {"ñ": "€\u2028"},
+        {"big": 2**53}, {"neg": -(2**53)},
+    ]
+    for cut in range(len(odd)):  # every odd item at every place of a chunk
+        batch = [{"first": 1}] + odd[cut:] + [{"i": i} for i in range(20)] + odd[:cut]
+        for payload, one in zip(batch, TERMINALS[1].seal_many(batch, timestamp=NOON)):
+            _same_as_single(TERMINALS[1], payload, one, "POST")
+    for refused in ({"key": 1}, {"__proto__": 1}, [1, 2], {"nan": float("nan")}, {"big": 2**64 + 1},
+                    {"neg": -(2**60) - 3}):
+        batch = [{"first": 1}, {"i": 1}, refused, {"i": 2}]
+        with pytest.raises((PayloadError, TypeError, ValueError)) as batch_error:
+            TERMINALS[1].seal_many(batch, timestamp=NOON)
+        with pytest.raises((PayloadError, TypeError, ValueError)) as single_error:
+            TERMINALS[1].seal(refused, timestamp=NOON)
+        assert (type(batch_error.value), str(batch_error.value)) == (type(single_error.value), str(single_error.value))
+
+
+def _array_items(text: bytes, max_items: int = 1000) -> list[bytes]:
+    from pasarela._binding import ffi, lib
+
+    items, lens = ffi.new("uint8_t[]", max(1, len(text))), ffi.new("size_t[]", max_items)
+    count = lib.pasarela_json_array_items(text, len(text), items, lens, max_items)
+    out, offset = [], 0
+    for i in range(count):
+        out.append(ffi.buffer(items + offset, lens[i])[:])
+        offset += lens[i]
+    return out
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from('ab"\\,[]{}: \u00e9\u2028')),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300)
+@given(st.lists(json_values, min_size=1, max_size=8), st.booleans())
+def test_the_c_split_of_an_array_gives_its_items(values: list[Any], spaced: bool) -> None:
+    import json
+
+    text = json.dumps(values, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":")).encode()
+    items = _array_items(text)
+    assert [json.loads(item) for item in items] == values
+    assert _array_items(text, max_items=len(values) - 1) == []  # one item too many: refused whole
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=40) | st.text(alphabet=st.sampled_from('[]{}",\\ab1 ')).map(str.encode))
+def test_the_c_split_of_any_bytes_is_all_or_nothing(text: bytes) -> None:
+    """Whatever the bytes, the items are either none or, joined by commas inside brackets, the text itself;
+    a valid JSON array always splits into as many items as it has."""
+    import json
+
+    items = _array_items(text)
+    if items:
+        assert b"[" + b",".join(items) + b"]" == text
+        assert all(items)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        return
+    if isinstance(parsed, list) and parsed:
+        assert len(items) == len(parsed)

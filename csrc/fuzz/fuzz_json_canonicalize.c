@@ -116,6 +116,48 @@ static void check_too_small(const uint8_t *data, size_t n)
     free(out);
 }
 
+/* pasarela_json_array_items on any bytes: no items, or items that, joined by commas inside brackets, are
+ * the text (in exactly the buffers given: items of n bytes, lens of max_items). A well-formed array whose
+ * canonical form has k top-level items splits into k items (checked by the caller). */
+static size_t check_array_items(const uint8_t *data, size_t n, size_t max_items)
+{
+    uint8_t *items = (uint8_t *)fuzz_alloc(n);
+    size_t *lens = (size_t *)fuzz_alloc(sizeof(size_t) * (max_items ? max_items : 1));
+    size_t count = pasarela_json_array_items(data, n, items, lens, max_items), at = 1, from = 0;
+    FUZZ_CHECK(count <= max_items);
+    for (size_t i = 0; i < count; i++) {
+        FUZZ_CHECK(lens[i] > 0 && at + lens[i] < n && memcmp(data + at, items + from, lens[i]) == 0);
+        at += lens[i];
+        from += lens[i];
+        FUZZ_CHECK(data[at] == (i + 1 < count ? ',' : ']'));
+        at++;
+    }
+    FUZZ_CHECK(count == 0 || (at == n && data[0] == '['));
+    free(lens);
+    free(items);
+    return count;
+}
+
+/* The number of top-level items of canonical JSON text that is an array (0 for "[]" and for the rest). */
+static size_t canonical_array_items(const uint8_t *text, size_t n)
+{
+    size_t count = 0, depth = 0;
+    if (n < 2 || text[0] != '[' || n == 2) return 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        if (text[i] == '"') {
+            for (i++; text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+        } else if (text[i] == '[' || text[i] == '{') {
+            depth++;
+        } else if (text[i] == ']' || text[i] == '}') {
+            depth--;
+        } else if (text[i] == ',' && depth == 0) {
+            count++;
+        }
+    }
+    return count + 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_reader reader = {data, size};
@@ -128,8 +170,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (selector & 2)
         check_too_small(reader.data, reader.size);
+    check_array_items(reader.data, reader.size, selector >> 4);
     result first = canonicalize(reader.data, reader.size, 0);
     if (first.rc == PASARELA_OK) {
+        size_t items = canonical_array_items(first.out, first.len);
+        FUZZ_CHECK(check_array_items(first.out, first.len, 1000) == items);
         FUZZ_CHECK(is_stringify_text(first.out, first.len));
         FUZZ_CHECK(!(first.facts & PASARELA_JSON_FACT_LONG_INT) == !has_integer_of(first.out, first.len, 17));
         /* The result is JSON.stringify output (shortest digits, JSON.stringify escapes, no duplicate

@@ -147,6 +147,7 @@ class _Workspace(threading.local):
 
     def __init__(self) -> None:
         self.buffers = _Buffers(4096)
+        self.items = ffi.new("uint8_t[]", 1)  # seal_json_array's copy of a batch's items, grown on demand
 
     def grow(self, json_len: int) -> _Buffers:
         self.buffers = _Buffers(max(json_len, 2 * self.buffers.json_capacity), self.buffers)
@@ -238,18 +239,47 @@ _BATCH_JSON_CAPACITY = 65536
 JSON per C call, and up to 8 requests of 16 KiB in one group hashed side by side."""
 
 
-def seal_json_batch(credentials: list[Any], timestamp: int,
+def credentials_array(credentials: list[Any]) -> Any:
+    """The C array of a batch's credentials (the Credentials.struct of each item)."""
+    return ffi.new("pasarela_credentials *[]", credentials)
+
+
+def repeated_credentials(credentials: Any, n: int) -> Any:
+    """The C array of n pointers to one Credentials.struct (a batch of one terminal): its pointer's bytes
+    repeated, without converting n Python objects. The caller keeps the credentials alive."""
+    one = ffi.new("pasarela_credentials *[1]", [credentials])
+    return ffi.from_buffer("pasarela_credentials *[]", ffi.buffer(one)[:] * n)
+
+
+def seal_json_batch(credentials: Any, timestamp: int,
                     jsons: list[bytes]) -> tuple[list[Optional[bytes]], list[int], list[int]]:
-    """pasarela_seal_json for many compact JSON texts (orjson output; credentials: the Credentials.struct
-    of each) in as few C calls as the workspace allows, the GIL released during each, IVs from this
-    thread's pool. Returns the SealOutputs as three lists (requests, plaintext lengths, facts); a None
-    request: that item needs the single path."""
+    """pasarela_seal_json for many compact JSON texts (orjson output; credentials: credentials_array or
+    repeated_credentials, one per text) in as few C calls as the workspace allows, the GIL released during
+    each, IVs from this thread's pool. Returns the SealOutputs as three lists (requests, plaintext lengths,
+    facts); a None request: that item needs the single path."""
     n = len(jsons)
-    b = _buffers(_BATCH_JSON_CAPACITY)
-    creds = ffi.new("pasarela_credentials *[]", credentials)
-    lens = [len(j) for j in jsons]
-    lens_c = ffi.new("size_t[]", lens)
     blob = ffi.from_buffer("uint8_t[]", jsons[0] if n == 1 else b"".join(jsons))  # large items come one by one
+    return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n)
+
+
+def seal_json_array(credentials: Any, timestamp: int, array: bytes,
+                    n: int) -> Optional[tuple[list[Optional[bytes]], list[int], list[int]]]:
+    """seal_json_batch for the n items of one JSON array text (orjson's text of the list of payloads: one
+    serializer call for the whole batch instead of one per item). The C core splits it into its items. None
+    when array is not an array of n items."""
+    items = _workspace.items
+    if len(items) < len(array):
+        items = _workspace.items = ffi.new("uint8_t[]", max(len(array), 2 * len(items)))
+    lens = ffi.new("size_t[]", n)
+    if lib.pasarela_json_array_items(array, len(array), items, lens, n) != n:
+        return None
+    return _seal_items(credentials, timestamp, items, lens, n)
+
+
+def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any,
+                n: int) -> tuple[list[Optional[bytes]], list[int], list[int]]:
+    """seal_json_batch of the n texts back to back at blob, lens[i] bytes each."""
+    b = _buffers(_BATCH_JSON_CAPACITY)
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
@@ -258,7 +288,7 @@ def seal_json_batch(credentials: list[Any], timestamp: int,
     start = offset = 0
     while start < n:
         done = lib.pasarela_seal_json_batch(
-            creds + start, timestamp, blob + offset, lens_c + start, n - start, SHORTEST_DIGITS, _NULL, b.ws,
+            credentials + start, timestamp, blob + offset, lens + start, n - start, SHORTEST_DIGITS, _NULL, b.ws,
             statuses + start, plaintext_lens + start, out_lens + start, facts + start,
         )
         if done == 0:
@@ -270,7 +300,8 @@ def seal_json_batch(credentials: list[Any], timestamp: int,
         ends = list(itertools.accumulate(_unpack(out_lens + start, done)))
         out = ffi.buffer(b.out, ends[-1])  # each item copied out once, by its slice (a refused item's is empty)
         requests += map(out.__getitem__, map(slice, [0, *ends[:-1]], ends))
-        offset += sum(lens[start:start + done])
+        if start + done < n:
+            offset += sum(_unpack(lens + start, done))
         start += done
     all_statuses = _unpack(statuses, n)
     if all_statuses.count(_OK) != n:
