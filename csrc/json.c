@@ -1240,7 +1240,7 @@ static int array_item(const uint8_t *json, size_t start, size_t end, uint8_t *it
 }
 
 /* Offset of the first '"' or '\\' in in[i, end) (the end of a string's plain run), else end. */
-HOT_INLINE size_t quote_or_backslash(const uint8_t *in, size_t i, size_t end) {
+HOT_INLINE size_t string_run_end(const uint8_t *in, size_t i, size_t end) {
 #if defined(PASARELA_JSON_SSE2)
     for (; end - i >= 16; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
@@ -1264,8 +1264,8 @@ size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, 
         if (i == last) break;
         uint8_t c = json[i];
         if (c == '"') { /* to the closing quote: a backslash takes the byte after it along */
-            for (i = quote_or_backslash(json, i + 1, last); i < last && json[i] == '\\';)
-                i = quote_or_backslash(json, i + 2 < last ? i + 2 : last, last);
+            for (i = string_run_end(json, i + 1, last); i < last && json[i] == '\\';)
+                i = string_run_end(json, i + 2 < last ? i + 2 : last, last);
             if (i == last) return 0;
         } else if (c == '{' || c == '[') {
             depth++;
