@@ -146,3 +146,21 @@ def test_the_c_split_of_any_bytes_is_all_or_nothing(text: bytes) -> None:
         return
     if isinstance(parsed, list) and parsed:
         assert len(items) == len(parsed)
+
+
+def test_batch_requests_share_a_buffer_yet_each_is_its_own_request() -> None:
+    """A batch's requests lie back to back in one buffer per C call: each Sealed reads only its own bytes,
+    and equals (and hashes as, and copies to) the Sealed a single seal makes with its IV."""
+    import copy
+
+    batch = [{"i": i, "pad": "x" * (i % 40)} for i in range(300)]  # lengths that differ, several C calls
+    sealed = TERMINALS[2].seal_many(batch, method="PUT", timestamp=NOON)
+    for payload, one in zip(batch, sealed):
+        single = TERMINALS[2].seal(payload, method="PUT", timestamp=NOON, iv=one.iv)
+        assert one == single and (one != single) is False and hash(one) == hash(single)
+        assert copy.copy(one) == one and copy.copy(one)._request == single._request
+        assert (one.data, one.iv, one.signed, one.as_dict(), repr(one)) == (
+            single.data, single.iv, single.signed, single.as_dict(), repr(single))
+        assert TERMINALS[2].open("PUT", one.headers, one.body, now=NOON) == payload
+    assert sealed[0] != sealed[1] and sealed[0] != TERMINALS[2].seal(batch[0], method="PUT", timestamp=NOON)
+    assert len({id(one[3]) for one in sealed}) < len(sealed)  # shared, not one buffer per request

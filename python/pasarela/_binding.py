@@ -7,6 +7,7 @@ the C code runs (cffi does so for every call in API mode).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import threading
@@ -251,19 +252,27 @@ def repeated_credentials(credentials: Any, n: int) -> Any:
     return ffi.from_buffer("pasarela_credentials *[]", ffi.buffer(one)[:] * n)
 
 
-def seal_json_batch(credentials: Any, timestamp: int,
-                    jsons: list[bytes]) -> tuple[list[Optional[bytes]], list[int], list[int]]:
+_BUFFER_BYTES = 65536
+"""A batch's requests are copied out of the workspace into bytes objects of up to about this size, each shared by
+the Sealed objects of its requests: one copy instead of one per request, and none so large that the C allocator
+takes it from mmap (glibc: from 128 KiB by default), which costs page faults on every batch."""
+
+BatchOutput = tuple[list[Optional[bytes]], list[int], list[int], list[int]]
+"""A batch's SealOutputs as four lists: the buffer holding each item's request (None: refused, the item needs
+the single path), where in it the request starts, the plaintext lengths, the facts. Requests that follow one
+another share a buffer (of up to _BUFFER_BYTES): one's plaintext, signature and body, then the next one's."""
+
+
+def seal_json_batch(credentials: Any, timestamp: int, jsons: list[bytes]) -> BatchOutput:
     """pasarela_seal_json for many compact JSON texts (orjson output; credentials: credentials_array or
     repeated_credentials, one per text) in as few C calls as the workspace allows, the GIL released during
-    each, IVs from this thread's pool. Returns the SealOutputs as three lists (requests, plaintext lengths,
-    facts); a None request: that item needs the single path."""
+    each, IVs from this thread's pool."""
     n = len(jsons)
     blob = ffi.from_buffer("uint8_t[]", jsons[0] if n == 1 else b"".join(jsons))  # large items come one by one
     return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n)
 
 
-def seal_json_array(credentials: Any, timestamp: int, array: bytes,
-                    n: int) -> Optional[tuple[list[Optional[bytes]], list[int], list[int]]]:
+def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int) -> Optional[BatchOutput]:
     """seal_json_batch for the n items of one JSON array text (orjson's text of the list of payloads: one
     serializer call for the whole batch instead of one per item). The C core splits it into its items. None
     when array is not an array of n items."""
@@ -276,15 +285,15 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes,
     return _seal_items(credentials, timestamp, items, lens, n)
 
 
-def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any,
-                n: int) -> tuple[list[Optional[bytes]], list[int], list[int]]:
+def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int) -> BatchOutput:
     """seal_json_batch of the n texts back to back at blob, lens[i] bytes each."""
     b = _buffers(_BATCH_JSON_CAPACITY)
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
     facts = ffi.new("unsigned[]", n)
-    requests: list[Optional[bytes]] = []
+    buffers: list[Optional[bytes]] = []
+    starts: list[int] = []
     start = offset = 0
     while start < n:
         done = lib.pasarela_seal_json_batch(
@@ -298,15 +307,20 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any,
                 b = _workspace.grow(lens[start])
             continue
         ends = list(itertools.accumulate(_unpack(out_lens + start, done)))
-        out = ffi.buffer(b.out, ends[-1])  # each item copied out once, by its slice (a refused item's is empty)
-        requests += map(out.__getitem__, map(slice, [0, *ends[:-1]], ends))
+        first = base = 0
+        while first < done:  # the requests copied out a buffer of up to _BUFFER_BYTES at a time
+            last = max(first + 1, bisect.bisect_right(ends, base + _BUFFER_BYTES, first))
+            buffers += [_unpack(b.out + base, ends[last - 1] - base)] * (last - first)
+            starts.append(0)
+            starts += [end - base for end in ends[first:last - 1]]
+            first, base = last, ends[last - 1]
         if start + done < n:
             offset += sum(_unpack(lens + start, done))
         start += done
     all_statuses = _unpack(statuses, n)
     if all_statuses.count(_OK) != n:
-        requests = [r if status == _OK else None for r, status in zip(requests, all_statuses)]
-    return requests, _unpack(plaintext_lens, n), _unpack(facts, n)
+        buffers = [buffer if status == _OK else None for buffer, status in zip(buffers, all_statuses)]
+    return buffers, starts, _unpack(plaintext_lens, n), _unpack(facts, n)
 
 
 _REFUSALS = {

@@ -209,15 +209,15 @@ class Terminal:
                 out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv)
                 # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
                 if out is not None and (not out[2] & _FACT_NULL or _finite(payload)):
-                    return new_sealed(Sealed, (self, method, ts, out[0], out[1]))
+                    return new_sealed(Sealed, (self, method, ts, out[0], out[1], 0))
         elif isinstance(payload, (bytes, bytearray, memoryview, str)):
             out = _seal_json(self._native, ts, _json_text(payload), 0, iv)
             if out is not None:
                 if out[0].find(b'"__proto__":', 0, out[1]) >= 0:  # in the plaintext, at some depth
                     check_no_proto(out[0][: out[1]])
-                return new_sealed(Sealed, (self, method, ts, out[0], out[1]))
+                return new_sealed(Sealed, (self, method, ts, out[0], out[1], 0))
         request, plaintext_len, _ = _binding.seal(self._native, ts, canonical_json(payload), iv)
-        return new_sealed(Sealed, (self, method, ts, request, plaintext_len))
+        return new_sealed(Sealed, (self, method, ts, request, plaintext_len, 0))
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -340,13 +340,13 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, 
             result = _binding.seal_json_batch(credentials, ts, raws)
             text_len = sum(map(len, raws))
         count = max(1, min(4096, _CHUNK_BYTES * len(chunk) // max(1, text_len)))
-        requests, plaintext_lens, facts = result
-        if None in requests or any(fact & _FACT_CHECK for fact in set(facts)):
-            sealed += [_checked(terminal, payload, request, plaintext_len, fact, method, ts)
-                       for terminal, payload, request, plaintext_len, fact
-                       in zip(chunk_terminals, chunk, requests, plaintext_lens, facts)]
+        buffers, starts, plaintext_lens, facts = result
+        if None in buffers or any(fact & _FACT_CHECK for fact in set(facts)):
+            sealed += [_checked(terminal, payload, buffer, start, plaintext_len, fact, method, ts)
+                       for terminal, payload, buffer, start, plaintext_len, fact
+                       in zip(chunk_terminals, chunk, buffers, starts, plaintext_lens, facts)]
         else:
-            sealed += Sealed.many(chunk_terminals, method, ts, cast("list[bytes]", requests), plaintext_lens)
+            sealed += Sealed.many(chunk_terminals, method, ts, cast("list[bytes]", buffers), starts, plaintext_lens)
     return sealed
 
 
@@ -359,7 +359,7 @@ def _seal_lone(terminal: Terminal, payload: Payload, raw: bytes, method: str, ts
         out = None
     if out is None:
         return terminal.seal(payload, method=method, timestamp=ts)
-    return _checked(terminal, payload, out[0], out[1], out[2], method, ts)
+    return _checked(terminal, payload, out[0], 0, out[1], out[2], method, ts)
 
 
 def _compact_json_array(payloads: list[Payload]) -> Optional[bytes]:
@@ -382,10 +382,11 @@ def _compact_jsons(payloads: list[Payload]) -> list[bytes]:
         return [_compact_json(payload) or b"" if type(payload) is dict else b"" for payload in payloads]
 
 
-def _checked(terminal: Terminal, payload: Payload, request: Optional[bytes], plaintext_len: int, fact: int,
-             method: str, ts: int) -> Sealed:
-    """The batch's result for one item, or the single path's when the batch could not vouch for it (refused,
-    a top-level "__proto__" member, or a null that may stand for a NaN or an infinity)."""
-    if request is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
-        return Sealed(terminal, method, ts, request, plaintext_len)
+def _checked(terminal: Terminal, payload: Payload, buffer: Optional[bytes], start: int, plaintext_len: int,
+             fact: int, method: str, ts: int) -> Sealed:
+    """The batch's result for one item (its request at buffer[start:]), or the single path's when the batch
+    could not vouch for it (refused, a top-level "__proto__" member, or a null that may stand for a NaN or an
+    infinity)."""
+    if buffer is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
+        return new_sealed(Sealed, (terminal, method, ts, buffer, plaintext_len, start))
     return terminal.seal(payload, method=method, timestamp=ts)

@@ -145,13 +145,21 @@ _DATA_OFFSET = len(b'{"data":"')
 _IV_HEX = 32
 
 
-class Sealed(tuple[_Deriver, str, int, bytes, int]):
+def _request_len(plaintext_len: int) -> int:
+    """The length of a request whose plaintext has plaintext_len bytes: the plaintext, the signature and the
+    body {"data":"<iv_hex>:<ciphertext_hex>"} (PKCS#7 always pads: at least one byte, at most a block)."""
+    return plaintext_len + _SIGNATURE_HEX + _DATA_OFFSET + _IV_HEX + 1 + 2 * 16 * (plaintext_len // 16 + 1) + 2
+
+
+class Sealed(tuple[_Deriver, str, int, bytes, int, int]):
     """One sealed terminal request: what to send, and the exact bytes that were encrypted and signed.
 
-    Kept as the one buffer the C core writes (plaintext, signature, POST body, back to back); the
-    attributes are read from it when asked for. A tuple (terminal, method, timestamp, request,
-    plaintext_len) underneath, read-only: a batch builds its Sealed objects without running Python code
-    per item (see many), at a fifth of the cost of an __init__.
+    Kept as the bytes the C core writes (plaintext, signature, POST body, back to back); the attributes are
+    read from them when asked for. A tuple (terminal, method, timestamp, buffer, plaintext_len, start)
+    underneath, read-only: the request is buffer[start:], as long as its plaintext length says. A batch
+    builds its Sealed objects without running Python code per item (see many), at a fifth of the cost of an
+    __init__, around one buffer per chunk of requests, which stays in memory while any of them does.
+    Sealed objects are equal when their terminal, method, timestamp and request bytes are.
     """
 
     __slots__ = ()
@@ -159,17 +167,31 @@ class Sealed(tuple[_Deriver, str, int, bytes, int]):
     def __new__(cls, terminal: _Deriver, method: str, timestamp: int, request: bytes, plaintext_len: int) -> Sealed:
         """request: the plaintext, the 128-hex signature and the POST body {"data":"<iv_hex>:<ct_hex>"},
         back to back; plaintext_len: the plaintext's length."""
-        return tuple.__new__(cls, (terminal, method, timestamp, request, plaintext_len))
+        return tuple.__new__(cls, (terminal, method, timestamp, request, plaintext_len, 0))
 
     @classmethod
-    def many(cls, terminals: Iterable[_Deriver], method: str, timestamp: int, requests: Iterable[bytes],
-             plaintext_lens: Iterable[int]) -> list[Sealed]:
-        """Sealed(terminal, method, timestamp, request, plaintext_len) for each (terminal, request, plaintext_len)."""
+    def many(cls, terminals: Iterable[_Deriver], method: str, timestamp: int, buffers: Iterable[bytes],
+             starts: Iterable[int], plaintext_lens: Iterable[int]) -> list[Sealed]:
+        """A Sealed for each (terminal, buffer, start, plaintext_len): its request is buffer[start:], as long
+        as plaintext_len says (a batch's requests lie back to back, in one buffer per C call)."""
         return list(map(tuple.__new__, repeat(cls),
-                        zip(terminals, repeat(method), repeat(timestamp), requests, plaintext_lens)))
+                        zip(terminals, repeat(method), repeat(timestamp), buffers, plaintext_lens, starts)))
 
     def __getnewargs__(self) -> tuple[_Deriver, str, int, bytes, int]:  # copy.copy; pickling stops at the terminal
-        return (self[0], self[1], self[2], self[3], self[4])
+        return (self[0], self[1], self[2], self._request, self[4])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sealed):
+            return NotImplemented
+        return (self[0], self[1], self[2], self[4], self._request) == (other[0], other[1], other[2], other[4],
+                                                                        other._request)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((self[1], self[2], self._request))
 
     @property
     def method(self) -> str:
@@ -187,7 +209,10 @@ class Sealed(tuple[_Deriver, str, int, bytes, int]):
 
     @property
     def _request(self) -> bytes:
-        return self[3]
+        """plaintext, signature and body, back to back."""
+        buffer, start = self[3], self[5]
+        end = start + _request_len(self[4])
+        return buffer if start == 0 and end == len(buffer) else buffer[start:end]
 
     @property
     def _plaintext_len(self) -> int:
@@ -196,25 +221,29 @@ class Sealed(tuple[_Deriver, str, int, bytes, int]):
     @property
     def plaintext(self) -> bytes:
         """The canonical JSON that was encrypted and (with the key) signed: exactly what JSON.stringify writes."""
-        return self._request[:self._plaintext_len]
+        start = self[5]
+        return self[3][start:start + self[4]]
 
     @property
     def signature(self) -> str:
         """128 lowercase hex characters: SHA-512 of Base64 of the signed text."""
-        p = self._plaintext_len
-        return self._request[p:p + _SIGNATURE_HEX].decode("ascii")
+        p = self[5] + self[4]
+        return self[3][p:p + _SIGNATURE_HEX].decode("ascii")
 
     @property
     def headers(self) -> dict[str, str]:
         """Authorization (Basic <signature>), timestamp and Content-Type: a new dict on each access."""
-        p = self._plaintext_len
-        return {"Authorization": "Basic " + self._request[p:p + _SIGNATURE_HEX].decode("ascii"),
+        p = self[5] + self[4]
+        return {"Authorization": "Basic " + self[3][p:p + _SIGNATURE_HEX].decode("ascii"),
                 "timestamp": str(self.timestamp), "Content-Type": "application/json"}
 
     @property
     def body(self) -> Optional[bytes]:
         """The POST body ``{"data":"<iv_hex>:<ct_hex>"}``; None for GET (its data goes to params)."""
-        return None if self.method == "GET" else self._request[self._plaintext_len + _SIGNATURE_HEX:]
+        if self.method == "GET":
+            return None
+        start = self[5] + self[4] + _SIGNATURE_HEX
+        return self[3][start:self[5] + _request_len(self[4])]
 
     @property
     def params(self) -> Optional[dict[str, str]]:
@@ -224,13 +253,14 @@ class Sealed(tuple[_Deriver, str, int, bytes, int]):
     @property
     def data(self) -> str:
         """``<iv_hex>:<ciphertext_hex>``, as sent in the body or the ``data`` query parameter."""
-        return self._request[self._plaintext_len + _SIGNATURE_HEX + _DATA_OFFSET:-2].decode("ascii")
+        start = self[5] + self[4] + _SIGNATURE_HEX + _DATA_OFFSET
+        return self[3][start:self[5] + _request_len(self[4]) - 2].decode("ascii")
 
     @property
     def iv(self) -> bytes:
         """The 16-byte IV of the encryption."""
-        start = self._plaintext_len + _SIGNATURE_HEX + _DATA_OFFSET
-        return bytes.fromhex(self._request[start:start + _IV_HEX].decode("ascii"))
+        start = self[5] + self[4] + _SIGNATURE_HEX + _DATA_OFFSET
+        return bytes.fromhex(self[3][start:start + _IV_HEX].decode("ascii"))
 
     @property
     def signed(self) -> bytes:
@@ -274,6 +304,6 @@ class Sealed(tuple[_Deriver, str, int, bytes, int]):
                 f"signature={self.signature[:16]!r}...)")
 
 
-new_sealed: Callable[[type[Sealed], tuple[_Deriver, str, int, bytes, int]], Sealed] = tuple.__new__
-"""new_sealed(Sealed, (terminal, method, timestamp, request, plaintext_len)): Sealed(...) without running
+new_sealed: Callable[[type[Sealed], tuple[_Deriver, str, int, bytes, int, int]], Sealed] = tuple.__new__
+"""new_sealed(Sealed, (terminal, method, timestamp, request, plaintext_len, 0)): Sealed(...) without running
 Python code (the hot paths build one per request)."""
