@@ -252,7 +252,7 @@ def repeated_credentials(credentials: Any, n: int) -> Any:
     return ffi.from_buffer("pasarela_credentials *[]", ffi.buffer(one)[:] * n)
 
 
-_BUFFER_BYTES = 65536
+_BUFFER_BYTES = 32768
 """A batch's requests are copied out of the workspace into bytes objects of up to about this size, each shared by
 the Sealed objects of its requests: one copy instead of one per request, and none so large that the C allocator
 takes it from mmap (glibc: from 128 KiB by default), which costs page faults on every batch."""
