@@ -336,11 +336,12 @@ int pasarela_seal(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
     return rc;
 }
 
-/* Canonical JSON object text of json into out (capacity at least PASARELA_JSON_OUT_MAX(json_len)). */
-static int canonical_object(const uint8_t *json, size_t json_len, unsigned json_flags, uint8_t *out, size_t out_cap,
-                            size_t *out_len, pasarela_workspace *ws, unsigned *facts) {
-    int rc = pasarela_json_canonicalize(json, json_len, json_flags, out, out_cap, out_len, ws->scratch, ws->scratch_cap,
-                                        &ws->error_offset, facts);
+/* Canonical JSON object text of json into out (capacity at least PASARELA_JSON_OUT_MAX(json_len)), with the
+ * CPU features of the credentials c. */
+static int canonical_object(const pasarela_credentials *c, const uint8_t *json, size_t json_len, unsigned json_flags,
+                            uint8_t *out, size_t out_cap, size_t *out_len, pasarela_workspace *ws, unsigned *facts) {
+    int rc = pasarela_json_canonicalize_cpu(c->cpu, json, json_len, json_flags, out, out_cap, out_len, ws->scratch,
+                                            ws->scratch_cap, &ws->error_offset, facts);
     if (rc != PASARELA_OK) return rc;
     if (!is_object_text(out, *out_len)) return PASARELA_E_JSON_NOT_OBJECT;
     return (*facts & PASARELA_JSON_FACT_KEY) ? PASARELA_E_KEY_MEMBER : PASARELA_OK;
@@ -352,7 +353,7 @@ int pasarela_seal_json(const pasarela_credentials *c, pasarela_workspace *ws, ui
     if (c == NULL || ws == NULL || ws->out == NULL || ws->scratch == NULL) return PASARELA_E_INVALID_ARGUMENT;
     ws->out_len = ws->plaintext_len = 0;
     ws->json_facts = 0;
-    int rc = canonical_object(json, json_len, json_flags, (uint8_t *)ws->out, ws->out_cap, &n, ws, &ws->json_facts);
+    int rc = canonical_object(c, json, json_len, json_flags, (uint8_t *)ws->out, ws->out_cap, &n, ws, &ws->json_facts);
     if (rc == PASARELA_OK) rc = seal_in_place(c, ws, timestamp, ws->out, ws->out_cap, n, iv);
     if (rc == PASARELA_OK) {
         ws->plaintext_len = n;
@@ -471,7 +472,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
         size_t plaintext_len = 0;
         unsigned item_facts = 0;
         int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
-                           : canonical_object(json + offset, len, json_flags, (uint8_t *)out, plaintext_max,
+                           : canonical_object(c, json + offset, len, json_flags, (uint8_t *)out, plaintext_max,
                                               &plaintext_len, ws, &item_facts);
         if (rc == PASARELA_OK && room < PASARELA_REQUEST_LEN(plaintext_len)) break; /* its canonical form grew */
         /* every item processed takes the next IV, sealed or not (the pool was checked above) */

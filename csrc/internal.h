@@ -28,6 +28,12 @@ PASARELA_INTERNAL int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size
  * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
 PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
 
+/* json.c: pasarela_json_canonicalize with the CPU features of cpu for its check of text that is already
+ * canonical (AVX-512 BW when cpu has PASARELA_CPU_AVX512, else SSE2 on x86; the public function uses SSE2). */
+PASARELA_INTERNAL int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, unsigned flags,
+                                                     uint8_t *out, size_t out_cap, size_t *out_len, void *scratch,
+                                                     size_t scratch_cap, size_t *error_offset, unsigned *facts);
+
 /* md5.c: streaming MD5 (RFC 1321). */
 typedef struct pasarela_md5_ctx {
     uint32_t state[4];

@@ -1201,9 +1201,238 @@ done:
     return rc;
 }
 
-int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
-                                      size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
-                                      unsigned *facts) {
+/* ---- Text that is already canonical (PASARELA_JSON_SHORTEST_DIGITS) ----
+ * A serializer's text is most often exactly what the trusted pass would write: that pass copies
+ * strings and most numbers as they are, and re-writes only numbers with an exponent, ending in ".0",
+ * "-0" and runs of 16 digits or more, drops whitespace and re-orders objects with integer-like keys.
+ * This check finds out, 64 bytes at a time, that the text has none of those, no "key" or "__proto__"
+ * member (whose facts need the depth) and no nesting deeper than PASARELA_JSON_MAX_DEPTH: then the
+ * result is the text itself and the token by token pass is not needed. It works on classes of bytes
+ * as bit masks (bit i: byte i of the block), where strings are (quotes not escaped by a backslash),
+ * and, for the few strings that start with a digit, whether they are integer-like keys. It trusts the
+ * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
+#if defined(PASARELA_JSON_SSE2)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PASARELA_JSON_AVX512 1
+#include <immintrin.h>
+#define AVX512_FN __attribute__((target("avx512f,avx512bw")))
+#endif
+
+typedef struct block_masks {
+    uint64_t quote, backslash, digit, point, minus, zero, n, space, open, close, colon;
+    uint64_t e_or_underscore, y_or_underscore; /* exponents, and the last letters of "key" and "__proto__" */
+} block_masks;
+
+/* The classes of the (up to) 64 bytes at p, avail of them readable (bytes past them are in no class). */
+HOT_INLINE void block_classes_sse2(const uint8_t *p, size_t avail, block_masks *m) {
+    uint8_t tail[64];
+    if (avail < 64) {
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, p, avail);
+        p = tail;
+    }
+    memset(m, 0, sizeof *m);
+    for (unsigned i = 0; i < 64; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */
+        __m128i underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+#define CLASS(field, vector) m->field |= (uint64_t)(unsigned)_mm_movemask_epi8(vector) << i
+        CLASS(quote, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+        CLASS(backslash, _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+        CLASS(digit, _mm_cmpeq_epi8(_mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)),
+                                    _mm_set1_epi8(9)));
+        CLASS(point, _mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+        CLASS(minus, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+        CLASS(zero, _mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
+        CLASS(n, _mm_cmpeq_epi8(v, _mm_set1_epi8('n')));
+        CLASS(space, _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(' ')), _mm_set1_epi8(' '))); /* <= ' ' */
+        CLASS(open, _mm_cmpeq_epi8(lower, _mm_set1_epi8('{')));
+        CLASS(close, _mm_cmpeq_epi8(lower, _mm_set1_epi8('}')));
+        CLASS(colon, _mm_cmpeq_epi8(v, _mm_set1_epi8(':')));
+        CLASS(e_or_underscore, _mm_or_si128(_mm_cmpeq_epi8(lower, _mm_set1_epi8('e')), underscore));
+        CLASS(y_or_underscore, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('y')), underscore));
+#undef CLASS
+    }
+    if (avail < 64) { /* the zeros of the padding are <= ' ' */
+        m->space &= (UINT64_C(1) << avail) - 1;
+    }
+}
+
+#if defined(PASARELA_JSON_AVX512)
+static inline __attribute__((always_inline, target("avx512f,avx512bw"))) void
+block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
+    __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
+    __m512i v = _mm512_maskz_loadu_epi8(readable, p); /* nothing read past p + avail */
+    __m512i lower = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
+    __mmask64 underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('_'));
+    m->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
+    m->backslash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'));
+    m->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
+    m->point = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
+    m->minus = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('-'));
+    m->zero = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('0'));
+    m->n = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('n'));
+    m->space = _mm512_mask_cmple_epu8_mask(readable, v, _mm512_set1_epi8(' '));
+    m->open = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('{'));
+    m->close = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('}'));
+    m->colon = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(':'));
+    m->e_or_underscore = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('e')) | underscore;
+    m->y_or_underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('y')) | underscore;
+}
+#endif
+
+static inline uint64_t prefix_xor(uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+static inline unsigned popcount64(uint64_t x) {
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+
+/* What one block leaves to the next: where it ends (in a string, after an escaping backslash), the
+ * depth so far, and its masks that patterns spanning two blocks look back at. */
+typedef struct canonical_scan {
+    uint64_t in_string, escape_next, nulls;
+    uint64_t open_quote, quote, digit, point, minus, zero, run2, run4, run8, e_or_underscore, y_or_underscore;
+    size_t depth;
+} canonical_scan;
+
+/* mask moved k bytes later (bit i: byte i - k), with the previous block's last k bits coming in */
+#define FROM_BEFORE(now, before, k) (((now) << (k)) | ((before) >> (64 - (k))))
+
+/* The block at in + base with classes m: 0 when the text may not be its own result. */
+HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, size_t base, const block_masks *m) {
+    uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
+    /* bytes escaped by a backslash (which escapes the next byte, whatever it is) */
+    uint64_t escaped = s->escape_next, escapes = m->backslash & ~s->escape_next;
+    s->escape_next = 0;
+    while (escapes != 0) {
+        uint64_t bit = escapes & (0 - escapes);
+        if (bit == UINT64_C(1) << 63) {
+            s->escape_next = 1;
+            break;
+        }
+        escaped |= bit << 1;
+        escapes &= ~(bit | bit << 1);
+    }
+    uint64_t quote = m->quote & ~escaped;
+    uint64_t inside = prefix_xor(quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
+    uint64_t outside = ~inside & ~quote & valid, open_quote = quote & inside;
+    uint64_t digit = m->digit & outside, point = m->point & outside, minus = m->minus & outside,
+             zero = m->zero & outside;
+    /* whitespace to drop; an exponent; "-0"; ".0" ending a number (".0" ending the text: canonical_end) */
+    if ((m->space & outside) != 0) return 0;
+    if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->digit, 1)) != 0) return 0;
+    if ((zero & FROM_BEFORE(minus, s->minus, 1)) != 0) return 0;
+    if ((~m->digit & valid & FROM_BEFORE(zero, s->zero, 1) & FROM_BEFORE(point, s->point, 2)) != 0) return 0;
+    /* a run of 16 digits or more (bit i of run_k: bytes i - k + 1 .. i are digits) */
+    uint64_t run2 = digit & FROM_BEFORE(digit, s->digit, 1);
+    uint64_t run4 = run2 & FROM_BEFORE(run2, s->run2, 2);
+    uint64_t run8 = run4 & FROM_BEFORE(run4, s->run4, 4);
+    if ((run8 & FROM_BEFORE(run8, s->run8, 8)) != 0) return 0;
+    /* a member named "key" or "__proto__", at any depth (the trusted pass tells at which) */
+    uint64_t named = m->colon & outside & FROM_BEFORE(quote, s->quote, 1) &
+                     FROM_BEFORE(m->y_or_underscore, s->y_or_underscore, 2) &
+                     FROM_BEFORE(m->e_or_underscore, s->e_or_underscore, 3);
+    while (named != 0) {
+        size_t colon = base + lowest_bit64(named);
+        named &= named - 1;
+        if (colon >= 5 && memcmp(in + colon - 5, "\"key\"", 5) == 0) return 0;
+        if (colon >= 11 && memcmp(in + colon - 11, "\"__proto__\"", 11) == 0) return 0;
+    }
+    /* a string that starts with a digit: an integer-like key? */
+    uint64_t digit_first = m->digit & valid & FROM_BEFORE(open_quote, s->open_quote, 1);
+    while (digit_first != 0) {
+        size_t start = base + lowest_bit64(digit_first) - 1, end = trusted_string_end(in, start, n);
+        digit_first &= digit_first - 1;
+        if (end == 0) return 0;
+        if (end < n && in[end] == ':' && key_order(in + start + 1, end - start - 2, 0) < NOT_INT_KEY) return 0;
+    }
+    /* nesting: never deeper than the depth before this block plus its opening brackets */
+    unsigned opens = popcount64(m->open & outside), closes = popcount64(m->close & outside);
+    if (s->depth + opens > PASARELA_JSON_MAX_DEPTH || s->depth + opens < closes) return 0;
+    s->depth = s->depth + opens - closes;
+    s->in_string = (uint64_t)0 - (inside >> 63);
+    s->nulls |= m->n & outside;
+    s->open_quote = open_quote;
+    s->quote = quote;
+    s->digit = digit;
+    s->point = point;
+    s->minus = minus;
+    s->zero = zero;
+    s->run2 = run2;
+    s->run4 = run4;
+    s->run8 = run8;
+    s->e_or_underscore = m->e_or_underscore;
+    s->y_or_underscore = m->y_or_underscore;
+    return 1;
+}
+#undef FROM_BEFORE
+
+/* After the last block: 1 (and the facts) when the text is its own result. */
+HOT_INLINE int canonical_end(const canonical_scan *s, const uint8_t *in, size_t n, unsigned *facts) {
+    if (s->in_string != 0 || s->depth != 0) return 0;
+    if (n >= 2 && in[n - 1] == '0' && in[n - 2] == '.') return 0;
+    *facts = s->nulls != 0 ? PASARELA_JSON_FACT_NULL : 0;
+    return 1;
+}
+
+static int trusted_text_is_canonical_sse2(const uint8_t *in, size_t n, unsigned *facts) {
+    canonical_scan s;
+    memset(&s, 0, sizeof s);
+    for (size_t base = 0; base < n; base += 64) {
+        block_masks m;
+        block_classes_sse2(in + base, n - base, &m);
+        if (!canonical_block(&s, in, n, base, &m)) return 0;
+    }
+    return canonical_end(&s, in, n, facts);
+}
+
+#if defined(PASARELA_JSON_AVX512)
+static AVX512_FN int trusted_text_is_canonical_avx512(const uint8_t *in, size_t n, unsigned *facts) {
+    canonical_scan s;
+    memset(&s, 0, sizeof s);
+    for (size_t base = 0; base < n; base += 64) {
+        block_masks m;
+        block_classes_avx512(in + base, n - base, &m);
+        if (!canonical_block(&s, in, n, base, &m)) return 0;
+    }
+    return canonical_end(&s, in, n, facts);
+}
+#endif
+
+/* 1 (and the text's facts: a null literal) when the text is its own result, 0 when the trusted pass is
+ * to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW classifies a block in one instruction a class). */
+static int trusted_text_is_canonical(unsigned cpu, const uint8_t *in, size_t n, unsigned *facts) {
+    if (n == 0) return 0;
+#if defined(PASARELA_JSON_AVX512)
+    if (cpu & PASARELA_CPU_AVX512) return trusted_text_is_canonical_avx512(in, n, facts);
+#endif
+    (void)cpu;
+    return trusted_text_is_canonical_sse2(in, n, facts);
+}
+#else
+static int trusted_text_is_canonical(unsigned cpu, const uint8_t *in, size_t n, unsigned *facts) {
+    (void)cpu;
+    (void)in;
+    (void)n;
+    (void)facts;
+    return 0; /* no vector classes on this target: the trusted pass decides */
+}
+#endif
+
+int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, unsigned flags, uint8_t *out,
+                                  size_t out_cap, size_t *out_len, void *scratch, size_t scratch_cap,
+                                  size_t *error_offset, unsigned *facts) {
     state s;
     int rc;
     if ((in == NULL && n > 0) || out == NULL || out_len == NULL || scratch == NULL)
@@ -1222,11 +1451,26 @@ int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint
     s.members_cap = n / 4 + 4; /* a member takes at least 4 input bytes ("":0) */
     s.temp = (uint8_t *)scratch + s.members_cap * sizeof(member);
     s.temp_cap = scratch_cap - s.members_cap * sizeof(member);
+    if ((flags & (PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT)) == PASARELA_JSON_SHORTEST_DIGITS &&
+        trusted_text_is_canonical(cpu, in, n, &s.facts)) {
+        memcpy(out, in, n);
+        *out_len = n;
+        if (error_offset) *error_offset = 0;
+        if (facts) *facts = s.facts;
+        return PASARELA_OK;
+    }
     rc = (flags & PASARELA_JSON_SHORTEST_DIGITS) ? canonicalize_trusted(&s) : canonicalize(&s);
     *out_len = rc == PASARELA_OK ? s.len : 0;
     if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
     if (facts) *facts = s.facts;
     return rc;
+}
+
+int pasarela_json_canonicalize(const uint8_t *in, size_t n, unsigned flags, uint8_t *out, size_t out_cap,
+                               size_t *out_len, void *scratch, size_t scratch_cap, size_t *error_offset,
+                               unsigned *facts) {
+    return pasarela_json_canonicalize_cpu(0, in, n, flags, out, out_cap, out_len, scratch, scratch_cap, error_offset,
+                                          facts);
 }
 
 /* Appends json[start, end) to items as the next item: 0 when it is empty or one too many. */
