@@ -2,7 +2,8 @@
  * Fuzz target: pasarela_json_canonicalize, the plaintext canonicalizer (JSON text from callers).
  *
  * Input: a selector byte, then the JSON text. Selector bit 0: also run the trusted-serializer mode
- * (PASARELA_JSON_SHORTEST_DIGITS) on the text, memory safety only, as the text breaks its contract;
+ * (PASARELA_JSON_SHORTEST_DIGITS) on the text, which breaks its contract: memory safety, and its check for
+ * text that is already canonical against itself (SSE2 and AVX-512) and against the token by token pass;
  * bit 1: also call with output and scratch one byte short of the documented sizes.
  * Checks: only documented statuses (never BUFFER_TOO_SMALL at the documented sizes); a result of
  * the checked mode is well-formed UTF-8 without raw control bytes (JSON.stringify escapes them and
@@ -18,14 +19,14 @@ typedef struct result {
     unsigned facts;
 } result;
 
-static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
+static result canonicalize_cpu(const uint8_t *data, size_t n, unsigned flags, unsigned cpu)
 {
     uint8_t *in = fuzz_copy(data, n);
     void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
     size_t error_offset = 0;
     result r = {0, (uint8_t *)fuzz_alloc(PASARELA_JSON_OUT_MAX(n)), 12345, -1};
-    r.rc = pasarela_json_canonicalize(in, n, flags, r.out, PASARELA_JSON_OUT_MAX(n), &r.len, scratch,
-                                      PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.facts);
+    r.rc = pasarela_json_canonicalize_cpu(cpu, in, n, flags, r.out, PASARELA_JSON_OUT_MAX(n), &r.len, scratch,
+                                          PASARELA_JSON_SCRATCH_SIZE(n), &error_offset, &r.facts);
     FUZZ_CHECK(r.rc == PASARELA_OK || r.rc == PASARELA_E_JSON_SYNTAX || r.rc == PASARELA_E_JSON_UNSUPPORTED ||
                r.rc == PASARELA_E_JSON_UNSAFE_INTEGER);
     FUZZ_CHECK((r.facts & ~(PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_NULL | PASARELA_JSON_FACT_PROTO |
@@ -38,6 +39,33 @@ static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
     free(scratch);
     free(in);
     return r;
+}
+
+static result canonicalize(const uint8_t *data, size_t n, unsigned flags)
+{
+    return canonicalize_cpu(data, n, flags, 0);
+}
+
+static int same_result(const result *a, const result *b)
+{
+    return a->rc == b->rc && a->len == b->len && a->facts == b->facts && memcmp(a->out, b->out, a->len) == 0;
+}
+
+/* The trusted-serializer mode on any text (hostile text breaks its contract, so beyond memory safety and
+ * documented statuses only this is checked): the check for text that is already canonical decides alike in
+ * its two instances (SSE2, and AVX-512 BW where this CPU has it), and whenever the token by token pass
+ * succeeds, the result with the check is that pass's result (same bytes, same facts). */
+static void check_shortcut(const uint8_t *data, size_t n)
+{
+    result portable = canonicalize_cpu(data, n, PASARELA_JSON_SHORTEST_DIGITS, 0);
+    result native = canonicalize_cpu(data, n, PASARELA_JSON_SHORTEST_DIGITS, pasarela_cpu_features());
+    result tokens = canonicalize(data, n, PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT);
+    FUZZ_CHECK(same_result(&portable, &native));
+    if (tokens.rc == PASARELA_OK && portable.rc == PASARELA_OK)
+        FUZZ_CHECK(same_result(&portable, &tokens));
+    free(portable.out);
+    free(native.out);
+    free(tokens.out);
 }
 
 /* Well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), no byte < 0x20. */
@@ -162,12 +190,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_reader reader = {data, size};
     uint8_t selector = fuzz_u8(&reader);
-    if (selector & 1) {
-        /* The trusted-serializer mode on hostile text: out of contract, so only memory safety and
-         * documented statuses are checked (by canonicalize). */
-        result trusted = canonicalize(reader.data, reader.size, PASARELA_JSON_SHORTEST_DIGITS);
-        free(trusted.out);
-    }
+    if (selector & 1)
+        check_shortcut(reader.data, reader.size);
     if (selector & 2)
         check_too_small(reader.data, reader.size);
     check_array_items(reader.data, reader.size, selector >> 4);
@@ -178,9 +202,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(is_stringify_text(first.out, first.len));
         FUZZ_CHECK(!(first.facts & PASARELA_JSON_FACT_LONG_INT) == !has_integer_of(first.out, first.len, 17));
         /* The result is JSON.stringify output (shortest digits, JSON.stringify escapes, no duplicate
-         * keys): canonicalizing it again, checked or trusted, gives the same bytes. */
-        for (unsigned again_flags = 0; again_flags <= PASARELA_JSON_SHORTEST_DIGITS; again_flags++) {
-            result again = canonicalize(first.out, first.len, again_flags);
+         * keys): canonicalizing it again, checked or trusted (with and without the check for text that
+         * is already canonical, which takes it as it is), gives the same bytes. */
+        static const unsigned again_flags[] = {0, PASARELA_JSON_SHORTEST_DIGITS,
+                                               PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT};
+        for (size_t k = 0; k < sizeof again_flags / sizeof again_flags[0]; k++) {
+            result again = canonicalize_cpu(first.out, first.len, again_flags[k], pasarela_cpu_features());
             if (again.rc == PASARELA_E_JSON_UNSAFE_INTEGER) {
                 FUZZ_CHECK(has_integer_of(first.out, first.len, 16));
             } else {
