@@ -1301,7 +1301,7 @@ static inline unsigned popcount64(uint64_t x) {
 /* What one block leaves to the next: where it ends (in a string, after an escaping backslash), the
  * depth so far, and its masks that patterns spanning two blocks look back at. */
 typedef struct canonical_scan {
-    uint64_t in_string, escape_next, nulls;
+    uint64_t in_string, escape_next, nulls; /* nulls: a null literal seen */
     uint64_t open_quote, quote, digit, point, minus, zero, run2, run4, run8, e_or_underscore, y_or_underscore;
     size_t depth;
 } canonical_scan;
@@ -1357,12 +1357,19 @@ HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, s
         if (end == 0) return 0;
         if (end < n && in[end] == ':' && key_order(in + start + 1, end - start - 2, 0) < NOT_INT_KEY) return 0;
     }
+    /* null literals (their fact), each checked whole, so that the fact is exact on any text */
+    uint64_t nulls = m->n & outside;
+    while (nulls != 0) {
+        size_t at = base + lowest_bit64(nulls);
+        nulls &= nulls - 1;
+        if (n - at < 4 || memcmp(in + at, "null", 4) != 0) return 0;
+        s->nulls = 1;
+    }
     /* nesting: never deeper than the depth before this block plus its opening brackets */
     unsigned opens = popcount64(m->open & outside), closes = popcount64(m->close & outside);
     if (s->depth + opens > PASARELA_JSON_MAX_DEPTH || s->depth + opens < closes) return 0;
     s->depth = s->depth + opens - closes;
     s->in_string = (uint64_t)0 - (inside >> 63);
-    s->nulls |= m->n & outside;
     s->open_quote = open_quote;
     s->quote = quote;
     s->digit = digit;
