@@ -1213,7 +1213,7 @@ done:
  * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
 #if defined(PASARELA_JSON_SSE2)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define PASARELA_JSON_AVX512 1
+#define PASARELA_JSON_X86_WIDE 1
 #include <immintrin.h>
 #define AVX512_FN __attribute__((target("avx512f,avx512bw")))
 #endif
@@ -1258,7 +1258,40 @@ HOT_INLINE void block_classes_sse2(const uint8_t *p, size_t avail, block_masks *
     }
 }
 
-#if defined(PASARELA_JSON_AVX512)
+#if defined(PASARELA_JSON_X86_WIDE)
+static inline __attribute__((always_inline, target("avx2"))) void
+block_classes_avx2(const uint8_t *p, size_t avail, block_masks *m) {
+    uint8_t tail[64];
+    if (avail < 64) {
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, p, avail);
+        p = tail;
+    }
+    memset(m, 0, sizeof *m);
+    for (unsigned i = 0; i < 64; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+        __m256i lower = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+        __m256i underscore = _mm256_cmpeq_epi8(v, _mm256_set1_epi8('_'));
+#define CLASS(field, vector) m->field |= (uint64_t)(uint32_t)_mm256_movemask_epi8(vector) << i
+        CLASS(quote, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')));
+        CLASS(backslash, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')));
+        CLASS(digit, _mm256_cmpeq_epi8(_mm256_max_epu8(_mm256_sub_epi8(v, _mm256_set1_epi8('0')), _mm256_set1_epi8(9)),
+                                       _mm256_set1_epi8(9)));
+        CLASS(point, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('.')));
+        CLASS(minus, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('-')));
+        CLASS(zero, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('0')));
+        CLASS(n, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('n')));
+        CLASS(space, _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(' ')), _mm256_set1_epi8(' ')));
+        CLASS(open, _mm256_cmpeq_epi8(lower, _mm256_set1_epi8('{')));
+        CLASS(close, _mm256_cmpeq_epi8(lower, _mm256_set1_epi8('}')));
+        CLASS(colon, _mm256_cmpeq_epi8(v, _mm256_set1_epi8(':')));
+        CLASS(e_or_underscore, _mm256_or_si256(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8('e')), underscore));
+        CLASS(y_or_underscore, _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('y')), underscore));
+#undef CLASS
+    }
+    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1;
+}
+
 static inline __attribute__((always_inline, target("avx512f,avx512bw"))) void
 block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
     __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
@@ -1404,7 +1437,19 @@ static int trusted_text_is_canonical_sse2(const uint8_t *in, size_t n, unsigned 
     return canonical_end(&s, in, n, facts);
 }
 
-#if defined(PASARELA_JSON_AVX512)
+#if defined(PASARELA_JSON_X86_WIDE)
+static __attribute__((target("avx2"))) int trusted_text_is_canonical_avx2(const uint8_t *in, size_t n,
+                                                                           unsigned *facts) {
+    canonical_scan s;
+    memset(&s, 0, sizeof s);
+    for (size_t base = 0; base < n; base += 64) {
+        block_masks m;
+        block_classes_avx2(in + base, n - base, &m);
+        if (!canonical_block(&s, in, n, base, &m)) return 0;
+    }
+    return canonical_end(&s, in, n, facts);
+}
+
 static AVX512_FN int trusted_text_is_canonical_avx512(const uint8_t *in, size_t n, unsigned *facts) {
     canonical_scan s;
     memset(&s, 0, sizeof s);
@@ -1418,11 +1463,13 @@ static AVX512_FN int trusted_text_is_canonical_avx512(const uint8_t *in, size_t 
 #endif
 
 /* 1 (and the text's facts: a null literal) when the text is its own result, 0 when the trusted pass is
- * to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW classifies a block in one instruction a class). */
+ * to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW classifies a block in one instruction a class,
+ * AVX2 in two, SSE2 in four). */
 static int trusted_text_is_canonical(unsigned cpu, const uint8_t *in, size_t n, unsigned *facts) {
     if (n == 0) return 0;
-#if defined(PASARELA_JSON_AVX512)
+#if defined(PASARELA_JSON_X86_WIDE)
     if (cpu & PASARELA_CPU_AVX512) return trusted_text_is_canonical_avx512(in, n, facts);
+    if (cpu & PASARELA_CPU_AVX2) return trusted_text_is_canonical_avx2(in, n, facts);
 #endif
     (void)cpu;
     return trusted_text_is_canonical_sse2(in, n, facts);

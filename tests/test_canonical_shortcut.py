@@ -1,10 +1,9 @@
 """The trusted pass's check for text that is already canonical (csrc/json.c, trusted_text_is_canonical).
 
 orjson's text of a payload is most often exactly what JSON.stringify writes; the C core then copies it
-instead of rewriting it token by token. The check has two instances: SSE2 (what the public
-pasarela_json_canonicalize uses) and AVX-512 BW (what sealing uses on a CPU that has it; elsewhere sealing
-uses SSE2 too). Each is held to the token by token pass (PASARELA_JSON_NO_SHORTCUT) and to the pure-Python
-reference, on payloads from the shared strategies and on every special token at every offset around the
+instead of rewriting it token by token. The check has three instances: SSE2 (what the public
+pasarela_json_canonicalize uses), AVX2 and AVX-512 BW (what sealing uses on a CPU that has them). Each is
+held to the token by token pass (PASARELA_JSON_NO_SHORTCUT) and to the pure-Python reference, on payloads from the shared strategies and on every special token at every offset around the
 check's 64-byte blocks (the patterns it looks for span two blocks there).
 """
 
@@ -26,7 +25,18 @@ ffi, lib = _binding.ffi, _binding.lib
 SHORTEST = lib.PASARELA_JSON_SHORTEST_DIGITS
 TOKENS = SHORTEST | lib.PASARELA_JSON_NO_SHORTCUT
 TIMESTAMP = 1_700_000_000
-CREDENTIALS = _binding.Credentials(b"business", b"SN-1")
+
+
+def _credentials(without: int) -> _binding.Credentials:
+    credentials = _binding.Credentials(b"business", b"SN-1")
+    credentials.struct.cpu = _binding.CPU_FEATURES & ~without
+    return credentials
+
+
+# Sealing with each instance of the check this CPU has: AVX-512 BW, AVX2, SSE2 (the CPU bits also choose
+# the SHA-512 and Base64 code, which give the same bytes whichever runs).
+INSTANCES = [_credentials(0), _credentials(lib.PASARELA_CPU_AVX512),
+             _credentials(lib.PASARELA_CPU_AVX512 | lib.PASARELA_CPU_AVX2)]
 
 Result = tuple[int, Optional[bytes], int]  # status, text (None on failure), facts
 
@@ -41,15 +51,16 @@ def canonicalize(text: bytes, flags: int) -> Result:
 
 
 def sealed_plaintext(member: bytes) -> Result:
-    """The text sealing canonicalizes with this CPU's instance of the check, for the object {"v": member}."""
-    try:
-        out = _binding.seal_json(CREDENTIALS, TIMESTAMP, b'{"v":' + member + b"}", SHORTEST, bytes(16))
-    except PayloadError:
-        return -1, None, 0
-    if out is None:
-        return -1, None, 0
-    request, plaintext_len, facts = out
-    return lib.PASARELA_OK, request[:plaintext_len], facts
+    """The text sealing canonicalizes for the object {"v": member}, the same with every instance of the check."""
+    results = []
+    for credentials in INSTANCES:
+        try:
+            out = _binding.seal_json(credentials, TIMESTAMP, b'{"v":' + member + b"}", SHORTEST, bytes(16))
+        except PayloadError:
+            out = None
+        results.append((-1, None, 0) if out is None else (lib.PASARELA_OK, out[0][: out[1]], out[2]))
+    assert results[1:] == results[:-1]
+    return results[0]
 
 
 def reference(value: Any) -> Optional[bytes]:

@@ -3,7 +3,7 @@
  *
  * Input: a selector byte, then the JSON text. Selector bit 0: also run the trusted-serializer mode
  * (PASARELA_JSON_SHORTEST_DIGITS) on the text, which breaks its contract: memory safety, and its check for
- * text that is already canonical against itself (SSE2 and AVX-512) and against the token by token pass;
+ * text that is already canonical against itself (SSE2, AVX2, AVX-512) and against the token by token pass;
  * bit 1: also call with output and scratch one byte short of the documented sizes.
  * Checks: only documented statuses (never BUFFER_TOO_SMALL at the documented sizes); a result of
  * the checked mode is well-formed UTF-8 without raw control bytes (JSON.stringify escapes them and
@@ -53,18 +53,22 @@ static int same_result(const result *a, const result *b)
 
 /* The trusted-serializer mode on any text (hostile text breaks its contract, so beyond memory safety and
  * documented statuses only this is checked): the check for text that is already canonical decides alike in
- * its two instances (SSE2, and AVX-512 BW where this CPU has it), and whenever the token by token pass
+ * its instances (SSE2, and AVX2 and AVX-512 BW where this CPU has them), and whenever the token by token pass
  * succeeds, the result with the check is that pass's result (same bytes, same facts). */
 static void check_shortcut(const uint8_t *data, size_t n)
 {
     result portable = canonicalize_cpu(data, n, PASARELA_JSON_SHORTEST_DIGITS, 0);
     result native = canonicalize_cpu(data, n, PASARELA_JSON_SHORTEST_DIGITS, pasarela_cpu_features());
+    result avx2 = canonicalize_cpu(data, n, PASARELA_JSON_SHORTEST_DIGITS,
+                                   pasarela_cpu_features() & ~(unsigned)PASARELA_CPU_AVX512);
     result tokens = canonicalize(data, n, PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT);
     FUZZ_CHECK(same_result(&portable, &native));
+    FUZZ_CHECK(same_result(&portable, &avx2));
     if (tokens.rc == PASARELA_OK && portable.rc == PASARELA_OK)
         FUZZ_CHECK(same_result(&portable, &tokens));
     free(portable.out);
     free(native.out);
+    free(avx2.out);
     free(tokens.out);
 }
 
