@@ -1275,7 +1275,8 @@ block_classes_avx2(const uint8_t *p, size_t avail, block_masks *m) {
 #define CLASS(field, vector) m->field |= (uint64_t)(uint32_t)_mm256_movemask_epi8(vector) << i
         CLASS(quote, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')));
         CLASS(backslash, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')));
-        CLASS(digit, _mm256_cmpeq_epi8(_mm256_max_epu8(_mm256_sub_epi8(v, _mm256_set1_epi8('0')), _mm256_set1_epi8(9)),
+        CLASS(digit, _mm256_cmpeq_epi8(_mm256_max_epu8(_mm256_sub_epi8(v, _mm256_set1_epi8('0')),
+                                                       _mm256_set1_epi8(9)),
                                        _mm256_set1_epi8(9)));
         CLASS(point, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('.')));
         CLASS(minus, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('-')));
