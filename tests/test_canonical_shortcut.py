@@ -3,8 +3,9 @@
 orjson's text of a payload is most often exactly what JSON.stringify writes; the C core then copies it
 instead of rewriting it token by token. The check has three instances: SSE2 (what the public
 pasarela_json_canonicalize uses), AVX2 and AVX-512 BW (what sealing uses on a CPU that has them). Each is
-held to the token by token pass (PASARELA_JSON_NO_SHORTCUT) and to the pure-Python reference, on payloads from the shared strategies and on every special token at every offset around the
-check's 64-byte blocks (the patterns it looks for span two blocks there).
+held to the token by token pass (PASARELA_JSON_NO_SHORTCUT) and to the pure-Python reference, on payloads
+from the shared strategies and on every special token at every offset around the check's 64-byte blocks
+(the patterns it looks for span two blocks there).
 """
 
 from __future__ import annotations
