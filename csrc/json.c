@@ -1223,72 +1223,62 @@ typedef struct block_masks {
     uint64_t e_or_underscore, y_or_underscore; /* exponents, and the last letters of "key" and "__proto__" */
 } block_masks;
 
+/* The classes of the vector v of 16 (SSE2) or 32 (AVX2) bytes into bits i.. of the block_masks *m: written
+ * once for both widths, whose intrinsics the caller names (OR, SET1, EQ, MAX: unsigned, SUB, MASK: movemask). */
+#define VECTOR_CLASSES(m, i, v, VEC, OR, SET1, EQ, MAX, SUB, MASK)                                             \
+    do {                                                                                                        \
+        VEC lower_ = OR(v, SET1(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */                               \
+        VEC underscore_ = EQ(v, SET1('_'));                                                                     \
+        (m)->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << (i);                                                  \
+        (m)->backslash |= (uint64_t)MASK(EQ(v, SET1('\\'))) << (i);                                             \
+        (m)->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << (i);                      \
+        (m)->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << (i);                                                  \
+        (m)->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << (i);                                                  \
+        (m)->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << (i);                                                   \
+        (m)->n |= (uint64_t)MASK(EQ(v, SET1('n'))) << (i);                                                      \
+        (m)->space |= (uint64_t)MASK(EQ(MAX(v, SET1(' ')), SET1(' '))) << (i); /* <= ' ' */                     \
+        (m)->open |= (uint64_t)MASK(EQ(lower_, SET1('{'))) << (i);                                              \
+        (m)->close |= (uint64_t)MASK(EQ(lower_, SET1('}'))) << (i);                                             \
+        (m)->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << (i);                                                  \
+        (m)->e_or_underscore |= (uint64_t)MASK(OR(EQ(lower_, SET1('e')), underscore_)) << (i);                  \
+        (m)->y_or_underscore |= (uint64_t)MASK(OR(EQ(v, SET1('y')), underscore_)) << (i);                       \
+    } while (0)
+
+/* The 64 bytes at p, or (avail < 64: what is readable there) a copy padded with zeros in tail. */
+HOT_INLINE const uint8_t *whole_block(const uint8_t *p, size_t avail, uint8_t tail[64]) {
+    if (avail >= 64) return p;
+    memset(tail, 0, 64);
+    memcpy(tail, p, avail);
+    return tail;
+}
+
 /* The classes of the (up to) 64 bytes at p, avail of them readable (bytes past them are in no class). */
 HOT_INLINE void block_classes_sse2(const uint8_t *p, size_t avail, block_masks *m) {
     uint8_t tail[64];
-    if (avail < 64) {
-        memset(tail, 0, sizeof tail);
-        memcpy(tail, p, avail);
-        p = tail;
-    }
+    p = whole_block(p, avail, tail);
     memset(m, 0, sizeof *m);
     for (unsigned i = 0; i < 64; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */
-        __m128i underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
-#define CLASS(field, vector) m->field |= (uint64_t)(unsigned)_mm_movemask_epi8(vector) << i
-        CLASS(quote, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
-        CLASS(backslash, _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
-        CLASS(digit, _mm_cmpeq_epi8(_mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)),
-                                    _mm_set1_epi8(9)));
-        CLASS(point, _mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
-        CLASS(minus, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
-        CLASS(zero, _mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
-        CLASS(n, _mm_cmpeq_epi8(v, _mm_set1_epi8('n')));
-        CLASS(space, _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(' ')), _mm_set1_epi8(' '))); /* <= ' ' */
-        CLASS(open, _mm_cmpeq_epi8(lower, _mm_set1_epi8('{')));
-        CLASS(close, _mm_cmpeq_epi8(lower, _mm_set1_epi8('}')));
-        CLASS(colon, _mm_cmpeq_epi8(v, _mm_set1_epi8(':')));
-        CLASS(e_or_underscore, _mm_or_si128(_mm_cmpeq_epi8(lower, _mm_set1_epi8('e')), underscore));
-        CLASS(y_or_underscore, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('y')), underscore));
-#undef CLASS
+#define MASK(x) (unsigned)_mm_movemask_epi8(x)
+        VECTOR_CLASSES(m, i, v, __m128i, _mm_or_si128, _mm_set1_epi8, _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8,
+                       MASK);
+#undef MASK
     }
-    if (avail < 64) { /* the zeros of the padding are <= ' ' */
-        m->space &= (UINT64_C(1) << avail) - 1;
-    }
+    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the zeros of the padding are <= ' ' */
 }
 
 #if defined(PASARELA_JSON_X86_WIDE)
 static inline __attribute__((always_inline, target("avx2"))) void
 block_classes_avx2(const uint8_t *p, size_t avail, block_masks *m) {
     uint8_t tail[64];
-    if (avail < 64) {
-        memset(tail, 0, sizeof tail);
-        memcpy(tail, p, avail);
-        p = tail;
-    }
+    p = whole_block(p, avail, tail);
     memset(m, 0, sizeof *m);
     for (unsigned i = 0; i < 64; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
-        __m256i lower = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
-        __m256i underscore = _mm256_cmpeq_epi8(v, _mm256_set1_epi8('_'));
-#define CLASS(field, vector) m->field |= (uint64_t)(uint32_t)_mm256_movemask_epi8(vector) << i
-        CLASS(quote, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')));
-        CLASS(backslash, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')));
-        CLASS(digit, _mm256_cmpeq_epi8(_mm256_max_epu8(_mm256_sub_epi8(v, _mm256_set1_epi8('0')),
-                                                       _mm256_set1_epi8(9)),
-                                       _mm256_set1_epi8(9)));
-        CLASS(point, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('.')));
-        CLASS(minus, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('-')));
-        CLASS(zero, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('0')));
-        CLASS(n, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('n')));
-        CLASS(space, _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(' ')), _mm256_set1_epi8(' ')));
-        CLASS(open, _mm256_cmpeq_epi8(lower, _mm256_set1_epi8('{')));
-        CLASS(close, _mm256_cmpeq_epi8(lower, _mm256_set1_epi8('}')));
-        CLASS(colon, _mm256_cmpeq_epi8(v, _mm256_set1_epi8(':')));
-        CLASS(e_or_underscore, _mm256_or_si256(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8('e')), underscore));
-        CLASS(y_or_underscore, _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('y')), underscore));
-#undef CLASS
+#define MASK(x) (uint32_t)_mm256_movemask_epi8(x)
+        VECTOR_CLASSES(m, i, v, __m256i, _mm256_or_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
+                       _mm256_sub_epi8, MASK);
+#undef MASK
     }
     if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1;
 }
@@ -1314,6 +1304,7 @@ block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
     m->y_or_underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('y')) | underscore;
 }
 #endif
+#undef VECTOR_CLASSES
 
 static inline uint64_t prefix_xor(uint64_t x) {
     x ^= x << 1;
