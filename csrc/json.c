@@ -1223,27 +1223,6 @@ typedef struct block_masks {
     uint64_t e_or_underscore, y_or_underscore; /* exponents, and the last letters of "key" and "__proto__" */
 } block_masks;
 
-/* The classes of the vector v of 16 (SSE2) or 32 (AVX2) bytes into bits i.. of the block_masks *m: written
- * once for both widths, whose intrinsics the caller names (OR, SET1, EQ, MAX: unsigned, SUB, MASK: movemask). */
-#define VECTOR_CLASSES(m, i, v, VEC, OR, SET1, EQ, MAX, SUB, MASK)                                             \
-    do {                                                                                                        \
-        VEC lower_ = OR(v, SET1(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */                               \
-        VEC underscore_ = EQ(v, SET1('_'));                                                                     \
-        (m)->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << (i);                                                  \
-        (m)->backslash |= (uint64_t)MASK(EQ(v, SET1('\\'))) << (i);                                             \
-        (m)->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << (i);                      \
-        (m)->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << (i);                                                  \
-        (m)->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << (i);                                                  \
-        (m)->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << (i);                                                   \
-        (m)->n |= (uint64_t)MASK(EQ(v, SET1('n'))) << (i);                                                      \
-        (m)->space |= (uint64_t)MASK(EQ(MAX(v, SET1(' ')), SET1(' '))) << (i); /* <= ' ' */                     \
-        (m)->open |= (uint64_t)MASK(EQ(lower_, SET1('{'))) << (i);                                              \
-        (m)->close |= (uint64_t)MASK(EQ(lower_, SET1('}'))) << (i);                                             \
-        (m)->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << (i);                                                  \
-        (m)->e_or_underscore |= (uint64_t)MASK(OR(EQ(lower_, SET1('e')), underscore_)) << (i);                  \
-        (m)->y_or_underscore |= (uint64_t)MASK(OR(EQ(v, SET1('y')), underscore_)) << (i);                       \
-    } while (0)
-
 /* The 64 bytes at p, or (avail < 64: what is readable there) a copy padded with zeros in tail. */
 HOT_INLINE const uint8_t *whole_block(const uint8_t *p, size_t avail, uint8_t tail[64]) {
     if (avail >= 64) return p;
@@ -1252,36 +1231,47 @@ HOT_INLINE const uint8_t *whole_block(const uint8_t *p, size_t avail, uint8_t ta
     return tail;
 }
 
-/* The classes of the (up to) 64 bytes at p, avail of them readable (bytes past them are in no class). */
-HOT_INLINE void block_classes_sse2(const uint8_t *p, size_t avail, block_masks *m) {
-    uint8_t tail[64];
-    p = whole_block(p, avail, tail);
-    memset(m, 0, sizeof *m);
-    for (unsigned i = 0; i < 64; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-#define MASK(x) (unsigned)_mm_movemask_epi8(x)
-        VECTOR_CLASSES(m, i, v, __m128i, _mm_or_si128, _mm_set1_epi8, _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8,
-                       MASK);
-#undef MASK
+/* A function name(p, avail, m), declared DECLARATION: the classes of the (up to) 64 bytes at p, avail of
+ * them readable (bytes past them are in no class), WIDTH bytes a vector. Written once for SSE2 (16) and
+ * AVX2 (32), whose intrinsics the caller names: VEC the vector type, LOAD, OR, SET1, EQ, MAX (unsigned),
+ * SUB, and MASK (movemask). */
+#define VECTOR_BLOCK_CLASSES(DECLARATION, name, WIDTH, VEC, LOAD, OR, SET1, EQ, MAX, SUB, MASK)               \
+    DECLARATION void name(const uint8_t *p, size_t avail, block_masks *m) {                                   \
+        uint8_t tail[64];                                                                                     \
+        p = whole_block(p, avail, tail);                                                                      \
+        memset(m, 0, sizeof *m);                                                                              \
+        for (unsigned i = 0; i < 64; i += WIDTH) {                                                            \
+            VEC v = LOAD((const VEC *)(const void *)(p + i));                                                 \
+            VEC lower = OR(v, SET1(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */                           \
+            VEC underscore = EQ(v, SET1('_'));                                                                \
+            m->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << i;                                                \
+            m->backslash |= (uint64_t)MASK(EQ(v, SET1('\\'))) << i;                                           \
+            m->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << i;                    \
+            m->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << i;                                                \
+            m->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << i;                                                \
+            m->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << i;                                                 \
+            m->n |= (uint64_t)MASK(EQ(v, SET1('n'))) << i;                                                    \
+            m->space |= (uint64_t)MASK(EQ(MAX(v, SET1(' ')), SET1(' '))) << i; /* <= ' ' */                   \
+            m->open |= (uint64_t)MASK(EQ(lower, SET1('{'))) << i;                                             \
+            m->close |= (uint64_t)MASK(EQ(lower, SET1('}'))) << i;                                            \
+            m->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << i;                                                \
+            m->e_or_underscore |= (uint64_t)MASK(OR(EQ(lower, SET1('e')), underscore)) << i;                  \
+            m->y_or_underscore |= (uint64_t)MASK(OR(EQ(v, SET1('y')), underscore)) << i;                      \
+        }                                                                                                     \
+        if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */          \
     }
-    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the zeros of the padding are <= ' ' */
-}
+
+#define SSE2_MASK(x) (unsigned)_mm_movemask_epi8(x)
+VECTOR_BLOCK_CLASSES(HOT_INLINE, block_classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_set1_epi8,
+                     _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
+#undef SSE2_MASK
 
 #if defined(PASARELA_JSON_X86_WIDE)
-static inline __attribute__((always_inline, target("avx2"))) void
-block_classes_avx2(const uint8_t *p, size_t avail, block_masks *m) {
-    uint8_t tail[64];
-    p = whole_block(p, avail, tail);
-    memset(m, 0, sizeof *m);
-    for (unsigned i = 0; i < 64; i += 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
-#define MASK(x) (uint32_t)_mm256_movemask_epi8(x)
-        VECTOR_CLASSES(m, i, v, __m256i, _mm256_or_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
-                       _mm256_sub_epi8, MASK);
-#undef MASK
-    }
-    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1;
-}
+#define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
+VECTOR_BLOCK_CLASSES(static inline __attribute__((always_inline, target("avx2"))), block_classes_avx2, 32, __m256i,
+                     _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
+                     _mm256_sub_epi8, AVX2_MASK)
+#undef AVX2_MASK
 
 static inline __attribute__((always_inline, target("avx512f,avx512bw"))) void
 block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
@@ -1304,7 +1294,7 @@ block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
     m->y_or_underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('y')) | underscore;
 }
 #endif
-#undef VECTOR_CLASSES
+#undef VECTOR_BLOCK_CLASSES
 
 static inline uint64_t prefix_xor(uint64_t x) {
     x ^= x << 1;
@@ -1325,9 +1315,12 @@ static inline unsigned popcount64(uint64_t x) {
 
 /* What one block leaves to the next: where it ends (in a string, after an escaping backslash), the
  * depth so far, and its masks that patterns spanning two blocks look back at. */
+typedef struct previous_block {
+    uint64_t open_quote, quote, digit, point, minus, zero, run2, run4, run8, e_or_underscore, y_or_underscore;
+} previous_block;
 typedef struct canonical_scan {
     uint64_t in_string, escape_next, nulls; /* nulls: a null literal seen */
-    uint64_t open_quote, quote, digit, point, minus, zero, run2, run4, run8, e_or_underscore, y_or_underscore;
+    previous_block before;
     size_t depth;
 } canonical_scan;
 
@@ -1356,18 +1349,18 @@ HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, s
              zero = m->zero & outside;
     /* whitespace to drop; an exponent; "-0"; ".0" ending a number (".0" ending the text: canonical_end) */
     if ((m->space & outside) != 0) return 0;
-    if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->digit, 1)) != 0) return 0;
-    if ((zero & FROM_BEFORE(minus, s->minus, 1)) != 0) return 0;
-    if ((~m->digit & valid & FROM_BEFORE(zero, s->zero, 1) & FROM_BEFORE(point, s->point, 2)) != 0) return 0;
+    if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
+    if ((zero & FROM_BEFORE(minus, s->before.minus, 1)) != 0) return 0;
+    if ((~m->digit & valid & FROM_BEFORE(zero, s->before.zero, 1) & FROM_BEFORE(point, s->before.point, 2)) != 0) return 0;
     /* a run of 16 digits or more (bit i of run_k: bytes i - k + 1 .. i are digits) */
-    uint64_t run2 = digit & FROM_BEFORE(digit, s->digit, 1);
-    uint64_t run4 = run2 & FROM_BEFORE(run2, s->run2, 2);
-    uint64_t run8 = run4 & FROM_BEFORE(run4, s->run4, 4);
-    if ((run8 & FROM_BEFORE(run8, s->run8, 8)) != 0) return 0;
+    uint64_t run2 = digit & FROM_BEFORE(digit, s->before.digit, 1);
+    uint64_t run4 = run2 & FROM_BEFORE(run2, s->before.run2, 2);
+    uint64_t run8 = run4 & FROM_BEFORE(run4, s->before.run4, 4);
+    if ((run8 & FROM_BEFORE(run8, s->before.run8, 8)) != 0) return 0;
     /* a member named "key" or "__proto__", at any depth (the trusted pass tells at which) */
-    uint64_t named = m->colon & outside & FROM_BEFORE(quote, s->quote, 1) &
-                     FROM_BEFORE(m->y_or_underscore, s->y_or_underscore, 2) &
-                     FROM_BEFORE(m->e_or_underscore, s->e_or_underscore, 3);
+    uint64_t named = m->colon & outside & FROM_BEFORE(quote, s->before.quote, 1) &
+                     FROM_BEFORE(m->y_or_underscore, s->before.y_or_underscore, 2) &
+                     FROM_BEFORE(m->e_or_underscore, s->before.e_or_underscore, 3);
     while (named != 0) {
         size_t colon = base + lowest_bit64(named);
         named &= named - 1;
@@ -1375,7 +1368,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, s
         if (colon >= 11 && memcmp(in + colon - 11, "\"__proto__\"", 11) == 0) return 0;
     }
     /* a string that starts with a digit: an integer-like key? */
-    uint64_t digit_first = m->digit & valid & FROM_BEFORE(open_quote, s->open_quote, 1);
+    uint64_t digit_first = m->digit & valid & FROM_BEFORE(open_quote, s->before.open_quote, 1);
     while (digit_first != 0) {
         size_t start = base + lowest_bit64(digit_first) - 1, end = trusted_string_end(in, start, n);
         digit_first &= digit_first - 1;
@@ -1395,17 +1388,9 @@ HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, s
     if (s->depth + opens > PASARELA_JSON_MAX_DEPTH || s->depth + opens < closes) return 0;
     s->depth = s->depth + opens - closes;
     s->in_string = (uint64_t)0 - (inside >> 63);
-    s->open_quote = open_quote;
-    s->quote = quote;
-    s->digit = digit;
-    s->point = point;
-    s->minus = minus;
-    s->zero = zero;
-    s->run2 = run2;
-    s->run4 = run4;
-    s->run8 = run8;
-    s->e_or_underscore = m->e_or_underscore;
-    s->y_or_underscore = m->y_or_underscore;
+    previous_block now = {open_quote, quote, digit, point, minus, zero, run2, run4, run8, m->e_or_underscore,
+                          m->y_or_underscore}; /* in the order of previous_block's members */
+    s->before = now;
     return 1;
 }
 #undef FROM_BEFORE
@@ -1418,41 +1403,24 @@ HOT_INLINE int canonical_end(const canonical_scan *s, const uint8_t *in, size_t 
     return 1;
 }
 
-static int trusted_text_is_canonical_sse2(const uint8_t *in, size_t n, unsigned *facts) {
-    canonical_scan s;
-    memset(&s, 0, sizeof s);
-    for (size_t base = 0; base < n; base += 64) {
-        block_masks m;
-        block_classes_sse2(in + base, n - base, &m);
-        if (!canonical_block(&s, in, n, base, &m)) return 0;
+/* A check of the whole text, block by block, with the classes of the width of CLASSES. */
+#define CANONICAL_CHECK(name, ATTRIBUTES, CLASSES)                                                            \
+    static ATTRIBUTES int name(const uint8_t *in, size_t n, unsigned *facts) {                                \
+        canonical_scan s;                                                                                     \
+        memset(&s, 0, sizeof s);                                                                              \
+        for (size_t base = 0; base < n; base += 64) {                                                         \
+            block_masks m;                                                                                    \
+            CLASSES(in + base, n - base, &m);                                                                 \
+            if (!canonical_block(&s, in, n, base, &m)) return 0;                                              \
+        }                                                                                                     \
+        return canonical_end(&s, in, n, facts);                                                               \
     }
-    return canonical_end(&s, in, n, facts);
-}
-
+CANONICAL_CHECK(trusted_text_is_canonical_sse2, , block_classes_sse2)
 #if defined(PASARELA_JSON_X86_WIDE)
-static __attribute__((target("avx2"))) int trusted_text_is_canonical_avx2(const uint8_t *in, size_t n,
-                                                                           unsigned *facts) {
-    canonical_scan s;
-    memset(&s, 0, sizeof s);
-    for (size_t base = 0; base < n; base += 64) {
-        block_masks m;
-        block_classes_avx2(in + base, n - base, &m);
-        if (!canonical_block(&s, in, n, base, &m)) return 0;
-    }
-    return canonical_end(&s, in, n, facts);
-}
-
-static AVX512_FN int trusted_text_is_canonical_avx512(const uint8_t *in, size_t n, unsigned *facts) {
-    canonical_scan s;
-    memset(&s, 0, sizeof s);
-    for (size_t base = 0; base < n; base += 64) {
-        block_masks m;
-        block_classes_avx512(in + base, n - base, &m);
-        if (!canonical_block(&s, in, n, base, &m)) return 0;
-    }
-    return canonical_end(&s, in, n, facts);
-}
+CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), block_classes_avx2)
+CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx512)
 #endif
+#undef CANONICAL_CHECK
 
 /* 1 (and the text's facts: a null literal) when the text is its own result, 0 when the trusted pass is
  * to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW classifies a block in one instruction a class,
