@@ -1205,9 +1205,10 @@ done:
  * A serializer's text is most often exactly what the trusted pass would write: that pass copies
  * strings and most numbers as they are, and re-writes only numbers with an exponent, ending in ".0",
  * "-0" and runs of 16 digits or more, drops whitespace and re-orders objects with integer-like keys.
- * This check finds out, 64 bytes at a time, that the text has none of those, no "key" or "__proto__"
+ * This check finds out, 64 bytes at a time, that the text has none of those but the ".0" of integral
+ * numbers (orjson's 100.0, which is also what a Decimal("100.00") becomes), no "key" or "__proto__"
  * member (whose facts need the depth) and no nesting deeper than PASARELA_JSON_MAX_DEPTH: then the
- * result is the text itself and the token by token pass is not needed. It works on classes of bytes
+ * result is the text itself without those ".0" and the token by token pass is not needed. It works on classes of bytes
  * as bit masks (bit i: byte i of the block), where strings are (quotes not escaped by a backslash),
  * and, for the few strings that start with a digit, whether they are integer-like keys. It trusts the
  * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
@@ -1324,11 +1325,26 @@ typedef struct canonical_scan {
     size_t depth;
 } canonical_scan;
 
+/* The ".0" of integral numbers (orjson writes 100.0 where JavaScript writes 100), dropped from the copy:
+ * the offsets of their points, in order. Text with more of them goes to the token pass. */
+#define POINT_ZEROS_MAX 32
+typedef struct point_zeros {
+    size_t at[POINT_ZEROS_MAX];
+    size_t count;
+} point_zeros;
+
+HOT_INLINE int drop_point_zero(point_zeros *z, size_t at) {
+    if (z->count == POINT_ZEROS_MAX) return 0;
+    z->at[z->count++] = at;
+    return 1;
+}
+
 /* mask moved k bytes later (bit i: byte i - k), with the previous block's last k bits coming in */
 #define FROM_BEFORE(now, before, k) (((now) << (k)) | ((before) >> (64 - (k))))
 
-/* The block at in + base with classes m: 0 when the text may not be its own result. */
-HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, size_t base, const block_masks *m) {
+/* The block at in + base with classes m: 0 when the text may not be its own result (but for the ".0" in z). */
+HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t *in, size_t n, size_t base,
+                               const block_masks *m) {
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
     /* bytes escaped by a backslash (which escapes the next byte, whatever it is) */
     uint64_t escaped = s->escape_next, escapes = m->backslash & ~s->escape_next;
@@ -1347,11 +1363,18 @@ HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, s
     uint64_t outside = ~inside & ~quote & valid, open_quote = quote & inside;
     uint64_t digit = m->digit & outside, point = m->point & outside, minus = m->minus & outside,
              zero = m->zero & outside;
-    /* whitespace to drop; an exponent; "-0"; ".0" ending a number (".0" ending the text: canonical_end) */
+    /* whitespace to drop; an exponent; "-0" */
     if ((m->space & outside) != 0) return 0;
     if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
     if ((zero & FROM_BEFORE(minus, s->before.minus, 1)) != 0) return 0;
-    if ((~m->digit & valid & FROM_BEFORE(zero, s->before.zero, 1) & FROM_BEFORE(point, s->before.point, 2)) != 0) return 0;
+    /* ".0" ending a number (an exponent after it is refused above; ".0" ending the text: canonical_end) */
+    uint64_t after_point_zero =
+        ~m->digit & valid & FROM_BEFORE(zero, s->before.zero, 1) & FROM_BEFORE(point, s->before.point, 2);
+    while (after_point_zero != 0) {
+        size_t at = base + lowest_bit64(after_point_zero);
+        after_point_zero &= after_point_zero - 1;
+        if (!drop_point_zero(z, at - 2)) return 0;
+    }
     /* a run of 16 digits or more (bit i of run_k: bytes i - k + 1 .. i are digits) */
     uint64_t run2 = digit & FROM_BEFORE(digit, s->before.digit, 1);
     uint64_t run4 = run2 & FROM_BEFORE(run2, s->before.run2, 2);
@@ -1395,25 +1418,26 @@ HOT_INLINE int canonical_block(canonical_scan *s, const uint8_t *in, size_t n, s
 }
 #undef FROM_BEFORE
 
-/* After the last block: 1 (and the facts) when the text is its own result. */
-HOT_INLINE int canonical_end(const canonical_scan *s, const uint8_t *in, size_t n, unsigned *facts) {
+/* After the last block: 1 when the text is its own result but for the ".0" in z. */
+HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint8_t *in, size_t n) {
     if (s->in_string != 0 || s->depth != 0) return 0;
-    if (n >= 2 && in[n - 1] == '0' && in[n - 2] == '.') return 0;
-    *facts = s->nulls != 0 ? PASARELA_JSON_FACT_NULL : 0;
-    return 1;
+    return n < 2 || in[n - 1] != '0' || in[n - 2] != '.' || drop_point_zero(z, n - 2);
 }
 
-/* A check of the whole text, block by block, with the classes of the width of CLASSES. */
+/* A check of the whole text, block by block, with the classes of the width of CLASSES: 1 (the facts, a
+ * null literal, and the ".0" to drop in z) when the copy is the result, else 0. */
 #define CANONICAL_CHECK(name, ATTRIBUTES, CLASSES)                                                            \
-    static ATTRIBUTES int name(const uint8_t *in, size_t n, unsigned *facts) {                                \
+    static ATTRIBUTES int name(const uint8_t *in, size_t n, point_zeros *z, unsigned *facts) {                \
         canonical_scan s;                                                                                     \
         memset(&s, 0, sizeof s);                                                                              \
         for (size_t base = 0; base < n; base += 64) {                                                         \
             block_masks m;                                                                                    \
             CLASSES(in + base, n - base, &m);                                                                 \
-            if (!canonical_block(&s, in, n, base, &m)) return 0;                                              \
+            if (!canonical_block(&s, z, in, n, base, &m)) return 0;                                           \
         }                                                                                                     \
-        return canonical_end(&s, in, n, facts);                                                               \
+        if (!canonical_end(&s, z, in, n)) return 0;                                                           \
+        *facts = s.nulls != 0 ? PASARELA_JSON_FACT_NULL : 0;                                                  \
+        return 1;                                                                                             \
     }
 CANONICAL_CHECK(trusted_text_is_canonical_sse2, , block_classes_sse2)
 #if defined(PASARELA_JSON_X86_WIDE)
@@ -1422,23 +1446,40 @@ CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx51
 #endif
 #undef CANONICAL_CHECK
 
-/* 1 (and the text's facts: a null literal) when the text is its own result, 0 when the trusted pass is
- * to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW classifies a block in one instruction a class,
- * AVX2 in two, SSE2 in four). */
-static int trusted_text_is_canonical(unsigned cpu, const uint8_t *in, size_t n, unsigned *facts) {
+/* When the text is what the trusted pass would write but for the ".0" of integral numbers: writes that
+ * result (the text without those) to out, its length to *out_len and its facts (a null literal) to *facts,
+ * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW
+ * classifies a block in one instruction a class, AVX2 in two, SSE2 in four). */
+static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len, unsigned *facts) {
+    point_zeros z;
+    int copy;
     if (n == 0) return 0;
+    z.count = 0;
 #if defined(PASARELA_JSON_X86_WIDE)
-    if (cpu & PASARELA_CPU_AVX512) return trusted_text_is_canonical_avx512(in, n, facts);
-    if (cpu & PASARELA_CPU_AVX2) return trusted_text_is_canonical_avx2(in, n, facts);
+    if (cpu & PASARELA_CPU_AVX512) copy = trusted_text_is_canonical_avx512(in, n, &z, facts);
+    else if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
+    else
 #endif
+        copy = trusted_text_is_canonical_sse2(in, n, &z, facts);
     (void)cpu;
-    return trusted_text_is_canonical_sse2(in, n, facts);
+    if (!copy) return 0;
+    size_t from = 0, len = 0;
+    for (size_t k = 0; k < z.count; k++) {
+        memcpy(out + len, in + from, z.at[k] - from);
+        len += z.at[k] - from;
+        from = z.at[k] + 2;
+    }
+    memcpy(out + len, in + from, n - from);
+    *out_len = len + n - from;
+    return 1;
 }
 #else
-static int trusted_text_is_canonical(unsigned cpu, const uint8_t *in, size_t n, unsigned *facts) {
+static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len, unsigned *facts) {
     (void)cpu;
     (void)in;
     (void)n;
+    (void)out;
+    (void)out_len;
     (void)facts;
     return 0; /* no vector classes on this target: the trusted pass decides */
 }
@@ -1466,9 +1507,7 @@ int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, un
     s.temp = (uint8_t *)scratch + s.members_cap * sizeof(member);
     s.temp_cap = scratch_cap - s.members_cap * sizeof(member);
     if ((flags & (PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT)) == PASARELA_JSON_SHORTEST_DIGITS &&
-        trusted_text_is_canonical(cpu, in, n, &s.facts)) {
-        memcpy(out, in, n);
-        *out_len = n;
+        canonical_copy(cpu, in, n, out, out_len, &s.facts)) {
         if (error_offset) *error_offset = 0;
         if (facts) *facts = s.facts;
         return PASARELA_OK;

@@ -154,6 +154,24 @@ def test_the_check_is_in_use_in_both_instances() -> None:
     assert sealed_plaintext(b"tru") == (lib.PASARELA_OK, b'{"v":tru}', 0)
 
 
+def test_the_check_drops_the_point_zero_of_integral_numbers_itself() -> None:
+    # orjson writes 100.0 (and Decimal("100.00"), as a float) where JavaScript writes 100: the check drops
+    # the ".0" from its copy, up to 32 of them; more, and the token pass writes the text.
+    text = b'{"a":100.0,"b":[1.0,-2.0,0.0],"c":tru}'
+    assert canonicalize(text, TOKENS)[0] == lib.PASARELA_E_JSON_SYNTAX
+    assert canonicalize(text, SHORTEST) == (lib.PASARELA_OK, b'{"a":100,"b":[1,-2,0],"c":tru}', 0)
+    for count in (31, 32, 33, 200):
+        value = {"amounts": [float(i) for i in range(count)], "last": 7.0}
+        check(value, orjson_text(value))
+        assert canonicalize(orjson_text(value) + b" ", SHORTEST)[0] == lib.PASARELA_OK  # the token pass, then
+    value = {"amounts": [float(i) for i in range(31)]}
+    with_tru = orjson_text(value)[:-1] + b',"t":tru}'
+    assert canonicalize(with_tru, SHORTEST)[0] == lib.PASARELA_OK  # 31: the check's copy
+    value = {"amounts": [float(i) for i in range(33)]}
+    with_tru = orjson_text(value)[:-1] + b',"t":tru}'
+    assert canonicalize(with_tru, SHORTEST)[0] == lib.PASARELA_E_JSON_SYNTAX  # 33: the token pass
+
+
 def test_the_check_reads_escapes_across_block_boundaries() -> None:
     # The same trick shows that escapes at a block boundary do not make the check give up (a mistake there
     # flips where it thinks strings are, which it notices at the end and leaves the text to the token pass).
