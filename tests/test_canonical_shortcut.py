@@ -72,10 +72,10 @@ def reference(value: Any) -> Optional[bytes]:
 
 
 def check(value: Any, text: bytes) -> None:
-    """Both instances of the check agree with the token pass and, where it succeeds, with the reference."""
+    """Every instance of the check agrees with the token pass and, where it succeeds, with the reference."""
     with_check, tokens = canonicalize(text, SHORTEST), canonicalize(text, TOKENS)
     assert with_check == tokens
-    status, canonical, facts = tokens
+    status, canonical, _ = tokens
     if status == lib.PASARELA_OK:
         assert canonical == reference(value)
     sealed = sealed_plaintext(text)
@@ -87,11 +87,14 @@ def check(value: Any, text: bytes) -> None:
 
 
 def orjson_text(value: Any) -> bytes:
+    """orjson's text of value, as sealing writes it (values orjson refuses never reach the check)."""
     try:
-        return orjson.dumps(value, default=_default, option=_ORJSON_OPTIONS)
+        text: Optional[bytes] = orjson.dumps(value, default=_default, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
-        assume(False)
-        raise AssertionError("unreachable")
+        text = None
+    assume(text is not None)
+    assert text is not None
+    return text
 
 
 @given(json_values())
