@@ -28,6 +28,11 @@ PASARELA_INTERNAL int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size
  * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
 PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
 
+/* json.c: pasarela_json_array_items a byte at a time (targets without SSE2 use it; elsewhere the fuzz target
+ * holds the 64-bytes-at-a-time scan to it). */
+PASARELA_INTERNAL size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t *items,
+                                                            size_t *lens, size_t max_items);
+
 /* json.c: pasarela_json_canonicalize with the CPU features of cpu for its check of text that is already
  * canonical (AVX-512 BW when cpu has PASARELA_CPU_AVX512, else SSE2 on x86; the public function uses SSE2). */
 PASARELA_INTERNAL int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, unsigned flags,

@@ -1339,6 +1339,30 @@ HOT_INLINE int drop_point_zero(point_zeros *z, size_t at) {
     return 1;
 }
 
+/* Where the strings of a block are, from its quotes and backslashes (a backslash escapes the next byte,
+ * whatever it is): returns the bits of opening quotes and of the strings' contents, *delimiters those of
+ * the quotes no backslash escapes; *escape_next (the next block's first byte is escaped: 1) and
+ * *in_string (the block ends inside a string: all ones) carry from one block to the next. */
+HOT_INLINE uint64_t string_bits(uint64_t quote, uint64_t backslash, uint64_t *escape_next, uint64_t *in_string,
+                                uint64_t *delimiters) {
+    uint64_t escaped = *escape_next, escapes = backslash & ~*escape_next;
+    *escape_next = 0;
+    while (escapes != 0) {
+        uint64_t bit = escapes & (0 - escapes);
+        if (bit == UINT64_C(1) << 63) {
+            *escape_next = 1;
+            break;
+        }
+        escaped |= bit << 1;
+        escapes &= ~(bit | bit << 1);
+    }
+    quote &= ~escaped;
+    uint64_t inside = prefix_xor(quote) ^ *in_string; /* opening quote and contents: 1; closing quote: 0 */
+    *in_string = (uint64_t)0 - (inside >> 63);
+    *delimiters = quote;
+    return inside;
+}
+
 /* mask moved k bytes later (bit i: byte i - k), with the previous block's last k bits coming in */
 #define FROM_BEFORE(now, before, k) (((now) << (k)) | ((before) >> (64 - (k))))
 
@@ -1346,20 +1370,7 @@ HOT_INLINE int drop_point_zero(point_zeros *z, size_t at) {
 HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t *in, size_t n, size_t base,
                                const block_masks *m) {
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
-    /* bytes escaped by a backslash (which escapes the next byte, whatever it is) */
-    uint64_t escaped = s->escape_next, escapes = m->backslash & ~s->escape_next;
-    s->escape_next = 0;
-    while (escapes != 0) {
-        uint64_t bit = escapes & (0 - escapes);
-        if (bit == UINT64_C(1) << 63) {
-            s->escape_next = 1;
-            break;
-        }
-        escaped |= bit << 1;
-        escapes &= ~(bit | bit << 1);
-    }
-    uint64_t quote = m->quote & ~escaped;
-    uint64_t inside = prefix_xor(quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
+    uint64_t quote, inside = string_bits(m->quote, m->backslash, &s->escape_next, &s->in_string, &quote);
     uint64_t outside = ~inside & ~quote & valid, open_quote = quote & inside;
     uint64_t digit = m->digit & outside, point = m->point & outside, minus = m->minus & outside,
              zero = m->zero & outside;
@@ -1367,9 +1378,10 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     if ((m->space & outside) != 0) return 0;
     if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
     if ((zero & FROM_BEFORE(minus, s->before.minus, 1)) != 0) return 0;
-    /* ".0" ending a number (an exponent after it is refused above; ".0" ending the text: canonical_end) */
-    uint64_t after_point_zero =
-        ~m->digit & valid & FROM_BEFORE(zero, s->before.zero, 1) & FROM_BEFORE(point, s->before.point, 2);
+    /* ".0" ending a number: followed by none of the bytes the trusted pass reads as the number's (an exponent
+     * is refused above; ".0" ending the text: canonical_end) */
+    uint64_t after_point_zero = ~(m->digit | m->point | m->minus) & valid & FROM_BEFORE(zero, s->before.zero, 1) &
+                                FROM_BEFORE(point, s->before.point, 2);
     while (after_point_zero != 0) {
         size_t at = base + lowest_bit64(after_point_zero);
         after_point_zero &= after_point_zero - 1;
@@ -1410,7 +1422,6 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     unsigned opens = popcount64(m->open & outside), closes = popcount64(m->close & outside);
     if (s->depth + opens > PASARELA_JSON_MAX_DEPTH || s->depth + opens < closes) return 0;
     s->depth = s->depth + opens - closes;
-    s->in_string = (uint64_t)0 - (inside >> 63);
     previous_block now = {open_quote, quote, digit, point, minus, zero, run2, run4, run8, m->e_or_underscore,
                           m->y_or_underscore}; /* in the order of previous_block's members */
     s->before = now;
@@ -1553,7 +1564,10 @@ HOT_INLINE size_t string_run_end(const uint8_t *in, size_t i, size_t end) {
 /* The bytes at which the item scan of pasarela_json_array_items stops (public data: a table is fine). */
 static const uint8_t array_scan_stop[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1, [','] = 1};
 
-size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
+/* pasarela_json_array_items a byte at a time (the stops above): what targets without SSE2 run, and what
+ * the fuzz target holds the block scan to. */
+size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t *items, size_t *lens,
+                                          size_t max_items) {
     size_t count = 0, depth = 0, start = 1, used = 0, last = n - 1; /* json[last]: the array's ']' */
     if (json == NULL || items == NULL || lens == NULL || n < 2 || json[0] != '[' || json[last] != ']') return 0;
     for (size_t i = 1; i < last; i++) {
@@ -1576,4 +1590,68 @@ size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, 
     }
     if (depth != 0 || !array_item(json, start, last, items, lens, max_items, &count, &used)) return 0;
     return count;
+}
+
+#if defined(PASARELA_JSON_SSE2)
+/* The classes the block scan of pasarela_json_array_items looks at, of the (up to) 64 bytes at p. */
+HOT_INLINE void split_classes(const uint8_t *p, size_t avail, uint64_t *quote, uint64_t *backslash, uint64_t *open,
+                              uint64_t *close, uint64_t *comma) {
+    uint8_t tail[64];
+    p = whole_block(p, avail, tail); /* the padding's zeros are in no class */
+    *quote = *backslash = *open = *close = *comma = 0;
+    for (unsigned i = 0; i < 64; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* '[' -> '{', ']' -> '}' */
+        *quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << i;
+        *backslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << i;
+        *open |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('{'))) << i;
+        *close |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('}'))) << i;
+        *comma |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(','))) << i;
+    }
+}
+
+/* The same split 64 bytes at a time: where strings are from the block's quotes and backslashes (as the
+ * check for canonical text finds them), then only the brackets outside strings are visited, one by one,
+ * for the depth; the commas between them at depth 0 separate the items. On JSON text the same result as
+ * the byte scan (which the fuzz target checks); on other text (a backslash outside strings) it may split
+ * differently, still into consecutive pieces between commas or none. */
+static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
+    size_t count = 0, depth = 0, start = 1, used = 0, last = n - 1;
+    uint64_t escape_next = 0, in_string = 0;
+    for (size_t base = 1; base < last; base += 64) {
+        uint64_t quote, backslash, open, close, comma, delimiters;
+        split_classes(json + base, last - base, &quote, &backslash, &open, &close, &comma);
+        uint64_t inside = string_bits(quote, backslash, &escape_next, &in_string, &delimiters);
+        uint64_t outside = ~inside & ~delimiters, brackets = (open | close) & outside, top = 0;
+        unsigned from = 0; /* bits from here on are at the depth reached */
+        while (brackets != 0) {
+            unsigned b = lowest_bit64(brackets);
+            brackets &= brackets - 1;
+            if (depth == 0) top |= ((UINT64_C(1) << b) - 1) & ~((UINT64_C(1) << from) - 1);
+            if ((open >> b) & 1u) {
+                depth++;
+            } else if (depth-- == 0) {
+                return 0; /* a closer without its opener */
+            }
+            from = b + 1;
+        }
+        if (depth == 0 && from < 64) top |= ~UINT64_C(0) << from;
+        for (uint64_t separators = comma & outside & top; separators != 0; separators &= separators - 1) {
+            size_t at = base + lowest_bit64(separators);
+            if (!array_item(json, start, at, items, lens, max_items, &count, &used)) return 0;
+            start = at + 1;
+        }
+    }
+    if (in_string != 0 || depth != 0 || !array_item(json, start, last, items, lens, max_items, &count, &used)) return 0;
+    return count;
+}
+#endif
+
+size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
+#if defined(PASARELA_JSON_SSE2)
+    if (json == NULL || items == NULL || lens == NULL || n < 2 || json[0] != '[' || json[n - 1] != ']') return 0;
+    return array_items_by_blocks(json, n, items, lens, max_items);
+#else
+    return pasarela_json_array_items_portable(json, n, items, lens, max_items);
+#endif
 }
