@@ -129,8 +129,20 @@ def test_the_c_split_of_an_array_gives_its_items(values: list[Any], spaced: bool
     assert _array_items(text, max_items=len(values) - 1) == []  # one item too many: refused whole
 
 
+def test_the_c_split_across_block_boundaries() -> None:
+    """The split reads 64 bytes at a time: strings holding brackets, commas, escaped quotes and runs of
+    backslashes, at every position around two block boundaries, still split into exactly the array's items."""
+    import json
+
+    for pad in range(0, 140):
+        for tail in ("],[", "\\", '\\"],', '{"a":[1,2]}', ",", '"'):
+            values = [{"p": "x" * pad + tail}, [1, {"b": tail}], "s" * pad, 7, {"c": [tail, {}]}]
+            text = json.dumps(values, separators=(",", ":")).encode()
+            assert [json.loads(item) for item in _array_items(text)] == values
+
+
 @settings(max_examples=500)
-@given(st.binary(max_size=40) | st.text(alphabet=st.sampled_from('[]{}",\\ab1 ')).map(str.encode))
+@given(st.binary(max_size=200) | st.text(alphabet=st.sampled_from('[]{}",\\ab1 '), max_size=200).map(str.encode))
 def test_the_c_split_of_any_bytes_is_all_or_nothing(text: bytes) -> None:
     """Whatever the bytes, the items are either none or, joined by commas inside brackets, the text itself;
     a valid JSON array always splits into as many items as it has."""
