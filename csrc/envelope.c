@@ -225,14 +225,13 @@ static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, co
     int empty = n == 2; /* "{}": no comma before the key */
     size_t written = pasarela_base64_encode_public(cpu, plaintext, whole, text);
     *secret_from = written;
+    memcpy(tail, plaintext + whole, a);
     if (keys == NULL || empty) {
-        memcpy(tail, plaintext + whole, a);
         written += pasarela_base64_encode(tail, a + key_tail(d, empty, tail + a), text + written);
         pasarela_wipe(tail, sizeof tail);
         return written;
     }
     /* the group the head's last a bytes share with the key tail's first 3 - a (,"k: public) */
-    memcpy(tail, plaintext + whole, a);
     memcpy(tail + a, key_open, 3 - a);
     written += pasarela_base64_encode_public(cpu, tail, 3, text + written);
     size_t rest = PASARELA_KEY_TAIL_LEN - (3 - a), rest_len = 4 * ((rest + 2) / 3);
