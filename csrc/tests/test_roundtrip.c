@@ -8,7 +8,8 @@
  * in one piece (csrc/tests/seal_check.h); sealing is deterministic (same IV: same bytes; another
  * IV: same signature, another body; the portable SHA-512 gives the same bytes as AVX2); and
  * pasarela_seal_json of random JSON text with whitespace seals what pasarela_json_canonicalize
- * writes. Error paths: no AES instructions, bad timestamps, a buffer one byte short.
+ * writes, and the trusted mode gives that canonical text back from itself and from it with ".0" after
+ * its integers (with and without the check for text that is already canonical). Error paths: no AES instructions, bad timestamps, a buffer one byte short.
  *
  * The line before the last is "output digest: <SHA-512 hex>" of every request sealed from random input
  * (the same for a seed on every platform: scripts/hardening compares x86-64, AArch64 and Windows).
@@ -283,6 +284,99 @@ static void test_seal_round_trip(unsigned cpu, unsigned long long round)
     free(plaintext);
 }
 
+/* canonical text (n bytes) rewritten into out (room for 2 n + 2 bytes): with point_zeros, ".0" after every
+ * integer of at most 15 digits outside strings, as orjson writes integral floats (the trusted mode makes them
+ * integers again); with key_prefix, an 'i' before the first digit of every integer-like key, which gives
+ * canonical text again (its other keys start with a letter: no duplicates; all keys in the order written). */
+static size_t rewritten(const uint8_t *in, size_t n, int point_zeros, int key_prefix, uint8_t *out)
+{
+    size_t len = 0, i = 0;
+    while (i < n) {
+        if (in[i] == '"') { /* the string, whole (a backslash takes the next byte along) */
+            size_t end = i + 1;
+            while (end < n && in[end] != '"') end += in[end] == '\\' && end + 1 < n ? 2 : 1;
+            end = end < n ? end + 1 : n;
+            out[len++] = '"';
+            if (key_prefix && end < n && in[end] == ':' && i + 1 < end && in[i + 1] >= '0' && in[i + 1] <= '9')
+                out[len++] = 'i';
+            memcpy(out + len, in + i + 1, end - i - 1);
+            len += end - i - 1;
+            i = end;
+        } else if (in[i] == '-' || (in[i] >= '0' && in[i] <= '9')) {
+            size_t start = i, digits = 0;
+            int plain = 1; /* digits only, after an optional minus */
+            for (; i < n && strchr("-+.eE0123456789", in[i]) != NULL; i++) {
+                if (in[i] >= '0' && in[i] <= '9') digits++;
+                else if (i != start) plain = 0;
+            }
+            memcpy(out + len, in + start, i - start);
+            len += i - start;
+            if (point_zeros && plain && digits <= 15) {
+                memcpy(out + len, ".0", 2);
+                len += 2;
+            }
+        } else {
+            out[len++] = in[i++];
+        }
+    }
+    return len;
+}
+
+/* The trusted mode (PASARELA_JSON_SHORTEST_DIGITS) gives canonical text back as it is, and gives it back from
+ * that text with ".0" after its integers, with and without the check for text that is already canonical, in
+ * pasarela_json_canonicalize (SSE2 on x86) and in pasarela_seal_json (the instance cpu selects). The random
+ * texts have integer-like keys, which the check leaves to the token pass: the same again without them. */
+static void test_trusted_forms(const pasarela_credentials *c, const uint8_t *json, size_t json_len,
+                               unsigned long long round)
+{
+    size_t forms_cap = 2 * json_len + 2, cap = PASARELA_JSON_OUT_MAX(forms_cap);
+    size_t scratch_cap = PASARELA_JSON_SCRATCH_SIZE(forms_cap);
+    uint8_t *canonical = (uint8_t *)malloc(forms_cap), *zeros = (uint8_t *)malloc(forms_cap);
+    uint8_t *out = (uint8_t *)malloc(cap), iv[16] = {0};
+    void *scratch = malloc(scratch_cap);
+    pasarela_workspace ws;
+    memset(&ws, 0, sizeof ws);
+    ws.plaintext_cap = cap;
+    ws.scratch_cap = PASARELA_WORKSPACE_SCRATCH_SIZE(forms_cap);
+    ws.out_cap = PASARELA_REQUEST_LEN(cap);
+    ws.plaintext = (uint8_t *)malloc(ws.plaintext_cap);
+    ws.scratch = malloc(ws.scratch_cap);
+    ws.out = (char *)malloc(ws.out_cap);
+    if (canonical == NULL || zeros == NULL || out == NULL || scratch == NULL || ws.plaintext == NULL ||
+        ws.scratch == NULL || ws.out == NULL) {
+        check(0, "malloc", round);
+    } else {
+        static const unsigned flags[2] = {PASARELA_JSON_SHORTEST_DIGITS,
+                                          PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT};
+        for (int key_prefix = 0; key_prefix < 2; key_prefix++) {
+            size_t n = rewritten(json, json_len, 0, key_prefix, canonical);
+            const uint8_t *forms[2] = {canonical, zeros};
+            size_t lens[2] = {n, rewritten(json, json_len, 1, key_prefix, zeros)};
+            for (int f = 0; f < 2; f++) {
+                for (int k = 0; k < 2; k++) {
+                    size_t len = 0;
+                    check(pasarela_json_canonicalize(forms[f], lens[f], flags[k], out, cap, &len, scratch,
+                                                     scratch_cap, NULL, NULL) == PASARELA_OK &&
+                              len == n && memcmp(out, canonical, n) == 0,
+                          f == 0 ? "trusted mode: canonical text as it is" : "trusted mode: .0 of integers dropped",
+                          round);
+                }
+                check(pasarela_seal_json(c, &ws, 1700000000, forms[f], lens[f], PASARELA_JSON_SHORTEST_DIGITS,
+                                         iv) == PASARELA_OK &&
+                          ws.plaintext_len == n && memcmp(ws.out, canonical, n) == 0,
+                      "seal_json, trusted mode: the canonical text", round);
+            }
+        }
+    }
+    free(ws.out);
+    free(ws.scratch);
+    free(ws.plaintext);
+    free(scratch);
+    free(out);
+    free(zeros);
+    free(canonical);
+}
+
 static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
 {
     static const uint8_t business_code[] = "demo-business-code", terminal_serial[] = "DEMO-0001";
@@ -322,6 +416,7 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
               "seal_json == seal(canonical text)", round);
         check(seal_check_body(&c, 1700000000, iv, canonical, ws.plaintext_len, ws.out + ws.plaintext_len + 128),
               "seal_json body decrypts to the canonical text", round);
+        test_trusted_forms(&c, canonical, ws.plaintext_len, round);
     }
     free(out);
     free(canonical);
