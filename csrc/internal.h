@@ -28,13 +28,14 @@ PASARELA_INTERNAL int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size
  * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
 PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
 
-/* json.c: pasarela_json_array_items a byte at a time (targets without SSE2 use it; elsewhere the fuzz target
- * holds the 64-bytes-at-a-time scan to it). */
+/* json.c: pasarela_json_array_items a byte at a time (targets without SSE2 or NEON use it; elsewhere the fuzz
+ * target and test_roundtrip hold the 64-bytes-at-a-time scan to it). */
 PASARELA_INTERNAL size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t *items,
                                                             size_t *lens, size_t max_items);
 
 /* json.c: pasarela_json_canonicalize with the CPU features of cpu for its check of text that is already
- * canonical (AVX-512 BW when cpu has PASARELA_CPU_AVX512, else SSE2 on x86; the public function uses SSE2). */
+ * canonical (on x86 AVX-512 BW or AVX2 when cpu has them, else SSE2, which the public function uses; NEON on
+ * AArch64). */
 PASARELA_INTERNAL int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, unsigned flags,
                                                      uint8_t *out, size_t out_cap, size_t *out_len, void *scratch,
                                                      size_t scratch_cap, size_t *error_offset, unsigned *facts);

@@ -20,6 +20,14 @@
 #include <intrin.h>
 #endif
 #endif
+/* NEON is part of AArch64: the checks of whole 64-byte blocks below have an instance for it too. */
+#if !defined(PASARELA_JSON_SSE2) && (defined(__aarch64__) || defined(_M_ARM64))
+#define PASARELA_JSON_NEON 1
+#include <arm_neon.h>
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+#endif
 
 #define PASARELA_JSON_MAX_DEPTH 1000
 
@@ -748,6 +756,25 @@ HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, siz
     return p - pos == 1 && c == '0' ? 1 : 0;
 }
 
+#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
+static inline unsigned lowest_bit64(uint64_t m) {
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+#if defined(_M_X64)
+    _BitScanForward64(&i, m);
+#else
+    if (!_BitScanForward(&i, (unsigned long)m)) {
+        _BitScanForward(&i, (unsigned long)(m >> 32));
+        i += 32;
+    }
+#endif
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctzll(m);
+#endif
+}
+#endif
+
 #if defined(PASARELA_JSON_SSE2)
 /* Bits of the 64 input bytes from base (bit i: in[base + i]; none past n): the classes the token
  * scans of the trusted path look up, so that finding where a token ends is a shift and a bit scan
@@ -783,23 +810,6 @@ static void classify(const uint8_t *in, size_t base, size_t n, byte_classes *b) 
     b->number = number;
     b->point = point;
     b->minus = minus;
-}
-
-static inline unsigned lowest_bit64(uint64_t m) {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long i;
-#if defined(_M_X64)
-    _BitScanForward64(&i, m);
-#else
-    if (!_BitScanForward(&i, (unsigned long)m)) {
-        _BitScanForward(&i, (unsigned long)(m >> 32));
-        i += 32;
-    }
-#endif
-    return (unsigned)i;
-#else
-    return (unsigned)__builtin_ctzll(m);
-#endif
 }
 
 #define UNCLASSIFIED ((size_t)0 - 1) /* classes do not reach the end of the token: classify again */
@@ -1212,7 +1222,7 @@ done:
  * as bit masks (bit i: byte i of the block), where strings are (quotes not escaped by a backslash),
  * and, for the few strings that start with a digit, whether they are integer-like keys. It trusts the
  * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PASARELA_JSON_X86_WIDE 1
 #include <immintrin.h>
@@ -1262,10 +1272,80 @@ HOT_INLINE const uint8_t *whole_block(const uint8_t *p, size_t avail, uint8_t ta
         if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */          \
     }
 
+#if defined(PASARELA_JSON_SSE2)
 #define SSE2_MASK(x) (unsigned)_mm_movemask_epi8(x)
 VECTOR_BLOCK_CLASSES(HOT_INLINE, block_classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_set1_epi8,
                      _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
 #undef SSE2_MASK
+#endif
+
+#if defined(PASARELA_JSON_NEON)
+/* The bits of four vectors of 0x00 / 0xFF bytes, 64 of them (what x86's movemask gives, 16 at a time): each
+ * byte keeps its own bit of eight, and three rounds of pairwise adds gather them. */
+HOT_INLINE uint64_t neon_bits(uint8x16_t a, uint8x16_t b, uint8x16_t c, uint8x16_t d) {
+    static const uint8_t bit_of_byte[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint8x16_t bit = vld1q_u8(bit_of_byte);
+    uint8x16_t ab = vpaddq_u8(vandq_u8(a, bit), vandq_u8(b, bit)), cd = vpaddq_u8(vandq_u8(c, bit), vandq_u8(d, bit));
+    uint8x16_t abcd = vpaddq_u8(ab, cd);
+    return vgetq_lane_u64(vreinterpretq_u64_u8(vpaddq_u8(abcd, abcd)), 0);
+}
+
+/* The classes of the (up to) 64 bytes at p (as VECTOR_BLOCK_CLASSES), with NEON. */
+HOT_INLINE void block_classes_neon(const uint8_t *p, size_t avail, block_masks *m) {
+    uint8_t tail[64];
+    uint8x16_t v[4], lower[4];
+    p = whole_block(p, avail, tail);
+    for (int i = 0; i < 4; i++) {
+        v[i] = vld1q_u8(p + 16 * i);
+        lower[i] = vorrq_u8(v[i], vdupq_n_u8(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */
+    }
+#define EACH(expression) \
+    neon_bits(expression(v[0], lower[0]), expression(v[1], lower[1]), expression(v[2], lower[2]), expression(v[3], lower[3]))
+#define IS(x, c) vceqq_u8(x, vdupq_n_u8(c))
+#define QUOTE(x, l) IS(x, '"')
+#define BACKSLASH(x, l) IS(x, '\\')
+#define DIGIT(x, l) vcleq_u8(vsubq_u8(x, vdupq_n_u8('0')), vdupq_n_u8(9))
+#define POINT(x, l) IS(x, '.')
+#define MINUS(x, l) IS(x, '-')
+#define ZERO(x, l) IS(x, '0')
+#define LETTER_N(x, l) IS(x, 'n')
+#define SPACE(x, l) vcleq_u8(x, vdupq_n_u8(' '))
+#define OPEN(x, l) IS(l, '{')
+#define CLOSE(x, l) IS(l, '}')
+#define COLON(x, l) IS(x, ':')
+#define E_OR_UNDERSCORE(x, l) vorrq_u8(IS(l, 'e'), IS(x, '_'))
+#define Y_OR_UNDERSCORE(x, l) vorrq_u8(IS(x, 'y'), IS(x, '_'))
+    m->quote = EACH(QUOTE);
+    m->backslash = EACH(BACKSLASH);
+    m->digit = EACH(DIGIT);
+    m->point = EACH(POINT);
+    m->minus = EACH(MINUS);
+    m->zero = EACH(ZERO);
+    m->n = EACH(LETTER_N);
+    m->space = EACH(SPACE);
+    m->open = EACH(OPEN);
+    m->close = EACH(CLOSE);
+    m->colon = EACH(COLON);
+    m->e_or_underscore = EACH(E_OR_UNDERSCORE);
+    m->y_or_underscore = EACH(Y_OR_UNDERSCORE);
+#undef EACH
+#undef IS
+#undef QUOTE
+#undef BACKSLASH
+#undef DIGIT
+#undef POINT
+#undef MINUS
+#undef ZERO
+#undef LETTER_N
+#undef SPACE
+#undef OPEN
+#undef CLOSE
+#undef COLON
+#undef E_OR_UNDERSCORE
+#undef Y_OR_UNDERSCORE
+    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */
+}
+#endif
 
 #if defined(PASARELA_JSON_X86_WIDE)
 #define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
@@ -1450,7 +1530,11 @@ HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint
         *facts = s.nulls != 0 ? PASARELA_JSON_FACT_NULL : 0;                                                  \
         return 1;                                                                                             \
     }
+#if defined(PASARELA_JSON_SSE2)
 CANONICAL_CHECK(trusted_text_is_canonical_sse2, , block_classes_sse2)
+#else
+CANONICAL_CHECK(trusted_text_is_canonical_neon, , block_classes_neon)
+#endif
 #if defined(PASARELA_JSON_X86_WIDE)
 CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), block_classes_avx2)
 CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx512)
@@ -1460,7 +1544,7 @@ CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx51
 /* When the text is what the trusted pass would write but for the ".0" of integral numbers: writes that
  * result (the text without those) to out, its length to *out_len and its facts (a null literal) to *facts,
  * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW
- * classifies a block in one instruction a class, AVX2 in two, SSE2 in four). */
+ * classifies a block in one instruction a class, AVX2 in two, SSE2 in four; AArch64 has NEON only). */
 static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len, unsigned *facts) {
     point_zeros z;
     int copy;
@@ -1471,7 +1555,11 @@ static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *ou
     else if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
     else
 #endif
+#if defined(PASARELA_JSON_SSE2)
         copy = trusted_text_is_canonical_sse2(in, n, &z, facts);
+#else
+        copy = trusted_text_is_canonical_neon(in, n, &z, facts);
+#endif
     (void)cpu;
     if (!copy) return 0;
     size_t from = 0, len = 0;
@@ -1564,8 +1652,8 @@ HOT_INLINE size_t string_run_end(const uint8_t *in, size_t i, size_t end) {
 /* The bytes at which the item scan of pasarela_json_array_items stops (public data: a table is fine). */
 static const uint8_t array_scan_stop[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1, [','] = 1};
 
-/* pasarela_json_array_items a byte at a time (the stops above): what targets without SSE2 run, and what
- * the fuzz target holds the block scan to. */
+/* pasarela_json_array_items a byte at a time (the stops above): what targets without SSE2 or NEON run, and
+ * what the fuzz target holds the block scan to. */
 size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t *items, size_t *lens,
                                           size_t max_items) {
     size_t count = 0, depth = 0, start = 1, used = 0, last = n - 1; /* json[last]: the array's ']' */
@@ -1592,12 +1680,13 @@ size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t
     return count;
 }
 
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
 /* The classes the block scan of pasarela_json_array_items looks at, of the (up to) 64 bytes at p. */
 HOT_INLINE void split_classes(const uint8_t *p, size_t avail, uint64_t *quote, uint64_t *backslash, uint64_t *open,
                               uint64_t *close, uint64_t *comma) {
     uint8_t tail[64];
     p = whole_block(p, avail, tail); /* the padding's zeros are in no class */
+#if defined(PASARELA_JSON_SSE2)
     *quote = *backslash = *open = *close = *comma = 0;
     for (unsigned i = 0; i < 64; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
@@ -1608,6 +1697,22 @@ HOT_INLINE void split_classes(const uint8_t *p, size_t avail, uint64_t *quote, u
         *close |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('}'))) << i;
         *comma |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(','))) << i;
     }
+#else
+    uint8x16_t v[4], lower[4];
+    for (int i = 0; i < 4; i++) {
+        v[i] = vld1q_u8(p + 16 * i);
+        lower[i] = vorrq_u8(v[i], vdupq_n_u8(0x20)); /* '[' -> '{', ']' -> '}' */
+    }
+#define EQUAL(w, c) \
+    neon_bits(vceqq_u8(w[0], vdupq_n_u8(c)), vceqq_u8(w[1], vdupq_n_u8(c)), vceqq_u8(w[2], vdupq_n_u8(c)), \
+              vceqq_u8(w[3], vdupq_n_u8(c)))
+    *quote = EQUAL(v, '"');
+    *backslash = EQUAL(v, '\\');
+    *open = EQUAL(lower, '{');
+    *close = EQUAL(lower, '}');
+    *comma = EQUAL(v, ',');
+#undef EQUAL
+#endif
 }
 
 /* The same split 64 bytes at a time: where strings are from the block's quotes and backslashes (as the
@@ -1648,7 +1753,7 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
 #endif
 
 size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
     if (json == NULL || items == NULL || lens == NULL || n < 2 || json[0] != '[' || json[n - 1] != ']') return 0;
     return array_items_by_blocks(json, n, items, lens, max_items);
 #else

@@ -147,7 +147,7 @@ int pasarela_derive(const uint8_t *business_code, size_t business_code_len,
  * keys (orjson and JavaScript do): numbers are then only re-formatted and strings copied, and text that
  * needs neither (no number to re-format but the ".0" of an integral one, no whitespace, no integer-like
  * key, no "key" or "__proto__" member) is found so with a vector scan (on x86: SSE2 in this function,
- * AVX2 or AVX-512 BW in sealing where the CPU has them; no scan on other targets yet) and copied (without
+ * AVX2 or AVX-512 BW in sealing where the CPU has them; NEON on AArch64; none elsewhere) and copied (without
  * those ".0"); on text that breaks the contract (not JSON) that scan may copy what the token by
  * token pass would refuse (PASARELA_JSON_NO_SHORTCUT skips it). Without it
  * everything is checked, and numbers with more than 15 significant digits or outside the normal double

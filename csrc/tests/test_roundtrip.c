@@ -9,7 +9,8 @@
  * IV: same signature, another body; the portable SHA-512 gives the same bytes as AVX2); and
  * pasarela_seal_json of random JSON text with whitespace seals what pasarela_json_canonicalize
  * writes, and the trusted mode gives that canonical text back from itself and from it with ".0" after
- * its integers (with and without the check for text that is already canonical). Error paths: no AES instructions, bad timestamps, a buffer one byte short.
+ * its integers (with and without the check for text that is already canonical); an array of three copies of
+ * it splits into them (pasarela_json_array_items, as its byte scan). Error paths: no AES instructions, bad timestamps, a buffer one byte short.
  *
  * The line before the last is "output digest: <SHA-512 hex>" of every request sealed from random input
  * (the same for a seed on every platform: scripts/hardening compares x86-64, AArch64 and Windows).
@@ -377,6 +378,35 @@ static void test_trusted_forms(const pasarela_credentials *c, const uint8_t *jso
     free(canonical);
 }
 
+/* The array of three copies of canonical text (n bytes) splits into those three, as the byte scan splits it. */
+static void test_array_split(const uint8_t *canonical, size_t n, unsigned long long round)
+{
+    size_t array_len = 3 * n + 4, lens[4], portable_lens[4];
+    uint8_t *array = (uint8_t *)malloc(array_len), *items = (uint8_t *)malloc(array_len);
+    uint8_t *portable_items = (uint8_t *)malloc(array_len);
+    if (array == NULL || items == NULL || portable_items == NULL) {
+        check(0, "malloc", round);
+    } else {
+        array[0] = '[';
+        for (int i = 0; i < 3; i++) {
+            memcpy(array + 1 + i * (n + 1), canonical, n);
+            array[(i + 1) * (n + 1)] = i < 2 ? ',' : ']';
+        }
+        size_t count = pasarela_json_array_items(array, array_len, items, lens, 4);
+        check(count == 3 && lens[0] == n && lens[1] == n && lens[2] == n && memcmp(items, canonical, n) == 0 &&
+                  memcmp(items + n, canonical, n) == 0 && memcmp(items + 2 * n, canonical, n) == 0,
+              "array split: three copies", round);
+        check(pasarela_json_array_items_portable(array, array_len, portable_items, portable_lens, 4) == count &&
+                  memcmp(portable_items, items, 3 * n) == 0,
+              "array split: as the byte scan", round);
+        check(pasarela_json_array_items(array, array_len, items, lens, 2) == 0, "array split: one item too many",
+              round);
+    }
+    free(portable_items);
+    free(items);
+    free(array);
+}
+
 static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
 {
     static const uint8_t business_code[] = "demo-business-code", terminal_serial[] = "DEMO-0001";
@@ -417,6 +447,7 @@ static void test_seal_json_round_trip(unsigned cpu, unsigned long long round)
         check(seal_check_body(&c, 1700000000, iv, canonical, ws.plaintext_len, ws.out + ws.plaintext_len + 128),
               "seal_json body decrypts to the canonical text", round);
         test_trusted_forms(&c, canonical, ws.plaintext_len, round);
+        test_array_split(canonical, ws.plaintext_len, round);
     }
     free(out);
     free(canonical);
