@@ -139,7 +139,8 @@ def test_sigkill_with_pending_webhooks_then_restart_delivers_each_exactly_once(t
             assert gate.held.wait(DEADLINE), "no delivery reached the receiver"
             first.process.send_signal(signal.SIGKILL)
             assert first.process.wait(10) == -signal.SIGKILL
-        assert sum(gate.handled.values()) == 1  # handled once, never acknowledged
+        # handled once each, never acknowledged (the sandbox delivers up to 8 at once: one or more were held)
+        assert len(gate.handled) == len(gate.deliveries[_HOLD]) >= 1 and set(gate.handled.values()) == {1}
         gate.mode = _OPEN
         with sandbox(db, url) as second, \
                 httpx.Client(base_url=second.url, headers={"Private-Merchant-Id": PRIVATE}, timeout=10) as client:
@@ -149,7 +150,7 @@ def test_sigkill_with_pending_webhooks_then_restart_delivers_each_exactly_once(t
     assert len(hooks_after) == 5
     assert len(gate.handled) == 5 and set(gate.handled.values()) == {1}, gate.handled
     assert {key.split(":")[1] for key in gate.handled} == {"approvedTransaction", "declinedTransaction"}
-    [held] = gate.deliveries[_HOLD]  # handled, then the sandbox died before the 200 came back
+    held = set(gate.deliveries[_HOLD])  # handled, then the sandbox died before the 200 came back
     after_restart = gate.deliveries[_OPEN]
     assert set(after_restart) == {hook["token"] for hook in hooks_after} and set(after_restart.values()) == {1}
-    assert held in after_restart  # delivered again, same event: the receiver recognized it
+    assert held <= set(after_restart)  # delivered again, same events: the receiver recognized them
