@@ -12,7 +12,8 @@ shared machine swing by several times; ratios taken this way move far less.
 
 Writes a Markdown table (also to $GITHUB_STEP_SUMMARY when set), a plot and the measurements as JSON
 to --out, and exits 1 when a ratio falls more than --margin below benchmarks/baseline.json (0.3: more
-than 30% below). --short (what .ci/run runs, with a generous margin so that only a real regression of
+than 30% below): the baseline of this machine's class (machine_class: AVX-512, AVX2, ...), or the one for
+any machine when its class has none. --write-baseline stores this run's ratios as its class's baseline. --short (what .ci/run runs, with a generous margin so that only a real regression of
 about 2x fails, never noise) measures fewer sizes for less time.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -47,7 +49,31 @@ RATIOS = {
     "seal vs Node.js seal": ("node seal", "seal"),
     "seal vs the primitives' floor": ("primitives floor", "seal"),
     "seal_many vs the primitives' floor": ("primitives floor", "seal_many"),
+    "seal_many vs seal": ("seal", "seal_many"),  # a batch must never lose to a loop of single seals
 }
+
+ANY_MACHINE = "any"
+"""baseline.json holds one baseline per class of machine (machine_class): the ratios against the floor depend on
+the vector width our code gets and openssl's does not, so a baseline from an AVX-512 machine would fail an AVX2
+one on speed it never had. A machine of a class with no baseline of its own is held to ANY_MACHINE's, measured
+before the code used AVX-512 (lower ratios: only a larger regression fails it)."""
+
+
+def machine_class() -> str:
+    """The class of this machine's baseline: the widest vector code the C core runs here."""
+    from pasarela import _binding
+
+    if _binding.CPU_FEATURES & _binding.lib.PASARELA_CPU_AVX512:
+        return "x86-64 AVX-512"
+    if _binding.CPU_FEATURES & _binding.lib.PASARELA_CPU_AVX2:
+        return "x86-64 AVX2"
+    return platform.machine() or "unknown"
+
+
+def baseline_for(baselines: dict[str, dict[str, dict[str, float]]], machine: str) -> tuple[str, dict[str, dict[str, float]]]:
+    """(the class whose baseline holds, that baseline) for a machine of the class machine."""
+    key = machine if machine in baselines else ANY_MACHINE
+    return key, baselines[key]
 
 
 def _python_calls(size: int, terminal: pasarela.Terminal) -> dict[str, tuple[Callable[[], object], int]]:
@@ -137,7 +163,7 @@ def verdicts(measured: dict[str, dict[int, float]], baseline: dict[str, dict[str
 
 
 def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks: list[Check], margin: float,
-             command: str) -> str:
+             command: str, baseline_name: str = ANY_MACHINE) -> str:
     medians = {name: {size: statistics.median(row[name][size] for row in rounds) for size in sizes}
                for name in rounds[0]}
     lines = [f"## pasarela {pasarela.__version__}: benchmark gate", "",
@@ -147,7 +173,8 @@ def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks
              "|---|" + "---|" * len(sizes)]
     lines += [f"| {name} | " + " | ".join(f"{by_size[size]:,.0f}" for size in sizes) + " |"
               for name, by_size in medians.items()]
-    lines += ["", f"ratios (times faster than the other side; fails below baseline x {1 - margin:.2f})", "",
+    lines += ["", f"ratios (times faster than the other side; fails below baseline x {1 - margin:.2f}; baseline: "
+              f"{baseline_name})", "",
               "| ratio | size | measured | baseline | floor | |", "|---|---|---|---|---|---|"]
     lines += [f"| {label} | {size:,} B | {value:.2f}x | {base:.2f}x | {base * (1 - margin):.2f}x | "
               f"{'ok' if ok else '**REGRESSION**'} |" for label, size, value, base, ok in checks]
@@ -165,15 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [256, 1024] if args.short else [64, 256, 1024, 16384]
     rounds = measure(sizes, rounds=2 if args.short else 3, seconds=0.1 if args.short else 0.15)
     measured = ratios(rounds, sizes)
-    if args.write_baseline:
+    machine = machine_class()
+    if args.write_baseline:  # this machine's class only: the others keep theirs
         previous = json.loads(args.baseline.read_text()) if args.baseline.exists() else {}
+        own = previous.setdefault(machine, {})
         for label, by_size in measured.items():
-            previous.setdefault(label, {}).update({str(size): round(value, 3) for size, value in by_size.items()})
+            own.setdefault(label, {}).update({str(size): round(value, 3) for size, value in by_size.items()})
         args.baseline.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
-    baseline = json.loads(args.baseline.read_text())
+    baseline_name, baseline = baseline_for(json.loads(args.baseline.read_text()), machine)
     checks = verdicts(measured, baseline, args.margin)
     command = " ".join(["python benchmarks/gate.py", *(argv if argv is not None else sys.argv[1:])])
-    report = markdown(rounds, sizes, checks, args.margin, command)
+    report = markdown(rounds, sizes, checks, args.margin, command, f"{baseline_name} (this machine: {machine})")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gate.md").write_text(report)
     (args.out / "gate.json").write_text(json.dumps({"rounds": rounds, "ratios": measured}, indent=1))

@@ -36,9 +36,19 @@ def test_a_ratio_more_than_the_margin_below_the_baseline_fails() -> None:
     assert "**REGRESSION**" in report and "| seal vs Node.js seal | 256 B | 2.30x | 4.00x | 2.20x | ok |" in report
 
 
-def test_the_committed_baseline_covers_every_ratio_at_the_short_sizes() -> None:
+def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_one_every_ratio() -> None:
     import json
 
-    baseline = json.loads(gate.BASELINE.read_text())
-    for label in gate.RATIOS:
-        assert {"256", "1024"} <= set(baseline[label]), label
+    baselines = json.loads(gate.BASELINE.read_text())
+    assert gate.ANY_MACHINE in baselines
+    for machine, baseline in baselines.items():
+        assert set(baseline) <= set(gate.RATIOS), machine
+        for label, by_size in baseline.items():
+            assert {"256", "1024"} <= set(by_size), (machine, label)
+    assert set(baselines["x86-64 AVX-512"]) == set(gate.RATIOS)
+
+
+def test_a_machine_of_a_class_without_a_baseline_is_held_to_the_one_for_any_machine() -> None:
+    baselines = {"any": {"seal vs naive seal": {"256": 5.0}}, "x86-64 AVX-512": {"seal vs naive seal": {"256": 9.0}}}
+    assert gate.baseline_for(baselines, "x86-64 AVX-512") == ("x86-64 AVX-512", baselines["x86-64 AVX-512"])
+    assert gate.baseline_for(baselines, "aarch64") == ("any", baselines["any"])
