@@ -13,8 +13,9 @@ shared machine swing by several times; ratios taken this way move far less.
 Writes a Markdown table (also to $GITHUB_STEP_SUMMARY when set), a plot and the measurements as JSON
 to --out, and exits 1 when a ratio falls more than --margin below benchmarks/baseline.json (0.3: more
 than 30% below): the baseline of this machine's class (machine_class: AVX-512, AVX2, ...), or the one for
-any machine when its class has none. --write-baseline stores this run's ratios as its class's baseline. --short (what .ci/run runs, with a generous margin so that only a real regression of
-about 2x fails, never noise) measures fewer sizes for less time.
+any machine when its class has none. --write-baseline stores this run's ratios as its class's baseline.
+--short (what .ci/run runs, with a generous margin so that only a real regression of about 2x fails, never
+noise) measures fewer sizes for less time.
 """
 
 from __future__ import annotations
@@ -61,16 +62,19 @@ before the code used AVX-512 (lower ratios: only a larger regression fails it)."
 
 def machine_class() -> str:
     """The class of this machine's baseline: the widest vector code the C core runs here."""
-    from pasarela import _binding
+    from pasarela._binding import CPU_FEATURES, lib  # type: ignore[attr-defined]
 
-    if _binding.CPU_FEATURES & _binding.lib.PASARELA_CPU_AVX512:
+    if CPU_FEATURES & lib.PASARELA_CPU_AVX512:
         return "x86-64 AVX-512"
-    if _binding.CPU_FEATURES & _binding.lib.PASARELA_CPU_AVX2:
+    if CPU_FEATURES & lib.PASARELA_CPU_AVX2:
         return "x86-64 AVX2"
     return platform.machine() or "unknown"
 
 
-def baseline_for(baselines: dict[str, dict[str, dict[str, float]]], machine: str) -> tuple[str, dict[str, dict[str, float]]]:
+Baseline = dict[str, dict[str, float]]  # ratio -> size (as a string) -> times faster
+
+
+def baseline_for(baselines: dict[str, Baseline], machine: str) -> tuple[str, Baseline]:
     """(the class whose baseline holds, that baseline) for a machine of the class machine."""
     key = machine if machine in baselines else ANY_MACHINE
     return key, baselines[key]
