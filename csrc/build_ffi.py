@@ -1,4 +1,6 @@
-"""cffi builder (API mode) for pasarela._native: the C core in csrc/, compiled as one extension.
+"""cffi builder (API mode) for pasarela._native: the C core in csrc/, compiled as one extension; and
+fastcall_extension(), pasarela._fastcall (csrc/cpython/fastcall.c: CPython entry points for the two hottest
+calls, built with the same flags; setup.py adds it on CPython).
 
 Set PASARELA_WERROR=1 to turn compiler warnings into errors (the wheel and CI builds do).
 Release builds carry no debug information and no symbol table (Python's own CFLAGS ask for -g, which
@@ -14,6 +16,7 @@ import sys
 from pathlib import Path
 
 from cffi import FFI
+from setuptools import Extension
 
 HERE = Path(__file__).resolve().parent
 SOURCES = [
@@ -58,6 +61,21 @@ ffibuilder.set_source(
     extra_link_args=linker_flags(sys.platform, DEBUG),
     py_limited_api=True,
 )
+
+
+
+def fastcall_extension() -> Extension:
+    """pasarela._fastcall, in the limited API of CPython 3.9 like the cffi module."""
+    return Extension(
+        "pasarela._fastcall",
+        sources=["csrc/cpython/fastcall.c"],
+        include_dirs=["csrc"],
+        define_macros=[("Py_LIMITED_API", "0x03090000")],
+        extra_compile_args=compiler_flags(sys.platform, os.environ.get("PASARELA_WERROR") == "1", DEBUG),
+        extra_link_args=linker_flags(sys.platform, DEBUG),
+        py_limited_api=True,
+    )
+
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)

@@ -16,9 +16,10 @@ from pathlib import Path
 from types import ModuleType
 
 from cffi import FFI
+from setuptools import Distribution, Extension
 
 import pasarela
-from pasarela import _native
+from pasarela import _fastcall, _native
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
@@ -75,10 +76,40 @@ def test_import_of_a_core_built_for_another_version_raises_import_error(tmp_path
 def test_import_of_a_core_built_for_this_version_succeeds(tmp_path: Path) -> None:
     """The control: the same copy with the current build of the core imports from where it was put."""
     package = _package_copy(tmp_path / "pkg")
-    native = Path(_native.__file__)
-    shutil.copy2(native, package / native.name)
+    for module in (_native, _fastcall):
+        shutil.copy2(Path(module.__file__), package / Path(module.__file__).name)
 
     result = _import_in_subprocess(tmp_path / "pkg")
 
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).resolve() == (package / "__init__.py").resolve()
+
+
+def test_import_with_fastcall_built_against_another_workspace_layout_raises_import_error(tmp_path: Path) -> None:
+    """pasarela._fastcall reads fields of the workspace itself: built from a pasarela.h whose workspace has
+    another layout than the cffi module's (a stale build of one of the two), it must refuse at import, before
+    any call could read the wrong bytes."""
+    package = _package_copy(tmp_path / "pkg")
+    shutil.copy2(Path(_native.__file__), package / Path(_native.__file__).name)
+    headers = tmp_path / "include"
+    headers.mkdir()
+    header = (CSRC / "pasarela.h").read_text(encoding="utf-8")
+    grown = header.replace("    size_t plaintext_len;   /* results */", "    size_t added;\n    size_t plaintext_len;")
+    assert grown != header
+    (headers / "pasarela.h").write_text(grown, encoding="utf-8")
+    distribution = Distribution({"ext_modules": [Extension(
+        "pasarela._fastcall", [str(CSRC / "cpython" / "fastcall.c")], include_dirs=[str(headers)],
+        define_macros=[("Py_LIMITED_API", "0x03090000")], py_limited_api=True,
+    )]})
+    command = distribution.get_command_obj("build_ext")
+    command.build_lib = str(tmp_path / "pkg")
+    command.build_temp = str(tmp_path / "build")
+    command.ensure_finalized()
+    command.run()
+
+    result = _import_in_subprocess(tmp_path / "pkg")
+
+    assert result.returncode != 0, result.stdout
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("ImportError: "), result.stderr
+    assert "another pasarela_workspace layout than pasarela._native" in last_line and "rebuild" in last_line

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
+import sys
 import threading
 from typing import Any, NamedTuple, NoReturn, Optional
 
@@ -47,6 +48,30 @@ if _native_version != __version__:  # pragma: no cover - only a stale build gets
         "the compiled module is stale; rebuild it (`pip install -e .` from the source checkout)"
     )
 
+
+
+def _address(cdata: Any) -> int:
+    return int(ffi.cast("uintptr_t", cdata))
+
+
+if sys.implementation.name == "cpython":  # seal_json and open_post through pasarela._fastcall (see its source)
+    try:
+        from ._fastcall import connect as _connect_fastcall
+        from ._fastcall import open_post as _fast_open_post
+        from ._fastcall import seal_json as _fast_seal_json
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ImportError(
+            "pasarela's compiled entry points (pasarela._fastcall) are missing: reinstall pasarela "
+            "(`pip install --force-reinstall pasarela`) or, from a source checkout, `pip install -e .`"
+        ) from exc
+    _connect_fastcall(
+        _address(ffi.addressof(lib, "pasarela_seal_json")), _address(ffi.addressof(lib, "pasarela_open_request")),
+        (ffi.sizeof("pasarela_workspace"), *(ffi.offsetof("pasarela_workspace", field) for field in
+                                              ("plaintext", "out", "plaintext_len", "out_len", "json_facts"))),
+    )
+else:  # PyPy and others: cffi is their native way into C
+    _fast_seal_json = _fast_open_post = None  # type: ignore[assignment]
+
 CPU_FEATURES: int = lib.pasarela_cpu_features()
 HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
 
@@ -80,7 +105,7 @@ _credential_ids = itertools.count(1)  # never reused: a workspace's key cache is
 class Credentials:
     """A terminal's credentials as the C core takes them (copies, wiped when this object goes away)."""
 
-    __slots__ = ("_business_code", "_terminal_serial", "struct")
+    __slots__ = ("_business_code", "_terminal_serial", "address", "struct")
 
     def __init__(self, business_code: bytes, terminal_serial: bytes) -> None:
         self._business_code = ffi.new("uint8_t[]", business_code)
@@ -90,6 +115,7 @@ class Credentials:
             "terminal_serial": self._terminal_serial, "terminal_serial_len": len(terminal_serial),
             "cpu": CPU_FEATURES, "id": next(_credential_ids),
         })
+        self.address = _address(self.struct)  # for _fastcall, valid while this object lives
 
     def __del__(self) -> None:
         ffi.memmove(self._business_code, bytes(len(self._business_code)), len(self._business_code))
@@ -133,6 +159,7 @@ class _Buffers:
             "keys_cap": keys_cap, "iv_pool": self.iv_pool, "iv_pool_len": _IV_POOL_BYTES, "iv_pool_used": pool_used,
         })
         self.facts = ffi.new("unsigned *")
+        self.ws_address = _address(self.ws)  # for _fastcall, valid while this object lives
 
     def refill_ivs(self) -> None:
         ffi.memmove(self.iv_pool, os.urandom(_IV_POOL_BYTES), _IV_POOL_BYTES)
@@ -209,15 +236,21 @@ def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int,
     b = _workspace.buffers
     if n > b.json_capacity:
         b = _workspace.grow(n)
-    ws = b.ws
-    status = _seal_json(credentials.struct, ws, timestamp, json, n, flags, _NULL if iv is None else iv)
-    if status != _OK:
-        if status == _IV_POOL_EMPTY:
-            b.refill_ivs()
-            return seal_json(credentials, timestamp, json, flags, iv)
-        _raise_unless_fallback(status, timestamp, ws.error_offset)
-        return None
-    return _unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts
+    if _fast_seal_json is not None:
+        out = _fast_seal_json(credentials.address, b.ws_address, timestamp, json, flags, iv)
+        if isinstance(out, tuple):
+            return out
+        status = out
+    else:
+        ws = b.ws
+        status = _seal_json(credentials.struct, ws, timestamp, json, n, flags, _NULL if iv is None else iv)
+        if status == _OK:
+            return _unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts
+    if status == _IV_POOL_EMPTY:
+        b.refill_ivs()
+        return seal_json(credentials, timestamp, json, flags, iv)
+    _raise_unless_fallback(status, timestamp, b.ws.error_offset)
+    return None
 
 
 def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optional[bytes] = None) -> SealOutput:
@@ -403,15 +436,21 @@ def open_post(credentials: Credentials, timestamp_text: bytes, now: float, toler
     b = _workspace.buffers
     if n // 2 > b.json_capacity:
         b = _workspace.grow(n // 2)
-    ws = b.ws
-    status = _open_request(credentials.struct, ws, timestamp_text, len(timestamp_text), now, tolerance, authorization,
-                           len(authorization), body, n)
-    if status == _OK:
-        return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
+    if _fast_open_post is not None:
+        out = _fast_open_post(credentials.address, b.ws_address, timestamp_text, now, tolerance, authorization, body)
+        if isinstance(out, tuple):
+            return out
+        status = out
+    else:
+        ws = b.ws
+        status = _open_request(credentials.struct, ws, timestamp_text, len(timestamp_text), now, tolerance,
+                               authorization, len(authorization), body, n)
+        if status == _OK:
+            return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
     if status in _READ_THE_SLOWER_WAY:
         return None
     if status == lib.PASARELA_E_JSON_NOT_UTF8:
-        raise AuthError(not_utf8(ws.error_offset))
+        raise AuthError(not_utf8(b.ws.error_offset))
     _refuse(status, 0, authorization[6:])
 
 

@@ -1,0 +1,9 @@
+"""Types of pasarela._fastcall (csrc/cpython/fastcall.c), private to pasarela._binding."""
+
+from typing import Optional, Union
+
+def connect(seal_json_address: int, open_request_address: int, layout: tuple[int, ...], /) -> None: ...
+def seal_json(credentials: int, ws: int, timestamp: int, json: bytes, flags: int, iv: Optional[bytes], /
+              ) -> Union[tuple[bytes, int, int], int]: ...
+def open_post(credentials: int, ws: int, timestamp_text: bytes, now: float, tolerance: float, authorization: bytes,
+              body: bytes, /) -> Union[tuple[bytes, int], int]: ...

@@ -1,0 +1,232 @@
+"""pasarela._fastcall, the CPython way into the C core's two hottest calls, gives what the cffi way gives.
+
+On CPython, _binding.seal_json and _binding.open_post call pasarela_seal_json and pasarela_open_request through
+pasarela._fastcall (one C-API call instead of cffi's call, field reads and copy); elsewhere (PyPy) through cffi.
+Both ways run here: the cffi way with _binding's _fast_seal_json and _fast_open_post set to None.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pasarela import AuthError, PayloadError, Terminal, _binding
+from strategies import sealable_objects
+
+if sys.implementation.name != "cpython":  # pragma: no cover - CI runs CPython, where none of this is skipped
+    pytest.skip("pasarela._fastcall is built for CPython only", allow_module_level=True)
+
+from pasarela import _fastcall
+
+BUSINESS_CODE = "bc-7f3a1c2e9d"
+SERIAL = "SN-0042"
+NOON = 1_764_072_000  # 2025-11-25 12:00:00 UTC
+
+
+@pytest.fixture
+def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """_binding calls the C core through cffi, as on PyPy."""
+    monkeypatch.setattr(_binding, "_fast_seal_json", None)
+    monkeypatch.setattr(_binding, "_fast_open_post", None)
+    yield
+
+
+def _both_ways(call: Callable[[], Any]) -> tuple[Any, Any]:
+    """call() through _fastcall, then through cffi (exceptions returned, not raised)."""
+    results = []
+    for fast in ((_fastcall.seal_json, _fastcall.open_post), (None, None)):
+        saved = _binding._fast_seal_json, _binding._fast_open_post
+        _binding._fast_seal_json, _binding._fast_open_post = fast
+        try:
+            results.append(call())
+        except Exception as exc:  # compared by the caller
+            results.append(exc)
+        finally:
+            _binding._fast_seal_json, _binding._fast_open_post = saved
+    return results[0], results[1]
+
+
+def test_cpython_seals_and_opens_through_fastcall(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            calls.append(name)
+            return function(*args)
+        return call
+
+    monkeypatch.setattr(_binding, "_fast_seal_json", counted("seal_json", _fastcall.seal_json))
+    monkeypatch.setattr(_binding, "_fast_open_post", counted("open_post", _fastcall.open_post))
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    terminal.seal({})  # fills this thread's IV pool (an empty pool costs a second call)
+    calls.clear()
+    sealed = terminal.seal({"amount": 1}, timestamp=NOON)
+    assert terminal.open("POST", sealed.headers, sealed.body, now=NOON) == {"amount": 1}
+    assert calls == ["seal_json", "open_post"]
+
+
+@given(sealable_objects(), st.binary(min_size=16, max_size=16), st.integers(min_value=0, max_value=3))
+def test_seal_gives_the_same_bytes_either_way(payload: dict[str, Any], iv: bytes, shift: int) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    fast, slow = _both_ways(lambda: terminal.seal(payload, timestamp=NOON + 61 * shift, iv=iv))
+    if isinstance(slow, Exception):
+        assert type(fast) is type(slow) and str(fast) == str(slow)
+    else:
+        assert (fast.plaintext, fast.signature, fast.body) == (slow.plaintext, slow.signature, slow.body)
+
+
+@given(sealable_objects(), st.integers(min_value=-1, max_value=200))
+def test_open_gives_the_same_payload_or_refusal_either_way(payload: dict[str, Any], flip: int) -> None:
+    """flip: -1 opens the request as sealed; otherwise one byte of the body is changed (a refusal, or the
+    slower way's reading)."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    try:
+        sealed = terminal.seal(payload, timestamp=NOON)
+    except PayloadError:  # nothing to open
+        return
+    body = bytearray(sealed.body or b"")
+    if flip >= 0:
+        body[flip % len(body)] ^= 0x01
+    fast, slow = _both_ways(lambda: terminal.open("POST", sealed.headers, bytes(body), now=NOON))
+    if isinstance(slow, AuthError):
+        assert isinstance(fast, AuthError) and fast.reason == slow.reason
+    else:
+        assert not isinstance(fast, Exception) and fast == slow
+
+
+def test_a_refused_timestamp_and_header_read_the_same_either_way() -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal({"a": 1}, timestamp=NOON)
+    for headers, now in [(sealed.headers, NOON + 3600),
+                         ({**sealed.headers, "Authorization": "Basic " + "0" * 128}, NOON),
+                         ({**sealed.headers, "timestamp": "1764072000x"}, NOON)]:
+        fast, slow = _both_ways(lambda h=headers, n=now: terminal.open("POST", h, sealed.body, now=n))
+        assert isinstance(fast, AuthError) and isinstance(slow, AuthError)
+        assert fast.reason == slow.reason
+
+
+def test_the_iv_pool_refills_through_fastcall() -> None:
+    """More seals than one pool holds (256 IVs): every IV differs and every request opens."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    sealed = [terminal.seal({"n": n}, timestamp=NOON) for n in range(700)]
+    assert len({s.iv for s in sealed}) == 700
+    assert [terminal.open("POST", s.headers, s.body, now=NOON) for s in sealed] == [{"n": n} for n in range(700)]
+
+
+def test_the_cffi_way_still_refills_the_iv_pool(cffi_way: None) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    sealed = [terminal.seal({"n": n}, timestamp=NOON) for n in range(300)]
+    assert len({s.iv for s in sealed}) == 300
+    assert terminal.open("POST", sealed[-1].headers, sealed[-1].body, now=NOON) == {"n": 299}
+
+
+def _traced_growth(call: Callable[[], object], times: int) -> int:
+    for _ in range(200):
+        call()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(times):
+            call()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
+    """A result or argument never released would grow traced memory by ~1 KB a call (5 MB here)."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payload = {"text": "x" * 600}
+    sealed = terminal.seal(payload, timestamp=NOON)
+    forged = {**sealed.headers, "Authorization": "Basic " + "0" * 128}
+
+    def refused() -> None:
+        with pytest.raises(AuthError):
+            terminal.open("POST", forged, sealed.body, now=NOON)
+
+    calls: list[Callable[[], object]] = [
+        lambda: terminal.seal(payload),
+        lambda: terminal.open("POST", sealed.headers, sealed.body, now=NOON),
+        refused,
+        lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON, b"[1]",
+                                    0, None),  # a refusal: the status comes back
+    ]
+    assert all(_traced_growth(call, 5000) < 256 * 1024 for call in calls)
+
+
+def _address() -> int:
+    return _binding._workspace.buffers.ws_address
+
+
+@pytest.mark.parametrize(("args", "error", "words"), [
+    (lambda c, w: (c, w, NOON, b"{}", 0), TypeError, "takes 6 arguments"),
+    (lambda c, w: (c, w, NOON, "{}", 0, None), TypeError, "json: expected bytes"),
+    (lambda c, w: (c, w, NOON, bytearray(b"{}"), 0, None), TypeError, "json: expected bytes"),
+    (lambda c, w: (0, w, NOON, b"{}", 0, None), TypeError, "credentials: expected a non-zero address"),
+    (lambda c, w: ("1", w, NOON, b"{}", 0, None), TypeError, "credentials: expected a non-zero address"),
+    (lambda c, w: (c, None, NOON, b"{}", 0, None), TypeError, "ws: expected a non-zero address"),
+    (lambda c, w: (c, w, -1, b"{}", 0, None), OverflowError, None),
+    (lambda c, w: (c, w, NOON, b"{}", -1, None), OverflowError, None),
+    (lambda c, w: (c, w, NOON, b"{}", 0, b"short"), ValueError, "iv must be 16 bytes"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, "0" * 16), TypeError, "iv: expected bytes"),
+])
+def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
+                                                          error: type[Exception], words: Optional[str]) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    with pytest.raises(error, match=words):
+        _fastcall.seal_json(*args(terminal._native.address, _address()))
+
+
+@pytest.mark.parametrize(("args", "error", "words"), [
+    (lambda c, w: (c, w, b"1764072000", NOON, 300.0, b"Basic "), TypeError, "takes 7 arguments"),
+    (lambda c, w: (c, w, "1764072000", NOON, 300.0, b"Basic ", b"{}"), TypeError, "timestamp_text: expected bytes"),
+    (lambda c, w: (c, w, b"1764072000", "noon", 300.0, b"Basic ", b"{}"), TypeError, None),
+    (lambda c, w: (c, w, b"1764072000", NOON, None, b"Basic ", b"{}"), TypeError, None),
+    (lambda c, w: (c, w, b"1764072000", NOON, 300.0, None, b"{}"), TypeError, "authorization: expected bytes"),
+    (lambda c, w: (c, w, b"1764072000", NOON, 300.0, b"Basic ", memoryview(b"{}")), TypeError,
+     "body: expected bytes"),
+    (lambda c, w: (c, 0, b"1764072000", NOON, 300.0, b"Basic ", b"{}"), TypeError, "ws: expected a non-zero"),
+])
+def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
+                                                          error: type[Exception], words: Optional[str]) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    with pytest.raises(error, match=words):
+        _fastcall.open_post(*args(terminal._native.address, _address()))
+
+
+def test_an_unconnected_or_mismatched_fastcall_refuses_before_touching_memory() -> None:
+    """A copy of the module loaded alone (not through pasarela._binding) is not connected: it raises instead of
+    calling through a null pointer (the addresses given, 1, would crash if used), and connect() refuses a
+    workspace layout other than its own, and a zero address."""
+    code = f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("_fastcall", {_fastcall.__file__!r})
+fastcall = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fastcall)
+for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None),
+             lambda: fastcall.open_post(1, 1, b"1764072000", 0.0, 300.0, b"Basic ", b"{{}}"),
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0)),
+             lambda: fastcall.connect(1, 1, (0, 0)),
+             lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None)):
+    try:
+        call()
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+"""
+    result = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 5, result.stdout
+    assert lines[0].startswith("RuntimeError ") and "not connected" in lines[0]
+    assert lines[1].startswith("RuntimeError ") and "not connected" in lines[1]
+    assert lines[2].startswith("ImportError ") and "another pasarela_workspace layout" in lines[2]
+    assert "rebuild" in lines[2]
+    assert lines[3].startswith("TypeError ") and "layout must be a tuple of 6 ints" in lines[3]
+    assert lines[4] == lines[0]  # still not connected
