@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import platform
 import sys
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def test_a_ratio_more_than_the_margin_below_the_baseline_fails() -> None:
     assert "**REGRESSION**" in report and "| seal vs Node.js seal | 256 B | 2.30x | 4.00x | 2.20x | ok |" in report
 
 
-def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_one_every_ratio() -> None:
+def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_ones_every_ratio() -> None:
     import json
 
     baselines = json.loads(gate.BASELINE.read_text())
@@ -45,10 +46,25 @@ def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_one_every_
         assert set(baseline) <= set(gate.RATIOS), machine
         for label, by_size in baseline.items():
             assert {"256", "1024"} <= set(by_size), (machine, label)
-    assert set(baselines["x86-64 AVX-512"]) == set(gate.RATIOS)
+    assert set(baselines["x86-64 AVX-512 AMD"]) == set(gate.RATIOS)
+    assert set(baselines["x86-64 AVX-512 Intel"]) == set(gate.RATIOS)
 
 
-def test_a_machine_of_a_class_without_a_baseline_is_held_to_the_one_for_any_machine() -> None:
-    baselines = {"any": {"seal vs naive seal": {"256": 5.0}}, "x86-64 AVX-512": {"seal vs naive seal": {"256": 9.0}}}
+def test_a_machine_of_a_class_without_a_baseline_is_held_to_its_vector_widths_else_to_any_machines() -> None:
+    baselines = {"any": {"seal vs naive seal": {"256": 5.0}}, "x86-64 AVX-512": {"seal vs naive seal": {"256": 9.0}},
+                 "x86-64 AVX-512 Intel": {"seal vs naive seal": {"256": 8.0}}}
+    assert gate.baseline_for(baselines, "x86-64 AVX-512 Intel") == ("x86-64 AVX-512 Intel",
+                                                                    baselines["x86-64 AVX-512 Intel"])
+    assert gate.baseline_for(baselines, "x86-64 AVX-512 AMD") == ("x86-64 AVX-512", baselines["x86-64 AVX-512"])
     assert gate.baseline_for(baselines, "x86-64 AVX-512") == ("x86-64 AVX-512", baselines["x86-64 AVX-512"])
+    assert gate.baseline_for(baselines, "x86-64 AVX2 AMD") == ("any", baselines["any"])
     assert gate.baseline_for(baselines, "aarch64") == ("any", baselines["any"])
+
+
+def test_this_machines_class_names_its_cpus_maker() -> None:
+    vendor = gate.cpu_vendor()
+    if sys.platform == "linux" and platform.machine() == "x86_64":  # /proc/cpuinfo says
+        assert vendor in ("AMD", "Intel")
+    machine = gate.machine_class()
+    if machine.startswith("x86-64"):
+        assert machine in (f"x86-64 AVX-512 {vendor}".rstrip(), f"x86-64 AVX2 {vendor}".rstrip())
