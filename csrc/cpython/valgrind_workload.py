@@ -1,0 +1,21 @@
+"""The workload scripts/hardening runs under valgrind for pasarela._fastcall: seals and opens through it (the IV
+pool refilled, the workspace grown), a refusal, and calls with bad arguments."""
+
+import contextlib
+
+import pasarela
+from pasarela import AuthError, _binding, _fastcall
+
+terminal = pasarela.Terminal("bc-7f3a1c2e9d", "SN-0042")
+for i in range(600):
+    sealed = terminal.seal({"n": i, "text": "x" * (i % 300)})
+    assert terminal.open("POST", sealed.headers, sealed.body, now=sealed.timestamp)["n"] == i
+sealed = terminal.seal({"big": "y" * 100000})  # grows the workspace
+assert terminal.open("POST", sealed.headers, sealed.body, now=sealed.timestamp)["big"] == "y" * 100000
+forged = {**sealed.headers, "Authorization": "Basic " + "0" * 128}
+with contextlib.suppress(AuthError):
+    terminal.open("POST", forged, sealed.body, now=sealed.timestamp)
+for args in [(1,), (terminal._native.address, _binding._workspace.buffers.ws_address, 1, "x", 0, None)]:
+    with contextlib.suppress(TypeError, ValueError, OverflowError):
+        _fastcall.seal_json(*args)
+print("fastcall workload: done,", _fastcall.__file__)
