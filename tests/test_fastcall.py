@@ -7,6 +7,7 @@ Both ways run here: the cffi way with _binding's _fast_seal_json and _fast_open_
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import tracemalloc
@@ -131,17 +132,20 @@ def _traced_growth(call: Callable[[], object], times: int) -> int:
     for _ in range(200):
         call()
     tracemalloc.start()
-    try:
+    try:  # a refusal's traceback holds its frames in a cycle until the collector runs: collected at both ends
+        gc.collect()
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(times):
             call()
+        gc.collect()
         return tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
 
 
 def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
-    """A result or argument never released would grow traced memory by ~1 KB a call (5 MB here)."""
+    """A result or argument never released would grow traced memory by ~1 KB a call (5 MB here); the cffi way
+    gives the same figures (728 bytes after 5,000 refusals, and after 20,000)."""
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     payload = {"text": "x" * 600}
     sealed = terminal.seal(payload, timestamp=NOON)
@@ -158,7 +162,8 @@ def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
         lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON, b"[1]",
                                     0, None),  # a refusal: the status comes back
     ]
-    assert all(_traced_growth(call, 5000) < 256 * 1024 for call in calls)
+    growth = [_traced_growth(call, 5000) for call in calls]
+    assert all(size < 64 * 1024 for size in growth), growth
 
 
 def _address() -> int:

@@ -38,10 +38,10 @@ static fastcall_state *state_of(PyObject *module) {
 }
 
 /* A non-null address given as a Python int; NULL with an exception set otherwise. */
-static void *address_of(PyObject *value, const char *what) {
+static void *address_of(PyObject *value, const char *function, const char *what) {
     void *pointer = PyLong_Check(value) ? PyLong_AsVoidPtr(value) : NULL;
     if (pointer == NULL && !PyErr_Occurred())
-        PyErr_Format(PyExc_TypeError, "%s: expected a non-zero address (int)", what);
+        PyErr_Format(PyExc_TypeError, "%s: %s: expected a non-zero address (int)", function, what);
     return pointer;
 }
 
@@ -61,6 +61,18 @@ static int check_arity(PyObject *args, Py_ssize_t n, const char *name) {
     if (!PyErr_Occurred())
         PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, n);
     return -1;
+}
+
+/* What seal_json and open_post begin with: n arguments, of which the first two are the addresses of the
+ * credentials and the workspace. 0, or -1 with an exception set. */
+static int begin_call(PyObject *module, PyObject *args, Py_ssize_t n, const char *name, fastcall_state **state,
+                      pasarela_credentials **credentials, pasarela_workspace **ws) {
+    *state = state_of(module);
+    if (*state == NULL || check_arity(args, n, name) < 0)
+        return -1;
+    *credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
+    *ws = *credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), name, "ws");
+    return *ws == NULL ? -1 : 0;
 }
 
 /* The layout this module was compiled against must be the cffi module's (both come from pasarela.h, but a
@@ -95,8 +107,8 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
-    void *seal_json = address_of(PyTuple_GetItem(args, 0), "connect: seal_json");
-    void *open_request = seal_json == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), "connect: open_request");
+    void *seal_json = address_of(PyTuple_GetItem(args, 0), "connect", "seal_json");
+    void *open_request = seal_json == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), "connect", "open_request");
     if (open_request == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
@@ -133,14 +145,10 @@ static PyObject *bytes_at(const void *data, size_t len) {
  * pasarela_workspace; json: bytes; iv: 16 bytes, or None for the next IV of ws's pool. As
  * pasarela_seal_json, the GIL released during it. */
 static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
-    fastcall_state *state = state_of(module);
-    if (state == NULL || check_arity(args, 6, "seal_json") < 0)
-        return NULL;
-    pasarela_credentials *credentials = address_of(PyTuple_GetItem(args, 0), "seal_json: credentials");
-    if (credentials == NULL)
-        return NULL;
-    pasarela_workspace *ws = address_of(PyTuple_GetItem(args, 1), "seal_json: ws");
-    if (ws == NULL)
+    fastcall_state *state;
+    pasarela_credentials *credentials;
+    pasarela_workspace *ws;
+    if (begin_call(module, args, 6, "seal_json", &state, &credentials, &ws) < 0)
         return NULL;
     unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 2));
     if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
@@ -181,14 +189,10 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
  * the status (an int) when it is not PASARELA_OK. As pasarela_open_request, the GIL released during it;
  * the byte arguments are bytes. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
-    fastcall_state *state = state_of(module);
-    if (state == NULL || check_arity(args, 7, "open_post") < 0)
-        return NULL;
-    pasarela_credentials *credentials = address_of(PyTuple_GetItem(args, 0), "open_post: credentials");
-    if (credentials == NULL)
-        return NULL;
-    pasarela_workspace *ws = address_of(PyTuple_GetItem(args, 1), "open_post: ws");
-    if (ws == NULL)
+    fastcall_state *state;
+    pasarela_credentials *credentials;
+    pasarela_workspace *ws;
+    if (begin_call(module, args, 7, "open_post", &state, &credentials, &ws) < 0)
         return NULL;
     Py_ssize_t timestamp_len, authorization_len, body_len;
     const char *timestamp = bytes_of(PyTuple_GetItem(args, 2), &timestamp_len, "open_post: timestamp_text");

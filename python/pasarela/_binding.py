@@ -33,13 +33,18 @@ from .errors import (
     signature_refusal,
 )
 
+
+def _missing(what: str) -> ImportError:
+    return ImportError(
+        f"pasarela's {what} is missing: reinstall pasarela (`pip install --force-reinstall pasarela`) or, from a "
+        "source checkout, `pip install -e .`"
+    )
+
+
 try:
     from ._native import ffi, lib
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        "pasarela's compiled core (pasarela._native) is missing: reinstall pasarela "
-        "(`pip install --force-reinstall pasarela`) or, from a source checkout, `pip install -e .`"
-    ) from exc
+    raise _missing("compiled core (pasarela._native)") from exc
 
 _native_version = ffi.string(lib.pasarela_version()).decode("ascii")
 if _native_version != __version__:  # pragma: no cover - only a stale build gets here
@@ -47,7 +52,6 @@ if _native_version != __version__:  # pragma: no cover - only a stale build gets
         f"pasarela._native was built for pasarela {_native_version} but this is pasarela {__version__}: "
         "the compiled module is stale; rebuild it (`pip install -e .` from the source checkout)"
     )
-
 
 
 def _address(cdata: Any) -> int:
@@ -60,10 +64,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
         from ._fastcall import open_post as _fast_open_post
         from ._fastcall import seal_json as _fast_seal_json
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "pasarela's compiled entry points (pasarela._fastcall) are missing: reinstall pasarela "
-            "(`pip install --force-reinstall pasarela`) or, from a source checkout, `pip install -e .`"
-        ) from exc
+        raise _missing("compiled entry points module (pasarela._fastcall)") from exc
     _connect_fastcall(
         _address(ffi.addressof(lib, "pasarela_seal_json")), _address(ffi.addressof(lib, "pasarela_open_request")),
         (ffi.sizeof("pasarela_workspace"), *(ffi.offsetof("pasarela_workspace", field) for field in
