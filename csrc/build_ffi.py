@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import sysconfig
 from pathlib import Path
 
 from cffi import FFI
@@ -63,17 +64,18 @@ ffibuilder.set_source(
 )
 
 
-
 def fastcall_extension() -> Extension:
-    """pasarela._fastcall, in the limited API of CPython 3.9 like the cffi module."""
+    """pasarela._fastcall, in the limited API of CPython 3.9 like the cffi module (which a free-threaded CPython
+    does not have: there it is built against the full API)."""
+    limited = not sysconfig.get_config_var("Py_GIL_DISABLED")
     return Extension(
         "pasarela._fastcall",
         sources=["csrc/cpython/fastcall.c"],
         include_dirs=["csrc"],
-        define_macros=[("Py_LIMITED_API", "0x03090000")],
+        define_macros=[("Py_LIMITED_API", "0x03090000")] if limited else [],
         extra_compile_args=compiler_flags(sys.platform, os.environ.get("PASARELA_WERROR") == "1", DEBUG),
         extra_link_args=linker_flags(sys.platform, DEBUG),
-        py_limited_api=True,
+        py_limited_api=limited,
     )
 
 

@@ -8,9 +8,9 @@
  * given), so the bytes are the same: only the marshalling differs. CPython only (PyPy runs cffi natively);
  * private to python/pasarela/_binding.py, which passes the addresses of objects it keeps alive.
  *
- * The limited API of CPython 3.9 (the wheel is cp39-abi3): METH_VARARGS, since METH_FASTCALL entered the
- * limited API only in 3.10. No mutable globals: the function pointers live in the module's state. */
-#define Py_LIMITED_API 0x03090000
+ * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
+ * since METH_FASTCALL entered the limited API only in 3.10. No mutable globals: the function pointers live in the
+ * module's state. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
