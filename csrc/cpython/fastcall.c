@@ -180,8 +180,10 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     Py_END_ALLOW_THREADS
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
-    PyObject *result[3] = {bytes_at(ws->out, ws->out_len), PyLong_FromSize_t(ws->plaintext_len),
-                           PyLong_FromUnsignedLong(ws->json_facts)};
+    PyObject *result[3]; /* assigned one by one: MSVC's /W4 warns of a non-constant aggregate initializer */
+    result[0] = bytes_at(ws->out, ws->out_len);
+    result[1] = PyLong_FromSize_t(ws->plaintext_len);
+    result[2] = PyLong_FromUnsignedLong(ws->json_facts);
     return tuple_of(3, result);
 }
 
@@ -218,7 +220,9 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     Py_END_ALLOW_THREADS
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
-    PyObject *result[2] = {bytes_at(ws->plaintext, ws->plaintext_len), PyLong_FromUnsignedLong(ws->json_facts)};
+    PyObject *result[2];
+    result[0] = bytes_at(ws->plaintext, ws->plaintext_len);
+    result[1] = PyLong_FromUnsignedLong(ws->json_facts);
     return tuple_of(2, result);
 }
 
