@@ -74,7 +74,9 @@ def fastcall_extension() -> Extension:
         include_dirs=["csrc"],
         define_macros=[("Py_LIMITED_API", "0x03090000")] if limited else [],
         extra_compile_args=compiler_flags(sys.platform, os.environ.get("PASARELA_WERROR") == "1", DEBUG),
-        extra_link_args=linker_flags(sys.platform, DEBUG),
+        # it calls nothing of libc, which the linker then leaves out; auditwheel needs it named to tell the libc
+        extra_link_args=[*linker_flags(sys.platform, DEBUG),
+                         *(["-Wl,--no-as-needed", "-lc"] if sys.platform.startswith("linux") else [])],
         py_limited_api=limited,
     )
 
