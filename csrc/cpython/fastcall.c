@@ -63,16 +63,21 @@ static int check_arity(PyObject *args, Py_ssize_t n, const char *name) {
     return -1;
 }
 
-/* What seal_json and open_post begin with: n arguments, of which the first two are the addresses of the
- * credentials and the workspace. 0, or -1 with an exception set. */
-static int begin_call(PyObject *module, PyObject *args, Py_ssize_t n, const char *name, fastcall_state **state,
-                      pasarela_credentials **credentials, pasarela_workspace **ws) {
-    *state = state_of(module);
-    if (*state == NULL || check_arity(args, n, name) < 0)
+/* What seal_json and open_post act on: the module's state and the two addresses their arguments begin with. */
+typedef struct {
+    fastcall_state *state;
+    pasarela_credentials *credentials;
+    pasarela_workspace *ws;
+} call_target;
+
+/* The call_target of a call with n arguments. 0, or -1 with an exception set. */
+static int begin_call(PyObject *module, PyObject *args, Py_ssize_t n, const char *name, call_target *target) {
+    target->state = state_of(module);
+    if (target->state == NULL || check_arity(args, n, name) < 0)
         return -1;
-    *credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
-    *ws = *credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), name, "ws");
-    return *ws == NULL ? -1 : 0;
+    target->credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
+    target->ws = target->credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), name, "ws");
+    return target->ws == NULL ? -1 : 0;
 }
 
 /* The layout this module was compiled against must be the cffi module's (both come from pasarela.h, but a
@@ -145,11 +150,10 @@ static PyObject *bytes_at(const void *data, size_t len) {
  * pasarela_workspace; json: bytes; iv: 16 bytes, or None for the next IV of ws's pool. As
  * pasarela_seal_json, the GIL released during it. */
 static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
-    fastcall_state *state;
-    pasarela_credentials *credentials;
-    pasarela_workspace *ws;
-    if (begin_call(module, args, 6, "seal_json", &state, &credentials, &ws) < 0)
+    call_target target;
+    if (begin_call(module, args, 6, "seal_json", &target) < 0)
         return NULL;
+    pasarela_workspace *ws = target.ws;
     unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 2));
     if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
@@ -173,9 +177,9 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
         }
     }
     int status;
-    seal_json_fn seal_json = state->seal_json;
+    seal_json_fn seal_json = target.state->seal_json;
     Py_BEGIN_ALLOW_THREADS /* json and iv are immutable bytes the caller's arguments keep alive */
-    status = seal_json(credentials, ws, (uint64_t)timestamp, (const uint8_t *)json, (size_t)json_len,
+    status = seal_json(target.credentials, ws, (uint64_t)timestamp, (const uint8_t *)json, (size_t)json_len,
                        (unsigned)flags, (const uint8_t *)iv);
     Py_END_ALLOW_THREADS
     if (status != PASARELA_OK)
@@ -191,11 +195,10 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
  * the status (an int) when it is not PASARELA_OK. As pasarela_open_request, the GIL released during it;
  * the byte arguments are bytes. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
-    fastcall_state *state;
-    pasarela_credentials *credentials;
-    pasarela_workspace *ws;
-    if (begin_call(module, args, 7, "open_post", &state, &credentials, &ws) < 0)
+    call_target target;
+    if (begin_call(module, args, 7, "open_post", &target) < 0)
         return NULL;
+    pasarela_workspace *ws = target.ws;
     Py_ssize_t timestamp_len, authorization_len, body_len;
     const char *timestamp = bytes_of(PyTuple_GetItem(args, 2), &timestamp_len, "open_post: timestamp_text");
     if (timestamp == NULL)
@@ -213,9 +216,9 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     if (body == NULL)
         return NULL;
     int status;
-    open_request_fn open_request = state->open_request;
+    open_request_fn open_request = target.state->open_request;
     Py_BEGIN_ALLOW_THREADS
-    status = open_request(credentials, ws, timestamp, (size_t)timestamp_len, now, tolerance, authorization,
+    status = open_request(target.credentials, ws, timestamp, (size_t)timestamp_len, now, tolerance, authorization,
                           (size_t)authorization_len, body, (size_t)body_len);
     Py_END_ALLOW_THREADS
     if (status != PASARELA_OK)
