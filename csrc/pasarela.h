@@ -114,6 +114,7 @@ const char *pasarela_version(void);
 
 /* ---- primitives (exposed for known-answer tests and the fallback path) ---- */
 void pasarela_md5(const uint8_t *in, size_t n, uint8_t out[16]);
+/* The portable code (seal and open hash with the credentials' cpu bits, through sha512.c's streaming API). */
 void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64]);
 /* Standard alphabet, padded. Writes 4*ceil(n/3) chars; returns that count. No secret-indexed lookups. */
 size_t pasarela_base64_encode(const uint8_t *in, size_t n, char *out);

@@ -454,11 +454,14 @@ void pasarela_sha512_final(pasarela_sha512_ctx *ctx, uint8_t out[64])
     pasarela_wipe(ctx, sizeof *ctx);
 }
 
+/* The portable code, as the other one-shot primitives run: asking the CPU for its features here would
+ * cost a CPUID per call, which a hypervisor traps (about 20 us a call in the VMs this was measured on).
+ * Hot paths pass the features they were given (pasarela_sha512_init). */
 void pasarela_sha512(const uint8_t *in, size_t n, uint8_t out[64])
 {
     pasarela_sha512_ctx ctx;
 
-    pasarela_sha512_init(&ctx, pasarela_cpu_features());
+    pasarela_sha512_init(&ctx, 0);
     pasarela_sha512_update(&ctx, in, n);
     pasarela_sha512_final(&ctx, out);
 }
