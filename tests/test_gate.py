@@ -37,6 +37,18 @@ def test_a_ratio_more_than_the_margin_below_the_baseline_fails() -> None:
     assert "**REGRESSION**" in report and "| seal vs Node.js seal | 256 B | 2.30x | 4.00x | 2.20x | ok |" in report
 
 
+def test_a_batch_is_held_to_at_most_a_single_seals_time_where_the_baseline_says_nothing() -> None:
+    # the "any" baseline has no seal_many vs seal: a machine held to it is still held to the rule (1.0x)
+    measured = {"seal_many vs seal": {256: 0.54, 1024: 0.56}, "seal vs naive seal": {256: 9.0}}
+    checks = gate.verdicts(measured, {"seal vs naive seal": {"256": 10.0}}, margin=0.45)
+    assert [(label, size, base, ok) for label, size, _, base, ok in checks] == [
+        ("seal_many vs seal", 256, 1.0, False), ("seal_many vs seal", 1024, 1.0, True),
+        ("seal vs naive seal", 256, 10.0, True)]
+    # a class's own measured value holds where it has one
+    checks = gate.verdicts(measured, {"seal_many vs seal": {"256": 0.9}}, margin=0.45)
+    assert [(size, base, ok) for _, size, _, base, ok in checks] == [(256, 0.9, True), (1024, 1.0, True)]
+
+
 def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_ones_every_ratio() -> None:
     import json
 
