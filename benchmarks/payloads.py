@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from pasarela import canonical_json
@@ -25,3 +27,18 @@ def payload_of_size(size: int) -> dict[str, Any]:
     # pad the reference to reach the exact size
     payload["ref"] += "x" * (size - len(canonical_json(payload)))
     return payload
+
+
+def main(argv: list[str]) -> None:
+    """Writes DIR/payload-<size>.json for each size: orjson's text of the payload, what seal hands the C core
+    (for benchmarks/seal_speed.c)."""
+    import orjson
+
+    if len(argv) != 1:
+        raise SystemExit("usage: python3 benchmarks/payloads.py DIR")
+    for size in SIZES:
+        Path(argv[0], f"payload-{size}.json").write_bytes(orjson.dumps(payload_of_size(size)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

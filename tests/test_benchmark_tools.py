@@ -1,0 +1,42 @@
+"""benchmarks/seal_speed.c builds and runs as its header says, and refuses text the C core refuses (its timings
+are never asserted: a benchmark's numbers belong in benchmarks/, not in tests). Needs the source tree, a C
+compiler and the OpenSSL headers (scripts/setup installs libssl-dev), as scripts/hardening does."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def seal_speed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("seal_speed") / "seal_speed"
+    core = sorted(str(path) for path in (ROOT / "csrc").glob("[a-z]*.c"))
+    subprocess.run(["cc", "-std=c99", "-O1", "-DPASARELA_VERSION=\"0.0.0\"", f"-I{ROOT / 'csrc'}",
+                    str(ROOT / "benchmarks" / "seal_speed.c"), *core, "-lcrypto", "-o", str(out)], check=True)
+    return out
+
+
+def test_it_times_the_single_seal_and_the_batch_against_the_floor(seal_speed: Path, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "payloads.py"), str(tmp_path)], check=True)
+    assert (tmp_path / "payload-256.json").stat().st_size == 256
+    run = subprocess.run([str(seal_speed), "--rounds", "1", str(tmp_path / "payload-64.json"),
+                          str(tmp_path / "payload-256.json")], capture_output=True, text=True, check=True)
+    rows = re.findall(r"^\| (\d+) B \| (\d+) / ([\d.]+)x \| (\d+) / ([\d.]+)x \| (\d+) \|$", run.stdout, re.M)
+    assert [row[0] for row in rows] == ["64", "256"], run.stdout
+    for _, one, one_ratio, batch, batch_ratio, floor in rows:
+        assert min(int(one), int(batch), int(floor)) > 0 and min(float(one_ratio), float(batch_ratio)) > 0
+
+
+@pytest.mark.parametrize("text", [b"[1,2]", b'{"key":"x"}', b"{"])
+def test_it_stops_on_text_the_c_core_refuses(seal_speed: Path, tmp_path: Path, text: bytes) -> None:
+    (tmp_path / "refused.json").write_bytes(text)
+    run = subprocess.run([str(seal_speed), "--rounds", "1", str(tmp_path / "refused.json")], capture_output=True,
+                         text=True)
+    assert run.returncode == 1 and "refused" in run.stderr, (run.returncode, run.stderr)
