@@ -1,5 +1,6 @@
 """The workload scripts/hardening runs under valgrind for pasarela._fastcall: seals and opens through it (the IV
-pool refilled, the workspace grown), a refusal, and calls with bad arguments."""
+pool refilled, the workspace grown), batches (their requests copied out through it), a refusal, and calls with
+bad arguments."""
 
 import contextlib
 
@@ -18,4 +19,9 @@ with contextlib.suppress(AuthError):
 for args in [(1,), (terminal._native.address, _binding._workspace.buffers.ws_address, 1, "x", 0, None)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_json(*args)
+for size in (64, 1024, 20000):  # a batch's requests copied out by _fastcall.requests: shared buffers, one each
+    batch = terminal.seal_many([{"n": n, "text": "z" * size} for n in range(40)])
+    assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in batch] == list(range(40))
+with contextlib.suppress(TypeError, ValueError, OverflowError):
+    _fastcall.requests(1, 1, -1, 0, 0)
 print("fastcall workload: done,", _fastcall.__file__)

@@ -62,6 +62,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
     try:
         from ._fastcall import connect as _connect_fastcall
         from ._fastcall import open_post as _fast_open_post
+        from ._fastcall import requests as _fast_requests
         from ._fastcall import seal_json as _fast_seal_json
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise _missing("compiled entry points module (pasarela._fastcall)") from exc
@@ -71,7 +72,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
                                               ("plaintext", "out", "plaintext_len", "out_len", "json_facts"))),
     )
 else:  # PyPy and others: cffi is their native way into C
-    _fast_seal_json = _fast_open_post = None  # type: ignore[assignment]
+    _fast_seal_json = _fast_open_post = _fast_requests = None  # type: ignore[assignment]
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
 HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
@@ -161,6 +162,7 @@ class _Buffers:
         })
         self.facts = ffi.new("unsigned *")
         self.ws_address = _address(self.ws)  # for _fastcall, valid while this object lives
+        self.out_address = _address(self.out)
 
     def refill_ivs(self) -> None:
         ffi.memmove(self.iv_pool, os.urandom(_IV_POOL_BYTES), _IV_POOL_BYTES)
@@ -345,19 +347,14 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int) 
             else:  # one item larger than the workspace
                 b = _workspace.grow(lens[start])
             continue
-        ends = list(itertools.accumulate(_unpack(out_lens + start, done)))
-        if ends[-1] > _SHARED_REQUEST_BYTES * done:  # each request copied out alone (a refused one is empty)
-            out = ffi.buffer(b.out, ends[-1])
-            buffers += map(out.__getitem__, map(slice, [0, *ends[:-1]], ends))
-            starts += [0] * done
-        else:  # a buffer of up to _BUFFER_BYTES at a time, shared by its requests
-            first = base = 0
-            while first < done:
-                last = max(first + 1, bisect.bisect_right(ends, base + _BUFFER_BYTES, first))
-                buffers += [_unpack(b.out + base, ends[last - 1] - base)] * (last - first)
-                starts.append(0)
-                starts += [end - base for end in ends[first:last - 1]]
-                first, base = last, ends[last - 1]
+        if _fast_requests is not None:
+            more_buffers, more_starts = _fast_requests(b.out_address, _address(out_lens + start), done, _BUFFER_BYTES,
+                                                       _SHARED_REQUEST_BYTES)
+        else:
+            more_buffers, more_starts = _requests_py(b.out, _unpack(out_lens + start, done), _BUFFER_BYTES,
+                                                     _SHARED_REQUEST_BYTES)
+        buffers += more_buffers
+        starts += more_starts
         if start + done < n:
             offset += sum(_unpack(lens + start, done))
         start += done
@@ -365,6 +362,30 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int) 
     if all_statuses.count(_OK) != n:
         buffers = [buffer if status == _OK else None for buffer, status in zip(buffers, all_statuses)]
     return buffers, starts, _unpack(plaintext_lens, n), _unpack(facts, n)
+
+
+def _requests_py(out: Any, out_lens: list[int], buffer_bytes: int, shared_request_bytes: int
+                 ) -> tuple[list[bytes], list[int]]:
+    """Where each of a batch's requests lies (back to back at out, out_lens[i] bytes each) once copied out:
+    (buffers, starts), request i being buffers[i][starts[i]:]. Requests of up to shared_request_bytes on average
+    share buffers of up to about buffer_bytes; larger ones are copied out one each. What _fastcall.requests
+    does, for PyPy."""
+    ends = list(itertools.accumulate(out_lens))
+    if not ends:
+        return [], []
+    if ends[-1] > shared_request_bytes * len(ends):  # each request copied out alone (a refused one is empty)
+        out_bytes = ffi.buffer(out, ends[-1])
+        return list(map(out_bytes.__getitem__, map(slice, [0, *ends[:-1]], ends))), [0] * len(ends)
+    buffers: list[bytes] = []  # a buffer of up to buffer_bytes at a time, shared by its requests
+    starts: list[int] = []
+    first = base = 0
+    while first < len(ends):
+        last = max(first + 1, bisect.bisect_right(ends, base + buffer_bytes, first))
+        buffers += [_unpack(out + base, ends[last - 1] - base)] * (last - first)
+        starts.append(0)
+        starts += [end - base for end in ends[first:last - 1]]
+        first, base = last, ends[last - 1]
+    return buffers, starts
 
 
 _REFUSALS = {
