@@ -45,6 +45,7 @@ typedef enum pasarela_status {
 
 /* Sizes. */
 #define PASARELA_IV_LEN 16
+#define PASARELA_IV_SEED_LEN 48   /* pasarela_iv_pool_fill: a 256-bit AES key and a 128-bit nonce */
 #define PASARELA_AES_KEY_LEN 32
 #define PASARELA_PASSWORD_HEX_LEN 32
 #define PASARELA_SIGNATURE_HEX_LEN 128
@@ -196,8 +197,8 @@ typedef struct pasarela_credentials {
  * it keeps the secrets derived for the last (credentials id, timestamp) so consecutive requests of a
  * terminal in the same second skip the derivation (and in the same minute, the MD5): wipe it with
  * pasarela_workspace_wipe before freeing. iv_pool (optional): random bytes a seal without an explicit
- * IV takes 16 at a time from iv_pool_used on (the caller refills it from the OS CSPRNG, and resets it
- * in a forked child). */
+ * IV takes 16 at a time from iv_pool_used on (the caller refills it, with pasarela_iv_pool_fill or from
+ * the OS CSPRNG, and resets it in a forked child). */
 typedef struct pasarela_workspace {
     uint8_t *plaintext;
     size_t plaintext_cap;
@@ -219,6 +220,13 @@ typedef struct pasarela_workspace {
 size_t pasarela_key_cache_size(void);
 /* Wipes the derived secrets cached in ws->keys and the scratch space. */
 void pasarela_workspace_wipe(pasarela_workspace *ws);
+/* Fills pool (len bytes, a positive multiple of 128) with AES-256 output keyed by seed: PASARELA_IV_SEED_LEN
+ * bytes fresh from the OS CSPRNG for every fill (never reuse a seed: the same seed gives the same bytes).
+ * Eight CBC chains over zero bytes under the seed's key, chain j from its nonce with the last byte XORed
+ * with j, each ending in its PKCS#7 block (csrc/ivs.c says why this is as unpredictable as the seed). The
+ * key schedule is wiped. PASARELA_E_NO_HW_AES without hardware AES (then fill the pool from the OS),
+ * PASARELA_E_INVALID_ARGUMENT for a NULL pointer or another len. */
+int pasarela_iv_pool_fill(unsigned cpu, const uint8_t seed[PASARELA_IV_SEED_LEN], uint8_t *pool, size_t len);
 
 /* plaintext: canonical JSON object text (exactly what JSON.stringify writes). Writes the request
  * (PASARELA_REQUEST_LEN(plaintext_len) bytes, not NUL-terminated) to ws->out and sets ws->out_len and

@@ -1,8 +1,10 @@
 """IV uniqueness: a million seals through Terminal.seal, and no IV on the wire is ever repeated.
 
 A repeated IV under one key would leak plaintext relations in AES-CBC. Terminal.seal draws its IVs
-from the OS CSPRNG through a per-thread pool (pasarela.terminal.ivs); the IVs are read back from
-the sealed bodies, as the server sees them. (The fork case is in test_envelope.py.)
+from a per-thread pool, AES-256 output under a key fresh from the OS CSPRNG for every 256 IVs (csrc/ivs.c;
+pasarela.terminal.ivs's pool of the OS's bytes without hardware AES); the IVs are read back from the sealed
+bodies, as the server sees them. (The fork case is in test_envelope.py; the pool's bytes are checked against
+openssl in test_iv_pool_fill.py.)
 """
 
 from __future__ import annotations

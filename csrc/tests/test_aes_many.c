@@ -1,7 +1,8 @@
 /*
- * Tests for csrc/aes_many.c (pasarela_aes256_cbc_encrypt_many) and the fused SHA-512 + CBC of
- * csrc/sha512.c (pasarela_sha512_with_cbc): every result is compared with the one-at-a-time
- * primitives (pasarela_aes256_cbc_encrypt_blocks over the full blocks + the padded block, and
+ * Tests for csrc/aes_many.c (pasarela_aes256_cbc_encrypt_many), the fused SHA-512 + CBC of
+ * csrc/sha512.c (pasarela_sha512_with_cbc) and the IV pool's fill built on them (csrc/ivs.c,
+ * pasarela_iv_pool_fill): every result is compared with the one-at-a-time primitives
+ * (pasarela_aes256_cbc_encrypt_blocks over the full blocks + the padded block, and
  * pasarela_sha512_init/update/final), at every dispatch level the machine has (cpu masks).
  *
  * Build and run (from the repository root):
@@ -378,6 +379,45 @@ static void bench(unsigned cpu)
     }
 }
 
+/* pasarela_iv_pool_fill against its definition (pasarela.h): chain j is the CBC-PKCS#7 job over len / 8 - 16
+ * zero bytes under seed[0..32), from seed[32..48) with its last byte XORed with j. Random seeds, every allowed
+ * length up to 4 KiB; refused lengths write nothing. */
+static void test_iv_pool_fill(unsigned cpu)
+{
+    static uint8_t pool[4096], want[4096], zeros[4096];
+    uint8_t seed[PASARELA_IV_SEED_LEN], start[16];
+    pasarela_aes256_schedule ks;
+    pasarela_cbc_job job;
+    size_t len, j;
+    int round;
+
+    for (round = 0; round < 4; round++) {
+        for (len = 128; len <= sizeof pool; len += 128) {
+            rng_fill(seed, sizeof seed);
+            CHECK(pasarela_iv_pool_fill(cpu, seed, pool, len) == PASARELA_OK, "fill %zu", len);
+            pasarela_aes256_expand(cpu, seed, &ks);
+            for (j = 0; j < 8; j++) {
+                memcpy(start, seed + 32, 16);
+                start[15] ^= (uint8_t)j;
+                job.ks = &ks;
+                job.iv = start;
+                job.in = zeros;
+                job.len = len / 8 - 16;
+                job.out = want + j * (len / 8);
+                ref_job(cpu, &job);
+            }
+            CHECK(memcmp(pool, want, len) == 0, "fill %zu: the chains", len);
+        }
+    }
+    memset(pool, 0x5a, sizeof pool);
+    for (len = 0; len < 300; len++)
+        if (len % 128 != 0 || len == 0)
+            CHECK(pasarela_iv_pool_fill(cpu, seed, pool, len) == PASARELA_E_INVALID_ARGUMENT, "length %zu", len);
+    CHECK(pasarela_iv_pool_fill(cpu, NULL, pool, 128) == PASARELA_E_INVALID_ARGUMENT, "NULL seed");
+    CHECK(pasarela_iv_pool_fill(cpu, seed, NULL, 128) == PASARELA_E_INVALID_ARGUMENT, "NULL pool");
+    CHECK(pool[0] == 0x5a && pool[sizeof pool - 1] == 0x5a, "refused: nothing written");
+}
+
 int main(int argc, char **argv)
 {
     const unsigned all = pasarela_cpu_features(); /* once: CPUID can be slow */
@@ -412,6 +452,14 @@ int main(int argc, char **argv)
             pasarela_sha512_with_cbc(cpu, (const uint8_t *)"abc", 3, digest, &job);
             unhex(abc_digest, want);
             CHECK(memcmp(digest, want, 64) == 0, "no AES: digest, cpu %u", cpu);
+            {
+                uint8_t seed[PASARELA_IV_SEED_LEN] = {0}, pool[128];
+                CHECK(pasarela_iv_pool_fill(cpu, seed, pool, 0) == PASARELA_E_INVALID_ARGUMENT,
+                      "no AES: the length checked first");
+                memset(pool, 0x77, sizeof pool);
+                CHECK(pasarela_iv_pool_fill(cpu, seed, pool, sizeof pool) == PASARELA_E_NO_HW_AES &&
+                          pool[0] == 0x77 && pool[127] == 0x77, "no AES: the fill refused, nothing written");
+            }
             continue;
         }
         printf("cpu mask %u\n", cpu);
@@ -419,6 +467,7 @@ int main(int argc, char **argv)
         test_lengths(cpu);
         test_mixes(cpu, 150);
         test_fused_shapes(cpu);
+        test_iv_pool_fill(cpu);
     }
     pasarela_aes256_cbc_encrypt_many(all, NULL, 0); /* n == 0: nothing */
     printf("%d passed, %d failed\n", passed, failed);

@@ -189,7 +189,8 @@ class Terminal:
 
         payload: a dict, JSON object text (bytes or str), or None for an empty payload (sealed as ``{}``,
         as abort calls need). timestamp: whole UTC seconds, 10 digits (default: now). iv: 16 bytes
-        (default: fresh from the OS CSPRNG); pass it only to reproduce a request.
+        (default: random, from this thread's pool: AES-256 output under a key fresh from the OS CSPRNG,
+        csrc/ivs.c); pass it only to reproduce a request.
         """
         if method != "POST":
             method = check_method(method)
@@ -223,7 +224,7 @@ class Terminal:
                   timestamp: Optional[int] = None) -> list[Sealed]:
         """Seal many payloads for this terminal at one timestamp: the same results as seal() called for
         each (fresh IVs), with one key derivation and few C calls for the whole batch, requests hashed
-        and encrypted 16 at a time side by side, IVs from this thread's pool (one getrandom per 256)."""
+        and encrypted 16 at a time side by side, IVs from this thread's pool."""
         payloads = list(payloads)
         return _seal_many([self] * len(payloads), payloads, method, timestamp, self)
 
