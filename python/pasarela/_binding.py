@@ -167,8 +167,8 @@ class _Buffers:
         self.out_address = _address(self.out)
 
     def refill_ivs(self) -> None:
-        """AES-256 output under a key fresh from the OS (csrc/ivs.c: 8x cheaper than os.urandom of the whole
-        pool where getrandom is slow), or the OS's bytes themselves without hardware AES."""
+        """AES-256 output under a key fresh from the OS (csrc/ivs.c: 2.2 against 12.9 us for os.urandom of the
+        whole pool on a VM whose getrandom gave 320 MB/s), or the OS's bytes themselves without hardware AES."""
         if _iv_pool_fill(CPU_FEATURES, os.urandom(_IV_SEED_LEN), self.iv_pool, _IV_POOL_BYTES) != _OK:
             ffi.memmove(self.iv_pool, os.urandom(_IV_POOL_BYTES), _IV_POOL_BYTES)
         self.ws.iv_pool_used = 0
