@@ -153,6 +153,15 @@ def test_the_cffi_way_still_refills_the_iv_pool(cffi_way: None) -> None:
     assert terminal.open("POST", sealed[-1].headers, sealed[-1].body, now=NOON) == {"n": 299}
 
 
+@pytest.mark.parametrize("size", [10, 1000, 5000])  # requests in shared buffers, one each, and large ones
+def test_the_cffi_way_copies_a_batchs_requests_out_too(cffi_way: None, size: int) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payloads = [{"n": n, "text": "x" * size} for n in range(300)]
+    batch = terminal.seal_many(payloads, timestamp=NOON)
+    assert [terminal.open("POST", s.headers, s.body, now=NOON) for s in batch] == payloads
+    assert [s.plaintext for s in batch] == [terminal.seal(p, timestamp=NOON).plaintext for p in payloads]
+
+
 def _traced_growth(call: Callable[[], object], times: int) -> int:
     for _ in range(200):
         call()
