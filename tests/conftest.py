@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +61,15 @@ def node_envelope() -> Iterator[NodeEnvelope]:
         yield oracle
     finally:
         oracle.close()
+
+
+@pytest.fixture(scope="session")
+def openssl() -> str:
+    """The path of the openssl command line, an AES-256-CBC independent of ours (fails, never skips, without it)."""
+    path = shutil.which("openssl")
+    if path is None:
+        pytest.fail("the openssl command line is not installed (CI installs it)", pytrace=False)
+    return path
 
 
 @pytest.fixture(scope="session")

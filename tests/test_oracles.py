@@ -3,7 +3,6 @@ crypto) and the openssl command line. These run in CI; a missing tool fails them
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from typing import Any, Callable
 
@@ -99,23 +98,16 @@ def test_node_server_rejects_python_json_dumps_serialization(node_envelope: Node
     )
 
 
-def _openssl() -> str:
-    path = shutil.which("openssl")
-    if path is None:
-        pytest.fail("the openssl command line is not installed (CI installs it)", pytrace=False)
-    return path
-
-
 @settings(max_examples=40)  # one process per example
 @given(payloads, timestamps, ivs)
-def test_openssl_enc_decrypts_sealed_data(payload: dict[str, Any], timestamp: int, iv: bytes) -> None:
+def test_openssl_enc_decrypts_sealed_data(openssl: str, payload: dict[str, Any], timestamp: int, iv: bytes) -> None:
     from pasarela import reference
 
     sealed = Terminal(BUSINESS_CODE, SERIAL).seal(payload, timestamp=timestamp, iv=iv)
     aes_key = reference.derive(BUSINESS_CODE.encode(), SERIAL.encode(), timestamp).aes_key
     iv_hex, ct_hex = sealed.data.split(":")
     result = subprocess.run(
-        [_openssl(), "enc", "-d", "-aes-256-cbc", "-K", aes_key.hex(), "-iv", iv_hex],
+        [openssl, "enc", "-d", "-aes-256-cbc", "-K", aes_key.hex(), "-iv", iv_hex],
         input=bytes.fromhex(ct_hex),
         capture_output=True,
         check=True,
