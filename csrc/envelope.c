@@ -491,6 +491,13 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
     return done;
 }
 
+size_t pasarela_batch_first_exception(const int *statuses, const unsigned *facts, size_t n, unsigned facts_mask) {
+    if (statuses == NULL || facts == NULL) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (statuses[i] != PASARELA_OK || (facts[i] & facts_mask) != 0) return i;
+    return n;
+}
+
 size_t pasarela_sealed_len(size_t plaintext_len) {
     /* a plaintext may be the canonical text of the longest JSON input, longer than that input */
     return plaintext_len > PASARELA_JSON_OUT_MAX(PASARELA_MAX_JSON_LEN) ? 0 : PASARELA_SEALED_LEN(plaintext_len);

@@ -257,6 +257,11 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts);
 
+/* The first of n items of a batch (pasarela_seal_json_batch's statuses and facts) that was not sealed or
+ * whose facts have a bit of facts_mask; n when every item was sealed and none has (the caller then takes
+ * the batch's requests as they are, without reading its items one by one); 0 when an array is NULL. */
+size_t pasarela_batch_first_exception(const int *statuses, const unsigned *facts, size_t n, unsigned facts_mask);
+
 /* ---- open (terminal side) ---- */
 /* Decrypts "<iv_hex>:<ct_hex>" with the aesKey of (credentials, timestamp) into out (at least
  * (data_len - 33) / 2 bytes); *out_len excludes the padding. */

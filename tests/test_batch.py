@@ -112,6 +112,22 @@ def _array_items(text: bytes, max_items: int = 1000) -> list[bytes]:
     return out
 
 
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.sampled_from([0, 0, 0, -1, -7]), st.integers(0, 15))), st.integers(0, 15))
+def test_the_first_batch_item_to_look_at(items: list[tuple[int, int]], mask: int) -> None:
+    """pasarela_batch_first_exception: the first item not sealed (status not PASARELA_OK) or with a fact of the
+    mask; all of them when there is none (seal_many then takes every request without reading its items)."""
+    from pasarela._binding import ffi, lib
+
+    assert lib.PASARELA_OK == 0
+    statuses = ffi.new("int[]", [status for status, _ in items] or [0])
+    facts = ffi.new("unsigned[]", [fact for _, fact in items] or [0])
+    expected = next((i for i, (status, fact) in enumerate(items) if status != 0 or fact & mask), len(items))
+    assert lib.pasarela_batch_first_exception(statuses, facts, len(items), mask) == expected
+    assert lib.pasarela_batch_first_exception(ffi.NULL, facts, len(items), mask) == 0
+    assert lib.pasarela_batch_first_exception(statuses, ffi.NULL, len(items), mask) == 0
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(alphabet=st.sampled_from('ab"\\,[]{}: \u00e9\u2028')),

@@ -100,6 +100,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         start += done;
     }
     if (selector & 4) FUZZ_CHECK(ws.iv_pool_used == 16 * pooled);
+    for (unsigned mask = 0; mask < 16; mask += 5) { /* the first item its caller must look at, for some fact masks */
+        size_t first = 0;
+        while (first < n && statuses[first] == PASARELA_OK && (facts[first] & mask) == 0) first++;
+        FUZZ_CHECK(pasarela_batch_first_exception(statuses, facts, n, mask) == first);
+    }
     fuzz_workspace_free(&ws);
     free(json);
     fuzz_credentials_free(&creds[0]);

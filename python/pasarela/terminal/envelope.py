@@ -342,19 +342,19 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
     credentials = (_binding.repeated_credentials(only._native.struct, len(payloads)) if only is not None
                    else _binding.credentials_array([terminal._native.struct for terminal in terminals]))
     array = _compact_json_array(payloads) if small else None
-    result = None if array is None else _binding.seal_json_array(credentials, ts, array, len(payloads))
+    result = None if array is None else _binding.seal_json_array(credentials, ts, array, len(payloads), _FACT_CHECK)
     text_len = 0 if array is None else len(array)
     if result is None:  # each item serialized alone
         raws = _compact_jsons(payloads)
-        result = _binding.seal_json_batch(credentials, ts, raws)
+        result = _binding.seal_json_batch(credentials, ts, raws, _FACT_CHECK)
         text_len = sum(map(len, raws))
     buffers, starts, plaintext_lens, facts = result
-    if None in buffers or any(fact & _FACT_CHECK for fact in set(facts)):
+    if facts is None:  # every item sealed, none to check
+        sealed += Sealed.many(terminals, method, ts, cast("list[bytes]", buffers), starts, plaintext_lens)
+    else:
         sealed += [_checked(terminal, payload, buffer, start, plaintext_len, fact, method, ts)
                    for terminal, payload, buffer, start, plaintext_len, fact
                    in zip(terminals, payloads, buffers, starts, plaintext_lens, facts)]
-    else:
-        sealed += Sealed.many(terminals, method, ts, cast("list[bytes]", buffers), starts, plaintext_lens)
     return text_len
 
 
