@@ -366,7 +366,7 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, 
         if start + done < n:
             offset += sum(_unpack(lens + start, done))
         start += done
-    if lib.pasarela_batch_first_exception(statuses, facts, n, check_facts) == n:  # (saves 50-70 ns a request at 64 B)
+    if lib.pasarela_batch_first_exception(statuses, facts, n, check_facts) == n:  # (about 50 ns a request less at 64 B)
         return buffers, starts, _unpack(plaintext_lens, n), None
     all_statuses = _unpack(statuses, n)
     buffers = [buffer if status == _OK else None for buffer, status in zip(buffers, all_statuses)]
