@@ -2,8 +2,9 @@
 
 On CPython, _binding.seal_json and _binding.open_post call pasarela_seal_json and pasarela_open_request through
 pasarela._fastcall (one C-API call instead of cffi's call, field reads and copy); elsewhere (PyPy) through cffi.
-A batch's requests are copied out by _fastcall.requests, elsewhere by _binding._requests_py. Both ways run here:
-the other one with _binding's _fast_seal_json, _fast_open_post and _fast_requests set to None.
+A batch's requests are copied out into their Sealed objects by _fastcall.rows, elsewhere by _binding._requests_py
+and _binding._rows_py. Both ways run here: the other one with _binding's _fast_seal_json, _fast_open_post and
+_fast_rows set to None.
 """
 
 from __future__ import annotations
@@ -32,22 +33,22 @@ def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """_binding calls the C core through cffi, as on PyPy."""
     monkeypatch.setattr(_binding, "_fast_seal_json", None)
     monkeypatch.setattr(_binding, "_fast_open_post", None)
-    monkeypatch.setattr(_binding, "_fast_requests", None)
+    monkeypatch.setattr(_binding, "_fast_rows", None)
     yield
 
 
 def _both_ways(call: Callable[[], Any]) -> tuple[Any, Any]:
     """call() through _fastcall, then through cffi (exceptions returned, not raised)."""
     results = []
-    for fast in ((_fastcall.seal_json, _fastcall.open_post, _fastcall.requests), (None, None, None)):
-        saved = _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_requests
-        _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_requests = fast
+    for fast in ((_fastcall.seal_json, _fastcall.open_post, _fastcall.rows), (None, None, None)):
+        saved = _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_rows
+        _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_rows = fast
         try:
             results.append(call())
         except Exception as exc:  # compared by the caller
             results.append(exc)
         finally:
-            _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_requests = saved
+            _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_rows = saved
     return results[0], results[1]
 
 
@@ -110,31 +111,51 @@ def test_a_refused_timestamp_and_header_read_the_same_either_way() -> None:
         assert fast.reason == slow.reason
 
 
+class _Row(tuple):  # type: ignore[type-arg]  # what rows() makes: a class derived from tuple alone, like Sealed
+    __slots__ = ()
+
+
 @given(st.lists(st.integers(min_value=0, max_value=5000), max_size=60), st.integers(min_value=1, max_value=40000),
-       st.integers(min_value=0, max_value=3000))
-def test_requests_lie_where_the_python_way_says(out_lens: list[int], buffer_bytes: int,
-                                                 shared_request_bytes: int) -> None:
-    """_fastcall.requests (a batch's requests copied out of the workspace) gives the same buffers, shared the
-    same way, and the same starts as _binding._requests_py, which PyPy runs: every split of a batch into shared
-    buffers and lone requests, empty (refused) requests among them."""
+       st.integers(min_value=0, max_value=3000), st.integers(min_value=0, max_value=3),
+       st.lists(st.integers(min_value=0, max_value=2), max_size=3), st.data())
+def test_rows_hold_what_the_python_way_makes(out_lens: list[int], buffer_bytes: int, shared_request_bytes: int,
+                                             column_start: int, common: list[int], data: st.DataObject) -> None:
+    """_fastcall.rows (a batch's requests copied out of the workspace into their rows) gives the same rows, their
+    buffers shared the same way, as _binding._requests_py and _binding._rows_py, which PyPy runs: every split of
+    a batch into shared buffers and lone requests, empty (refused) requests among them, rows of several widths,
+    a column of one object repeated or of several, read from any start."""
+    n = len(out_lens)
     out = _binding.ffi.new("char[]", bytes(i % 251 for i in range(max(1, sum(out_lens)))))
     lens = _binding.ffi.new("size_t[]", out_lens or [0])
-    fast = _fastcall.requests(_binding._address(out), _binding._address(lens), len(out_lens), buffer_bytes,
-                              shared_request_bytes)
-    slow = _binding._requests_py(out, out_lens, buffer_bytes, shared_request_bytes)
+    plaintext_lens = data.draw(st.lists(st.integers(min_value=0, max_value=2**40), min_size=n, max_size=n))
+    plaintext = _binding.ffi.new("size_t[]", plaintext_lens or [0])
+    objects = [object(), "terminal", None]
+    column = [objects[k] for k in data.draw(st.lists(st.integers(min_value=0, max_value=2), min_size=column_start + n,
+                                                     max_size=column_start + n + 2))]
+    shared = tuple(objects[k] for k in common)
+    fast = _fastcall.rows(_Row, column, column_start, shared, _binding._address(out), _binding._address(lens),
+                          _binding._address(plaintext), n, buffer_bytes, shared_request_bytes)
+    buffers, starts = _binding._requests_py(out, out_lens, buffer_bytes, shared_request_bytes)
+    slow = _binding._rows_py(_Row, column[column_start:column_start + n], shared, buffers, plaintext_lens, starts)
     assert fast == slow
+    assert all(type(row) is _Row and len(row) == len(shared) + 4 for row in fast)
+    assert [row[0] for row in fast] == column[column_start:column_start + n]
+    assert all(row[0] is item for row, item in zip(fast, column[column_start:]))
+    assert all(row[1:-3] == shared for row in fast)
 
     def sharing(buffers: list[bytes]) -> list[int]:  # for each request, the first request sharing its buffer
         first: dict[int, int] = {}
         return [first.setdefault(id(buffer), i) for i, buffer in enumerate(buffers)]
 
-    assert sharing(fast[0]) == sharing(slow[0])
+    fast_buffers = [row[-3] for row in fast]
+    assert sharing(fast_buffers) == sharing(buffers)
     text, end = bytes(_binding.ffi.buffer(out)), 0
-    for buffer, start, out_len in zip(*fast, out_lens):
-        assert buffer[start:start + out_len] == text[end:end + out_len]
+    for row, out_len, plaintext_len in zip(fast, out_lens, plaintext_lens):
+        buffer, row_plaintext_len, start = row[-3:]
+        assert buffer[start:start + out_len] == text[end:end + out_len] and row_plaintext_len == plaintext_len
         end += out_len
-    shares = sharing(fast[0])
-    for i, buffer in enumerate(fast[0]):  # a buffer holds one request, or requests within buffer_bytes
+    shares = sharing(fast_buffers)
+    for i, buffer in enumerate(fast_buffers):  # a buffer holds one request, or requests within buffer_bytes
         assert shares.count(shares[i]) == 1 or len(buffer) <= buffer_bytes
 
 
@@ -195,7 +216,7 @@ def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
         refused,
         lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON, b"[1]",
                                     0, None),  # a refusal: the status comes back
-        lambda: terminal.seal_many([payload] * 8),  # through _fastcall.requests
+        lambda: terminal.seal_many([payload] * 8),  # through _fastcall.rows
     ]
     growth = [_traced_growth(call, 5000) for call in calls]
     assert all(size < 64 * 1024 for size in growth), growth
@@ -242,25 +263,39 @@ def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[int, i
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
-    (lambda o, lens: (o, lens, 1, 32768), TypeError, "takes 5 arguments"),
-    (lambda o, lens: (0, lens, 1, 32768, 2048), TypeError, "out: expected a non-zero address"),
-    (lambda o, lens: (o, None, 1, 32768, 2048), TypeError, "out_lens: expected a non-zero address"),
-    (lambda o, lens: (o, lens, -1, 32768, 2048), ValueError, "n must not be negative"),
-    (lambda o, lens: (o, lens, 1, -1, 2048), OverflowError, None),
-    (lambda o, lens: (o, lens, 1, 32768, "2048"), TypeError, None),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, lens, lens, 1, 32768), TypeError, "takes 10 arguments"),
+    (lambda o, lens: (tuple, ["t"], 0, (), o, lens, lens, 1, 32768, 2048), TypeError, "subclass of tuple"),
+    (lambda o, lens: (list, ["t"], 0, (), o, lens, lens, 1, 32768, 2048), TypeError, "subclass of tuple"),
+    (lambda o, lens: (_Row(), ["t"], 0, (), o, lens, lens, 1, 32768, 2048), TypeError, "subclass of tuple"),
+    (lambda o, lens: (_Row, ("t",), 0, (), o, lens, lens, 1, 32768, 2048), TypeError, "column must be a list"),
+    (lambda o, lens: (_Row, ["t"], 0, [], o, lens, lens, 1, 32768, 2048), TypeError, "common a tuple"),
+    (lambda o, lens: (_Row, ["t"], 0, (), 0, lens, lens, 1, 32768, 2048), TypeError,
+     "out: expected a non-zero address"),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, None, lens, 1, 32768, 2048), TypeError,
+     "out_lens: expected a non-zero address"),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, lens, 0, 1, 32768, 2048), TypeError,
+     "plaintext_lens: expected a non-zero address"),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, lens, lens, -1, 32768, 2048), ValueError, "must not be negative"),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, lens, lens, 2, 32768, 2048), ValueError, "exceed column's items"),
+    (lambda o, lens: (_Row, ["t"], 1, (), o, lens, lens, 1, 32768, 2048), ValueError, "exceed column's items"),
+    (lambda o, lens: (_Row, ["t"], -1, (), o, lens, lens, 1, 32768, 2048), ValueError,
+     "column_start must not be negative"),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, lens, lens, 1, -1, 2048), OverflowError, None),
+    (lambda o, lens: (_Row, ["t"], 0, (), o, lens, lens, 1, 32768, "2048"), TypeError, None),
 ])
-def test_requests_refuses_bad_arguments(args: Callable[[int, int], tuple[Any, ...]], error: type[Exception],
-                                        words: Optional[str]) -> None:
+def test_rows_refuses_bad_arguments(args: Callable[[int, int], tuple[Any, ...]], error: type[Exception],
+                                    words: Optional[str]) -> None:
     out, lens = _binding.ffi.new("char[]", 16), _binding.ffi.new("size_t[]", [16])
     with pytest.raises(error, match=words):
-        _fastcall.requests(*args(_binding._address(out), _binding._address(lens)))
+        _fastcall.rows(*args(_binding._address(out), _binding._address(lens)))
 
 
-def test_requests_refuses_lengths_whose_sum_overflows() -> None:
+def test_rows_refuses_lengths_whose_sum_overflows() -> None:
     half = 2 ** (8 * _binding.ffi.sizeof("size_t") - 1) - 1  # PY_SSIZE_T_MAX: each fits, their sum does not
     out, lens = _binding.ffi.new("char[]", 16), _binding.ffi.new("size_t[]", [half, half])
     with pytest.raises(OverflowError, match="total length is too large"):
-        _fastcall.requests(_binding._address(out), _binding._address(lens), 2, 32768, 2048)
+        _fastcall.rows(_Row, ["t", "t"], 0, (), _binding._address(out), _binding._address(lens),
+                       _binding._address(lens), 2, 32768, 2048)
 
 
 def test_an_unconnected_or_mismatched_fastcall_refuses_before_touching_memory() -> None:

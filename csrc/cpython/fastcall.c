@@ -1,5 +1,5 @@
 /* pasarela._fastcall: CPython entry points for the two hottest calls of the C core, seal_json and open_post, and
- * for the copying out of a batch's requests (requests).
+ * for the copying out of a batch's requests into the objects that hold them (rows).
  *
  * Why this exists beside the cffi module: a cffi call of pasarela_seal_json converts seven arguments, releases
  * the GIL, and then Python reads three fields of the workspace and copies the request out, each a separate
@@ -8,8 +8,10 @@
  * The C core is the same code (the cffi module's own functions, reached through the addresses connect() is
  * given), so the bytes are the same: only the marshalling differs. A batch's requests (seal_many, seal_batch) were
  * copied out by six Python operations per request (their ends summed, shared buffers found by bisection, their
- * starts listed): 118 ns a request at 64 B, of the 842 ns its C call and the Python around it took; requests()
- * does it in about 34. CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
+ * starts listed): 118 ns a request at 64 B, of the 842 ns its C call and the Python around it took; one C call
+ * did it in about 34. Then a Sealed was made for each by map(tuple.__new__, repeat(Sealed), zip(...)) from those
+ * lists: 143 ns a request; rows() copies the requests out and makes the Sealed objects in one call (about 95 ns
+ * a request for both, README: Speed). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
  * passes the addresses of objects it keeps alive.
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
@@ -30,6 +32,7 @@ typedef int (*open_request_fn)(const pasarela_credentials *, pasarela_workspace 
 typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
+    newfunc tuple_new; /* tuple's constructor (tp_new), set at import: rows() makes its rows with it */
 } fastcall_state;
 
 static fastcall_state *state_of(PyObject *module) {
@@ -233,45 +236,78 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     return tuple_of(2, result);
 }
 
-/* A batch's n requests lie back to back at out, out_lens[i] bytes each: requests(out, out_lens, n, buffer_bytes,
- * shared_request_bytes) -> (buffers, starts), request i being buffers[i][starts[i]:]. Requests of up to
- * shared_request_bytes on average share bytes objects of up to about buffer_bytes each (one copy for many; the
- * first request of each always fits); larger ones get one each, starting at 0. Does what
- * _binding._requests_py does, in one call instead of six Python operations per request. out, out_lens:
- * addresses the caller keeps alive. */
-static PyObject *fastcall_requests(PyObject *module, PyObject *args) {
-    (void)module;
-    if (check_arity(args, 5, "requests") < 0)
+/* rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes,
+ * shared_request_bytes) -> list of n rows. A batch's n requests lie back to back at out, out_lens[i] bytes each
+ * (plaintext_lens[i] of them the plaintext); row i is the row_type (a class derived in Python from tuple alone)
+ * made of (column[column_start + i], *common, buffer, plaintext_lens[i], start), request i being
+ * buffer[start:]. Requests of up to shared_request_bytes on average share bytes objects of up to about
+ * buffer_bytes each (one copy for many; the first request of each always fits); larger ones get one each,
+ * starting at 0. What _binding._rows_py does from _binding._requests_py's buffers and starts, in one call instead
+ * of about a dozen Python operations per request: rows are made as tuple.__new__(row_type, values) makes them
+ * (tuple's own constructor, read from a subclass at import), without running row_type's __new__. out, out_lens,
+ * plaintext_lens: addresses the caller keeps alive. */
+static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    if (state == NULL || check_arity(args, 10, "rows") < 0)
         return NULL;
-    const char *out = (const char *)address_of(PyTuple_GetItem(args, 0), "requests", "out");
-    const size_t *out_lens = out == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 1), "requests",
+    PyObject *row_type = PyTuple_GetItem(args, 0), *column = PyTuple_GetItem(args, 1);
+    PyObject *common = PyTuple_GetItem(args, 3);
+    if (!PyType_Check(row_type) || row_type == (PyObject *)&PyTuple_Type ||
+        !PyType_IsSubtype((PyTypeObject *)row_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "rows: row_type must be a subclass of tuple");
+        return NULL;
+    }
+    if (!PyList_Check(column) || !PyTuple_Check(common)) {
+        PyErr_SetString(PyExc_TypeError, "rows: column must be a list and common a tuple");
+        return NULL;
+    }
+    Py_ssize_t column_start = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
+    if (column_start == -1 && PyErr_Occurred())
+        return NULL;
+    const char *out = (const char *)address_of(PyTuple_GetItem(args, 4), "rows", "out");
+    const size_t *out_lens = out == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 5), "rows",
                                                                               "out_lens");
-    if (out_lens == NULL)
+    const size_t *plaintext_lens = out_lens == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 6),
+                                                                                         "rows", "plaintext_lens");
+    if (plaintext_lens == NULL)
         return NULL;
-    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
-    size_t buffer_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 3));
-    size_t shared_request_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 4));
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GetItem(args, 7));
+    size_t buffer_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 8));
+    size_t shared_request_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 9));
     if (PyErr_Occurred())
         return NULL;
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "requests: n must not be negative");
+    if (n < 0 || column_start < 0 || PyList_Size(column) - column_start < n) {
+        PyErr_SetString(PyExc_ValueError,
+                        "rows: n and column_start must not be negative, nor n exceed column's items from column_start");
         return NULL;
     }
     size_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (out_lens[i] > (size_t)PY_SSIZE_T_MAX - total) {
-            PyErr_SetString(PyExc_OverflowError, "requests: the requests' total length is too large");
+            PyErr_SetString(PyExc_OverflowError, "rows: the requests' total length is too large");
             return NULL;
         }
         total += out_lens[i];
     }
     /* total <= shared_request_bytes * n, without overflow (total + n cannot overflow: both fit in Py_ssize_t) */
     int shared = n > 0 && (total + (size_t)n - 1) / (size_t)n <= shared_request_bytes;
-    PyObject *buffers = PyList_New(n);
-    PyObject *starts = buffers == NULL ? NULL : PyList_New(n);
-    if (starts == NULL) {
-        Py_XDECREF(buffers);
+    /* values: what row i is made of, in one tuple reused from row to row, held by new_args alone (the arguments
+     * of tuple's constructor, which copies it): only the values that change are replaced */
+    Py_ssize_t n_common = PyTuple_Size(common), n_values = n_common + 4;
+    PyObject *rows = PyList_New(n);
+    PyObject *new_args = rows == NULL ? NULL : PyTuple_New(1);
+    PyObject *values = new_args == NULL ? NULL : PyTuple_New(n_values);
+    if (values == NULL) {
+        Py_XDECREF(new_args);
+        Py_XDECREF(rows);
         return NULL;
+    }
+    /* PyTuple_SetItem steals a reference (also when it fails: when someone else holds the tuple) */
+    PyTuple_SetItem(new_args, 0, values); /* cannot fail: new_args is new */
+    for (Py_ssize_t k = 0; k < n_values; k++) {
+        PyObject *value = k >= 1 && k <= n_common ? PyTuple_GetItem(common, k - 1) : Py_None;
+        Py_INCREF(value);
+        PyTuple_SetItem(values, k, value); /* cannot fail: values is new */
     }
     size_t base = 0; /* where the current buffer begins */
     for (Py_ssize_t first = 0; first < n;) {
@@ -282,28 +318,36 @@ static PyObject *fastcall_requests(PyObject *module, PyObject *args) {
         while (shared && last < n && end + out_lens[last] - base <= buffer_bytes)
             end += out_lens[last++];
         PyObject *buffer = bytes_at(out + base, end - base);
-        if (buffer == NULL)
+        if (buffer == NULL || PyTuple_SetItem(values, n_common + 1, buffer) < 0)
             goto fail;
         size_t start = 0;
         for (Py_ssize_t i = first; i < last; i++) {
-            PyObject *offset = PyLong_FromSize_t(start);
-            if (offset == NULL) {
-                Py_DECREF(buffer);
-                goto fail;
+            PyObject *item = PyList_GetItem(column, column_start + i);
+            if (PyTuple_GetItem(values, 0) != item) {
+                Py_INCREF(item);
+                if (PyTuple_SetItem(values, 0, item) < 0)
+                    goto fail;
             }
-            Py_INCREF(buffer);
-            PyList_SetItem(buffers, i, buffer); /* steal; cannot fail on a new list */
-            PyList_SetItem(starts, i, offset);
+            PyObject *plaintext_len = PyLong_FromSize_t(plaintext_lens[i]);
+            if (plaintext_len == NULL || PyTuple_SetItem(values, n_common + 2, plaintext_len) < 0)
+                goto fail;
+            PyObject *offset = PyLong_FromSize_t(start);
+            if (offset == NULL || PyTuple_SetItem(values, n_common + 3, offset) < 0)
+                goto fail;
+            PyObject *row = state->tuple_new((PyTypeObject *)row_type, new_args, NULL);
+            if (row == NULL)
+                goto fail;
+            PyList_SetItem(rows, i, row); /* steals; cannot fail on a new list */
             start += out_lens[i];
         }
-        Py_DECREF(buffer);
         first = last;
         base = end;
     }
-    return Py_BuildValue("(NN)", buffers, starts);
+    Py_DECREF(new_args);
+    return rows;
 fail:
-    Py_DECREF(buffers);
-    Py_DECREF(starts);
+    Py_DECREF(new_args);
+    Py_DECREF(rows); /* the rows not yet made are NULL, which a list's release skips */
     return NULL;
 }
 
@@ -314,8 +358,9 @@ static PyMethodDef fastcall_methods[] = {
     {"open_post", fastcall_open_post, METH_VARARGS,
      "open_post(credentials, ws, timestamp_text, now, tolerance, authorization, body) -> (plaintext, facts) | "
      "status"},
-    {"requests", fastcall_requests, METH_VARARGS,
-     "requests(out, out_lens, n, buffer_bytes, shared_request_bytes) -> (buffers, starts)"},
+    {"rows", fastcall_rows, METH_VARARGS,
+     "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
+     "shared_request_bytes) -> list"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -326,12 +371,29 @@ static struct PyModuleDef fastcall_module = {
     (Py_ssize_t)sizeof(fastcall_state), fastcall_methods, NULL, NULL, NULL, NULL,
 };
 
+/* tuple's tp_new, read from a class derived from tuple alone, which inherits it: the limited API of 3.9 reads the
+ * slots of heap types only (PyType_GetSlot of &PyTuple_Type itself works from 3.10). NULL with an exception set
+ * when it cannot be read. */
+static newfunc tuple_constructor(void) {
+    PyObject *derived = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){s:()}", "row", (PyObject *)&PyTuple_Type,
+                                              "__slots__");
+    if (derived == NULL)
+        return NULL;
+    newfunc tuple_new = (newfunc)(uintptr_t)PyType_GetSlot((PyTypeObject *)derived, Py_tp_new); /* as connect() */
+    Py_DECREF(derived); /* the function is tuple's own, which outlives the class */
+    if (tuple_new == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ImportError, "pasarela._fastcall: tuple's constructor cannot be read");
+    return tuple_new;
+}
+
 PyMODINIT_FUNC PyInit__fastcall(void) {
-    PyObject *module = PyModule_Create(&fastcall_module);
+    newfunc tuple_new = tuple_constructor();
+    PyObject *module = tuple_new == NULL ? NULL : PyModule_Create(&fastcall_module);
     if (module != NULL) {
         fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
         state->seal_json = NULL;
         state->open_request = NULL;
+        state->tuple_new = tuple_new;
     }
     return module;
 }

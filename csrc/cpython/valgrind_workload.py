@@ -19,9 +19,17 @@ with contextlib.suppress(AuthError):
 for args in [(1,), (terminal._native.address, _binding._workspace.buffers.ws_address, 1, "x", 0, None)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_json(*args)
-for size in (64, 1024, 20000):  # a batch's requests copied out by _fastcall.requests: shared buffers, one each
+for size in (64, 1024, 20000):  # a batch's Sealed objects made by _fastcall.rows: shared buffers, one each
     batch = terminal.seal_many([{"n": n, "text": "z" * size} for n in range(40)])
     assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in batch] == list(range(40))
-with contextlib.suppress(TypeError, ValueError, OverflowError):
-    _fastcall.requests(1, 1, -1, 0, 0)
+mixed = terminal.seal_many([{"n": 1}, {"n": 2}, b'{"n": 3}', {"n": 4}])  # an item the batch leaves to seal()
+assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in mixed] == [1, 2, 3, 4]
+lens = _binding.ffi.new("size_t[]", [3, 3])
+out = _binding.ffi.new("char[]", b"abcdef")
+rows = _fastcall.rows(tuple, ["a", "b"], 0, (1,), _binding._address(out), _binding._address(lens),
+                      _binding._address(lens), 2, 4, 8)
+assert rows == [("a", 1, b"abc", 3, 0), ("b", 1, b"def", 3, 0)], rows
+for bad in [(1,), (tuple, ["a"], 0, (), 1, 1, 1, 2, 0, 0), (int, [], 0, (), 1, 1, 1, 0, 0, 0)]:
+    with contextlib.suppress(TypeError, ValueError, OverflowError):
+        _fastcall.rows(*bad)
 print("fastcall workload: done,", _fastcall.__file__)

@@ -12,7 +12,7 @@ import itertools
 import os
 import sys
 import threading
-from typing import Any, NamedTuple, NoReturn, Optional
+from typing import Any, NamedTuple, NoReturn, Optional, TypeVar
 
 from ._version import __version__
 from .errors import (
@@ -62,7 +62,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
     try:
         from ._fastcall import connect as _connect_fastcall
         from ._fastcall import open_post as _fast_open_post
-        from ._fastcall import requests as _fast_requests
+        from ._fastcall import rows as _fast_rows
         from ._fastcall import seal_json as _fast_seal_json
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise _missing("compiled entry points module (pasarela._fastcall)") from exc
@@ -72,7 +72,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
                                               ("plaintext", "out", "plaintext_len", "out_len", "json_facts"))),
     )
 else:  # PyPy and others: cffi is their native way into C
-    _fast_seal_json = _fast_open_post = _fast_requests = None  # type: ignore[assignment]
+    _fast_seal_json = _fast_open_post = _fast_rows = None  # type: ignore[assignment]
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
 HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
@@ -303,25 +303,33 @@ _SHARED_REQUEST_BYTES = 2048
 copied out one bytes object each: for 1 KiB payloads (3.3 KB requests) shared buffers made the C allocator give
 memory back and fault it in again on every batch (141 page faults per batch of 256 against 72, 11% slower)."""
 
-BatchOutput = tuple[list[Optional[bytes]], list[int], list[int], Optional[list[int]]]
-"""A batch's SealOutputs as four lists: the buffer holding each item's request (None: refused, the item needs
-the single path), where in it the request starts, the plaintext lengths, the facts. Requests that follow one
-another share a buffer (of up to _BUFFER_BYTES): one's plaintext, signature and body, then the next one's.
-The facts are None when every item was sealed and none has a fact of the caller's check_facts (the common
-case, told by one C call: the caller then takes every request as it is)."""
+Row = TypeVar("Row", bound="tuple[Any, ...]")
+"""What a batch returns for each item: a tuple, or an instance of a class derived in Python from tuple alone."""
+
+BatchOutput = tuple[list[Optional[Row]], Optional[list[int]]]
+"""A batch's results: a row for each item (None: refused, the item needs the single path) and the facts of
+each item. Row i is row_type's instance of (column[i], *common, buffer, plaintext_len, start), its request
+(plaintext, signature and body, back to back) being buffer[start:], plaintext_len bytes of it the plaintext:
+made as tuple.__new__(row_type, ...) makes it, without running row_type's __new__. Requests that follow one
+another share a buffer (of up to _BUFFER_BYTES). The facts are None when every item was sealed and none has a
+fact of the caller's check_facts (the common case, told by one C call: the caller then takes every row as it
+is)."""
 
 
-def seal_json_batch(credentials: Any, timestamp: int, jsons: list[bytes], check_facts: int) -> BatchOutput:
+def seal_json_batch(credentials: Any, timestamp: int, jsons: list[bytes], check_facts: int, row_type: type[Row],
+                    column: list[Any], common: tuple[Any, ...]) -> BatchOutput[Row]:
     """pasarela_seal_json for many compact JSON texts (orjson output; credentials: credentials_array or
     repeated_credentials, one per text) in as few C calls as the workspace allows, the GIL released during
-    each, IVs from this thread's pool. check_facts: the FACT_* bits that make an item the caller must look at."""
+    each, IVs from this thread's pool. check_facts: the FACT_* bits that make an item the caller must look at;
+    row_type, column (an item each) and common: what the rows hold besides the request (BatchOutput)."""
     n = len(jsons)
     blob = ffi.from_buffer("uint8_t[]", jsons[0] if n == 1 else b"".join(jsons))  # large items come one by one
-    return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n, check_facts)
+    return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n, check_facts,
+                       row_type, column, common)
 
 
-def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, check_facts: int
-                    ) -> Optional[BatchOutput]:
+def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, check_facts: int, row_type: type[Row],
+                    column: list[Any], common: tuple[Any, ...]) -> Optional[BatchOutput[Row]]:
     """seal_json_batch for the n items of one JSON array text (orjson's text of the list of payloads: one
     serializer call for the whole batch instead of one per item). The C core splits it into its items. None
     when array is not an array of n items."""
@@ -331,18 +339,18 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
     lens = ffi.new("size_t[]", n)
     if lib.pasarela_json_array_items(array, len(array), items, lens, n) != n:
         return None
-    return _seal_items(credentials, timestamp, items, lens, n, check_facts)
+    return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common)
 
 
-def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, check_facts: int) -> BatchOutput:
+def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, check_facts: int,
+                row_type: type[Row], column: list[Any], common: tuple[Any, ...]) -> BatchOutput[Row]:
     """seal_json_batch of the n texts back to back at blob, lens[i] bytes each."""
     b = _buffers(_BATCH_JSON_CAPACITY)
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
     facts = ffi.new("unsigned[]", n)
-    buffers: list[Optional[bytes]] = []
-    starts: list[int] = []
+    rows: list[Optional[Row]] = []
     start = offset = 0
     while start < n:
         done = lib.pasarela_seal_json_batch(
@@ -355,22 +363,28 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, 
             else:  # one item larger than the workspace
                 b = _workspace.grow(lens[start])
             continue
-        if _fast_requests is not None:
-            more_buffers, more_starts = _fast_requests(b.out_address, _address(out_lens + start), done, _BUFFER_BYTES,
-                                                       _SHARED_REQUEST_BYTES)
+        if _fast_rows is not None:
+            rows += _fast_rows(row_type, column, start, common, b.out_address, _address(out_lens + start),
+                               _address(plaintext_lens + start), done, _BUFFER_BYTES, _SHARED_REQUEST_BYTES)
         else:
-            more_buffers, more_starts = _requests_py(b.out, _unpack(out_lens + start, done), _BUFFER_BYTES,
-                                                     _SHARED_REQUEST_BYTES)
-        buffers += more_buffers
-        starts += more_starts
+            buffers, starts = _requests_py(b.out, _unpack(out_lens + start, done), _BUFFER_BYTES,
+                                           _SHARED_REQUEST_BYTES)
+            rows += _rows_py(row_type, column[start:start + done], common, buffers,
+                             _unpack(plaintext_lens + start, done), starts)
         if start + done < n:
             offset += sum(_unpack(lens + start, done))
         start += done
     if lib.pasarela_batch_first_exception(statuses, facts, n, check_facts) == n:  # (about 50 ns a request less at 64 B)
-        return buffers, starts, _unpack(plaintext_lens, n), None
-    all_statuses = _unpack(statuses, n)
-    buffers = [buffer if status == _OK else None for buffer, status in zip(buffers, all_statuses)]
-    return buffers, starts, _unpack(plaintext_lens, n), _unpack(facts, n)
+        return rows, None
+    return [row if status == _OK else None for row, status in zip(rows, _unpack(statuses, n))], _unpack(facts, n)
+
+
+def _rows_py(row_type: type[Row], column: list[Any], common: tuple[Any, ...], buffers: list[bytes],
+             plaintext_lens: list[int], starts: list[int]) -> list[Row]:
+    """The rows (BatchOutput) of a batch's requests, from _requests_py's buffers and starts: what
+    _fastcall.rows does, for PyPy."""
+    return list(map(tuple.__new__, itertools.repeat(row_type),
+                    zip(column, *map(itertools.repeat, common), buffers, plaintext_lens, starts)))
 
 
 def _requests_py(out: Any, out_lens: list[int], buffer_bytes: int, shared_request_bytes: int

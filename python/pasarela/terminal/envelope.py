@@ -341,20 +341,22 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
     """Seals a chunk of two or more items in few C calls, appending to sealed; returns the length of their JSON."""
     credentials = (_binding.repeated_credentials(only._native.struct, len(payloads)) if only is not None
                    else _binding.credentials_array([terminal._native.struct for terminal in terminals]))
+    common = (method, ts)  # each item's Sealed: (terminal, method, ts, buffer, plaintext_len, start)
     array = _compact_json_array(payloads) if small else None
-    result = None if array is None else _binding.seal_json_array(credentials, ts, array, len(payloads), _FACT_CHECK)
+    result = (None if array is None
+              else _binding.seal_json_array(credentials, ts, array, len(payloads), _FACT_CHECK, Sealed, terminals,
+                                            common))
     text_len = 0 if array is None else len(array)
     if result is None:  # each item serialized alone
         raws = _compact_jsons(payloads)
-        result = _binding.seal_json_batch(credentials, ts, raws, _FACT_CHECK)
+        result = _binding.seal_json_batch(credentials, ts, raws, _FACT_CHECK, Sealed, terminals, common)
         text_len = sum(map(len, raws))
-    buffers, starts, plaintext_lens, facts = result
+    batch, facts = result
     if facts is None:  # every item sealed, none to check
-        sealed += Sealed.many(terminals, method, ts, cast("list[bytes]", buffers), starts, plaintext_lens)
+        sealed += cast("list[Sealed]", batch)
     else:
-        sealed += [_checked(terminal, payload, buffer, start, plaintext_len, fact, method, ts)
-                   for terminal, payload, buffer, start, plaintext_len, fact
-                   in zip(terminals, payloads, buffers, starts, plaintext_lens, facts)]
+        sealed += [_checked(terminal, payload, request, fact, method, ts)
+                   for terminal, payload, request, fact in zip(terminals, payloads, batch, facts)]
     return text_len
 
 
@@ -367,8 +369,11 @@ def _seal_lone(terminal: Terminal, payload: Payload, method: str, ts: int, seale
         out = _seal_json(terminal._native, ts, raw, _SHORTEST_DIGITS, None) if raw else None
     except PayloadError:  # the single path raises it, with its precise wording
         out = None
-    sealed.append(terminal.seal(payload, method=method, timestamp=ts) if out is None
-                  else _checked(terminal, payload, out[0], 0, out[1], out[2], method, ts))
+    if out is None:
+        sealed.append(terminal.seal(payload, method=method, timestamp=ts))
+    else:
+        one = new_sealed(Sealed, (terminal, method, ts, out[0], out[1], 0))
+        sealed.append(_checked(terminal, payload, one, out[2], method, ts))
     return len(raw)
 
 
@@ -392,11 +397,10 @@ def _compact_jsons(payloads: list[Payload]) -> list[bytes]:
         return [_compact_json(payload) or b"" if type(payload) is dict else b"" for payload in payloads]
 
 
-def _checked(terminal: Terminal, payload: Payload, buffer: Optional[bytes], start: int, plaintext_len: int,
-             fact: int, method: str, ts: int) -> Sealed:
-    """The batch's result for one item (its request at buffer[start:]), or the single path's when the batch
-    could not vouch for it (refused, a top-level "__proto__" member, or a null that may stand for a NaN or an
-    infinity)."""
-    if buffer is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
-        return new_sealed(Sealed, (terminal, method, ts, buffer, plaintext_len, start))
+def _checked(terminal: Terminal, payload: Payload, sealed: Optional[Sealed], fact: int, method: str, ts: int
+             ) -> Sealed:
+    """The batch's result for one item (None: refused), or the single path's when the batch could not vouch for
+    it (refused, a top-level "__proto__" member, or a null that may stand for a NaN or an infinity)."""
+    if sealed is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
+        return sealed
     return terminal.seal(payload, method=method, timestamp=ts)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
-from itertools import repeat
+from collections.abc import Mapping
 from typing import Any, Callable, Optional, Protocol, Union
 
 from ..errors import (
@@ -157,8 +156,8 @@ class Sealed(tuple[_Deriver, str, int, bytes, int, int]):
     Kept as the bytes the C core writes (plaintext, signature, POST body, back to back); the attributes are
     read from them when asked for. A tuple (terminal, method, timestamp, buffer, plaintext_len, start)
     underneath, read-only: the request is buffer[start:], as long as its plaintext length says. A batch
-    builds its Sealed objects without running Python code per item (see many), at a fifth of the cost of an
-    __init__, around one buffer per chunk of requests, which stays in memory while any of them does.
+    builds its Sealed objects without running Python code per item (in C: _binding's rows), around one buffer
+    per chunk of requests, which stays in memory while any of them does.
     Sealed objects are equal when their terminal, method, timestamp and request bytes are.
     """
 
@@ -168,14 +167,6 @@ class Sealed(tuple[_Deriver, str, int, bytes, int, int]):
         """request: the plaintext, the 128-hex signature and the POST body {"data":"<iv_hex>:<ct_hex>"},
         back to back; plaintext_len: the plaintext's length."""
         return tuple.__new__(cls, (terminal, method, timestamp, request, plaintext_len, 0))
-
-    @classmethod
-    def many(cls, terminals: Iterable[_Deriver], method: str, timestamp: int, buffers: Iterable[bytes],
-             starts: Iterable[int], plaintext_lens: Iterable[int]) -> list[Sealed]:
-        """A Sealed for each (terminal, buffer, start, plaintext_len): its request is buffer[start:], as long
-        as plaintext_len says (a batch's requests lie back to back, in one buffer per C call)."""
-        return list(map(tuple.__new__, repeat(cls),
-                        zip(terminals, repeat(method), repeat(timestamp), buffers, plaintext_lens, starts)))
 
     def __getnewargs__(self) -> tuple[_Deriver, str, int, bytes, int]:  # copy.copy; pickling stops at the terminal
         return (self[0], self[1], self[2], self._request, self[4])
