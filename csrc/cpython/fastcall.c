@@ -10,8 +10,9 @@
  * copied out by six Python operations per request (their ends summed, shared buffers found by bisection, their
  * starts listed): 118 ns a request at 64 B, of the 842 ns its C call and the Python around it took; one C call
  * did it in about 34. Then a Sealed was made for each by map(tuple.__new__, repeat(Sealed), zip(...)) from those
- * lists: 143 ns a request; rows() copies the requests out and makes the Sealed objects in one call (about 95 ns
- * a request for both, README: Speed). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
+ * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
+ * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
+ * included; README: Speed). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
  * passes the addresses of objects it keeps alive.
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
