@@ -26,9 +26,10 @@ mixed = terminal.seal_many([{"n": 1}, {"n": 2}, b'{"n": 3}', {"n": 4}])  # an it
 assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in mixed] == [1, 2, 3, 4]
 lens = _binding.ffi.new("size_t[]", [3, 3])
 out = _binding.ffi.new("char[]", b"abcdef")
-rows = _fastcall.rows(tuple, ["a", "b"], 0, (1,), _binding._address(out), _binding._address(lens),
+Row = type("Row", (tuple,), {"__slots__": ()})
+rows = _fastcall.rows(Row, ["a", "b"], 0, (1,), _binding._address(out), _binding._address(lens),
                       _binding._address(lens), 2, 4, 8)
-assert rows == [("a", 1, b"abc", 3, 0), ("b", 1, b"def", 3, 0)], rows
+assert rows == [("a", 1, b"abc", 3, 0), ("b", 1, b"def", 3, 0)] and type(rows[1]) is Row, rows
 for bad in [(1,), (tuple, ["a"], 0, (), 1, 1, 1, 2, 0, 0), (int, [], 0, (), 1, 1, 1, 0, 0, 0)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.rows(*bad)
