@@ -304,7 +304,7 @@ copied out one bytes object each: for 1 KiB payloads (3.3 KB requests) shared bu
 memory back and fault it in again on every batch (141 page faults per batch of 256 against 72, 11% slower)."""
 
 Row = TypeVar("Row", bound="tuple[Any, ...]")
-"""What a batch returns for each item: a tuple, or an instance of a class derived in Python from tuple alone."""
+"""What a batch returns for each item: an instance of a class derived in Python from tuple alone (Sealed)."""
 
 BatchOutput = tuple[list[Optional[Row]], Optional[list[int]]]
 """A batch's results: a row for each item (None: refused, the item needs the single path) and the facts of
