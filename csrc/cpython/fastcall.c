@@ -323,7 +323,11 @@ static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
             goto fail;
         size_t start = 0;
         for (Py_ssize_t i = first; i < last; i++) {
+            /* read again for each row: a collection that runs a finalizer during an allocation could, in theory,
+             * have shortened the list (then an IndexError, not a read past its end) */
             PyObject *item = PyList_GetItem(column, column_start + i);
+            if (item == NULL)
+                goto fail;
             if (PyTuple_GetItem(values, 0) != item) {
                 Py_INCREF(item);
                 if (PyTuple_SetItem(values, 0, item) < 0)
