@@ -391,8 +391,8 @@ def _requests_py(out: Any, out_lens: list[int], buffer_bytes: int, shared_reques
                  ) -> tuple[list[bytes], list[int]]:
     """Where each of a batch's requests lies (back to back at out, out_lens[i] bytes each) once copied out:
     (buffers, starts), request i being buffers[i][starts[i]:]. Requests of up to shared_request_bytes on average
-    share buffers of up to about buffer_bytes; larger ones are copied out one each. What _fastcall.requests
-    does, for PyPy."""
+    share buffers of up to about buffer_bytes; larger ones are copied out one each. With _rows_py, what
+    _fastcall.rows does, for PyPy."""
     ends = list(itertools.accumulate(out_lens))
     if not ends:
         return [], []
