@@ -10,6 +10,7 @@ _fast_rows set to None.
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
 import tracemalloc
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pasarela import AuthError, PayloadError, Terminal, _binding, _fastcall  # built for CPython, which CI runs
+from pasarela import AuthError, PayloadError, Terminal, _binding, _fastcall, canonical_json  # _fastcall: CPython
 from strategies import sealable_objects
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
@@ -113,6 +114,50 @@ def test_a_refused_timestamp_and_header_read_the_same_either_way() -> None:
 
 class _Row(tuple):  # type: ignore[type-arg]  # what rows() makes: a class derived from tuple alone, like Sealed
     __slots__ = ()
+
+
+def _has_null(value: Any) -> bool:
+    """Whether JSON.stringify writes a null in value's text (sealable_objects have no NaN or infinity)."""
+    if isinstance(value, dict):
+        return any(map(_has_null, value.values()))
+    if isinstance(value, (list, tuple)):
+        return any(map(_has_null, value))
+    return value is None
+
+
+@given(st.one_of(sealable_objects(),  # and payloads the C path seals, whatever their numbers
+                 st.dictionaries(st.text(max_size=8), st.none() | st.integers(-1000, 1000) | st.text(max_size=8))),
+       st.sampled_from([None, {"n": None}, {"__proto__": {}}, {"n": None, "__proto__": 0}]),
+       st.sampled_from([0, _binding.FACT_NULL, _binding.FACT_PROTO, _binding.FACT_NULL | _binding.FACT_PROTO,
+                        2**32 - 1]))
+def test_seal_json_gives_the_same_row_and_facts_either_way(payload: dict[str, Any], extra: Optional[dict[str, Any]],
+                                                          check_facts: int) -> None:
+    """_binding.seal_json's row is (*head, request, plaintext_len, 0), of row_type; it comes alone, or with the
+    text's facts when they have a bit of check_facts (here: a null somewhere, a top-level "__proto__")."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    text = canonical_json(payload)  # whose numbers the C path proves exact only with SHORTEST_DIGITS
+    if extra is not None:  # members canonical_json refuses at the top level ("__proto__"), after the others
+        members = json.dumps(extra, separators=(",", ":"))[1:-1].encode()
+        text = text[:-1] + (b"," if len(text) > 2 else b"") + members + b"}"
+    head = (terminal, "POST", NOON)  # as a Sealed begins
+    fast, slow = _both_ways(lambda: _binding.seal_json(terminal._native, NOON, text, _binding.SHORTEST_DIGITS,
+                                                       bytes(16), _Row, head, check_facts))
+    if isinstance(slow, Exception) or slow is None:  # refused or left to the Python path: the same either way
+        assert type(fast) is type(slow) and str(fast) == str(slow)
+        return
+    facts_expected = (_binding.FACT_NULL if _has_null({**payload, **(extra or {})}) else 0) | (
+        _binding.FACT_PROTO if extra is not None and "__proto__" in extra else 0)
+    single = terminal.seal(text, timestamp=NOON, iv=bytes(16)) if not facts_expected & _binding.FACT_PROTO else None
+    for out in (fast, slow):
+        row, facts = out if type(out) is tuple else (out, None)
+        assert type(row) is _Row and row[:3] == head and row[4] < len(row[3]) and row[5] == 0
+        if single is not None:  # what seal() sends (it refuses a top-level "__proto__")
+            assert row[3:] == single[3:]
+        if facts_expected & check_facts:
+            assert facts is not None and facts & (_binding.FACT_NULL | _binding.FACT_PROTO) == facts_expected
+        else:
+            assert facts is None
+    assert fast == slow
 
 
 @given(st.lists(st.integers(min_value=0, max_value=5000), max_size=60), st.integers(min_value=1, max_value=40000),
@@ -215,7 +260,9 @@ def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
         lambda: terminal.open("POST", sealed.headers, sealed.body, now=NOON),
         refused,
         lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON, b"[1]",
-                                    0, None),  # a refusal: the status comes back
+                                    0, None, _Row, (), 0),  # a refusal: the status comes back
+        lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON,
+                                    b'{"a":null}', 0, bytes(16), _Row, ("h",), _binding.FACT_NULL),  # (row, facts)
         lambda: terminal.seal_many([payload] * 8),  # through _fastcall.rows
     ]
     growth = [_traced_growth(call, 5000) for call in calls]
@@ -227,16 +274,22 @@ def _address() -> int:
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
-    (lambda c, w: (c, w, NOON, b"{}", 0), TypeError, "takes 6 arguments"),
-    (lambda c, w: (c, w, NOON, "{}", 0, None), TypeError, "json: expected bytes"),
-    (lambda c, w: (c, w, NOON, bytearray(b"{}"), 0, None), TypeError, "json: expected bytes"),
-    (lambda c, w: (0, w, NOON, b"{}", 0, None), TypeError, "credentials: expected a non-zero address"),
-    (lambda c, w: ("1", w, NOON, b"{}", 0, None), TypeError, "credentials: expected a non-zero address"),
-    (lambda c, w: (c, None, NOON, b"{}", 0, None), TypeError, "ws: expected a non-zero address"),
-    (lambda c, w: (c, w, -1, b"{}", 0, None), OverflowError, None),
-    (lambda c, w: (c, w, NOON, b"{}", -1, None), OverflowError, None),
-    (lambda c, w: (c, w, NOON, b"{}", 0, b"short"), ValueError, "iv must be 16 bytes"),
-    (lambda c, w: (c, w, NOON, b"{}", 0, "0" * 16), TypeError, "iv: expected bytes"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, None), TypeError, "takes 9 arguments"),
+    (lambda c, w: (c, w, NOON, "{}", 0, None, _Row, (), 0), TypeError, "json: expected bytes"),
+    (lambda c, w: (c, w, NOON, bytearray(b"{}"), 0, None, _Row, (), 0), TypeError, "json: expected bytes"),
+    (lambda c, w: (0, w, NOON, b"{}", 0, None, _Row, (), 0), TypeError, "credentials: expected a non-zero address"),
+    (lambda c, w: ("1", w, NOON, b"{}", 0, None, _Row, (), 0), TypeError,
+     "credentials: expected a non-zero address"),
+    (lambda c, w: (c, None, NOON, b"{}", 0, None, _Row, (), 0), TypeError, "ws: expected a non-zero address"),
+    (lambda c, w: (c, w, -1, b"{}", 0, None, _Row, (), 0), OverflowError, None),
+    (lambda c, w: (c, w, NOON, b"{}", -1, None, _Row, (), 0), OverflowError, None),
+    (lambda c, w: (c, w, NOON, b"{}", 0, b"short", _Row, (), 0), ValueError, "iv must be 16 bytes"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, "0" * 16, _Row, (), 0), TypeError, "iv: expected bytes"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, None, tuple, (), 0), TypeError, "row_type must be a subclass of tuple"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, None, _Row(), (), 0), TypeError, "row_type must be a subclass of tuple"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, None, _Row, ["h"], 0), TypeError, "head must be a tuple"),
+    (lambda c, w: (c, w, NOON, b"{}", 0, None, _Row, (), -1), OverflowError, None),
+    (lambda c, w: (c, w, NOON, b"{}", 0, None, _Row, (), None), TypeError, None),
 ])
 def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
                                                           error: type[Exception], words: Optional[str]) -> None:
@@ -307,11 +360,11 @@ import importlib.util
 spec = importlib.util.spec_from_file_location("_fastcall", {_fastcall.__file__!r})
 fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
-for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None),
+for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.open_post(1, 1, b"1764072000", 0.0, 300.0, b"Basic ", b"{{}}"),
              lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0)),
              lambda: fastcall.connect(1, 1, (0, 0)),
-             lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None)):
+             lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0)):
     try:
         call()
     except Exception as exc:

@@ -1,5 +1,5 @@
 /* pasarela._fastcall: CPython entry points for the two hottest calls of the C core, seal_json and open_post, and
- * for the copying out of a batch's requests into the objects that hold them (rows).
+ * for the copying out of a batch's requests into the objects that hold them (rows; seal_json makes its one row).
  *
  * Why this exists beside the cffi module: a cffi call of pasarela_seal_json converts seven arguments, releases
  * the GIL, and then Python reads three fields of the workspace and copies the request out, each a separate
@@ -12,7 +12,8 @@
  * did it in about 34. Then a Sealed was made for each by map(tuple.__new__, repeat(Sealed), zip(...)) from those
  * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
  * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
- * included; README: Speed). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
+ * included; README: Speed). seal_json makes the single seal's Sealed the same way (Python had made a tuple of the
+ * request, plaintext length and facts, then the Sealed from it with tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
  * passes the addresses of objects it keeps alive.
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
@@ -153,13 +154,52 @@ static PyObject *bytes_at(const void *data, size_t len) {
     return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
 }
 
-/* seal_json(credentials, ws, timestamp, json, flags, iv) -> (request, plaintext_len, facts), or the status (an
- * int) when it is not PASARELA_OK. credentials, ws: addresses of a pasarela_credentials and a
- * pasarela_workspace; json: bytes; iv: 16 bytes, or None for the next IV of ws's pool. As
- * pasarela_seal_json, the GIL released during it. */
+/* The row_type instance of (*head, *tail) made as rows() makes its rows (tuple's own constructor), tail being n
+ * new references, each possibly NULL (then NULL, all of them released). */
+static PyObject *row_of(fastcall_state *state, PyObject *row_type, PyObject *head, Py_ssize_t n,
+                        PyObject *const *tail) {
+    int complete = 1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        complete &= tail[i] != NULL;
+    Py_ssize_t n_head = PyTuple_Size(head);
+    PyObject *values = complete && n_head >= 0 ? PyTuple_New(n_head + n) : NULL;
+    if (values == NULL) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_XDECREF(tail[i]);
+        return NULL;
+    }
+    /* PyTuple_SetItem steals a reference; it cannot fail on a new tuple */
+    for (Py_ssize_t i = 0; i < n_head; i++) {
+        PyObject *value = PyTuple_GetItem(head, i);
+        Py_INCREF(value);
+        PyTuple_SetItem(values, i, value);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SetItem(values, n_head + i, tail[i]);
+    PyObject *new_args = PyTuple_Pack(1, values);
+    Py_DECREF(values);
+    PyObject *row = new_args == NULL ? NULL : state->tuple_new((PyTypeObject *)row_type, new_args, NULL);
+    Py_XDECREF(new_args);
+    return row;
+}
+
+/* 0 when row_type is a class derived from tuple (not tuple itself); -1 with a TypeError otherwise. */
+static int check_row_type(PyObject *row_type, const char *name) {
+    if (PyType_Check(row_type) && row_type != (PyObject *)&PyTuple_Type &&
+        PyType_IsSubtype((PyTypeObject *)row_type, &PyTuple_Type))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: row_type must be a subclass of tuple", name);
+    return -1;
+}
+
+/* seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) |
+ * status. credentials, ws: addresses of a pasarela_credentials and a pasarela_workspace; json: bytes; iv: 16
+ * bytes, or None for the next IV of ws's pool. As pasarela_seal_json, the GIL released during it. On PASARELA_OK,
+ * the row is row_type's instance of (*head, request, plaintext_len, 0), made as rows() makes its rows; returned
+ * alone unless the text has a fact of check_facts (then with the facts); any other status is returned (an int). */
 static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     call_target target;
-    if (begin_call(module, args, 6, "seal_json", &target) < 0)
+    if (begin_call(module, args, 9, "seal_json", &target) < 0)
         return NULL;
     pasarela_workspace *ws = target.ws;
     unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 2));
@@ -184,6 +224,16 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
+    PyObject *row_type = PyTuple_GetItem(args, 6), *head = PyTuple_GetItem(args, 7);
+    if (check_row_type(row_type, "seal_json") < 0)
+        return NULL;
+    if (!PyTuple_Check(head)) {
+        PyErr_SetString(PyExc_TypeError, "seal_json: head must be a tuple");
+        return NULL;
+    }
+    unsigned long check_facts = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 8));
+    if (check_facts == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
     int status;
     seal_json_fn seal_json = target.state->seal_json;
     Py_BEGIN_ALLOW_THREADS /* json and iv are immutable bytes the caller's arguments keep alive */
@@ -192,11 +242,17 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     Py_END_ALLOW_THREADS
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
-    PyObject *result[3]; /* assigned one by one: MSVC's /W4 warns of a non-constant aggregate initializer */
-    result[0] = bytes_at(ws->out, ws->out_len);
-    result[1] = PyLong_FromSize_t(ws->plaintext_len);
-    result[2] = PyLong_FromUnsignedLong(ws->json_facts);
-    return tuple_of(3, result);
+    PyObject *tail[3]; /* assigned one by one: MSVC's /W4 warns of a non-constant aggregate initializer */
+    tail[0] = bytes_at(ws->out, ws->out_len);
+    tail[1] = PyLong_FromSize_t(ws->plaintext_len);
+    tail[2] = PyLong_FromLong(0);
+    PyObject *row = row_of(target.state, row_type, head, 3, tail);
+    if (row == NULL || !(ws->json_facts & check_facts))
+        return row;
+    PyObject *result[2];
+    result[0] = row;
+    result[1] = PyLong_FromUnsignedLong(ws->json_facts);
+    return tuple_of(2, result);
 }
 
 /* open_post(credentials, ws, timestamp_text, now, tolerance, authorization, body) -> (plaintext, facts), or
@@ -253,11 +309,8 @@ static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
         return NULL;
     PyObject *row_type = PyTuple_GetItem(args, 0), *column = PyTuple_GetItem(args, 1);
     PyObject *common = PyTuple_GetItem(args, 3);
-    if (!PyType_Check(row_type) || row_type == (PyObject *)&PyTuple_Type ||
-        !PyType_IsSubtype((PyTypeObject *)row_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "rows: row_type must be a subclass of tuple");
+    if (check_row_type(row_type, "rows") < 0)
         return NULL;
-    }
     if (!PyList_Check(column) || !PyTuple_Check(common)) {
         PyErr_SetString(PyExc_TypeError, "rows: column must be a list and common a tuple");
         return NULL;
@@ -359,7 +412,8 @@ fail:
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS, "connect(seal_json_address, open_request_address, layout)"},
     {"seal_json", fastcall_seal_json, METH_VARARGS,
-     "seal_json(credentials, ws, timestamp, json, flags, iv) -> (request, plaintext_len, facts) | status"},
+     "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
+     "status"},
     {"open_post", fastcall_open_post, METH_VARARGS,
      "open_post(credentials, ws, timestamp_text, now, tolerance, authorization, body) -> (plaintext, facts) | "
      "status"},

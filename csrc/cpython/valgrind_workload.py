@@ -1,6 +1,6 @@
 """The workload scripts/hardening runs under valgrind for pasarela._fastcall: seals and opens through it (the IV
-pool refilled, the workspace grown), batches (their requests copied out through it), a refusal, and calls with
-bad arguments."""
+pool refilled, the workspace grown, a row returned with its facts), batches (their requests copied out through
+it), a refusal, and calls with bad arguments."""
 
 import contextlib
 
@@ -16,9 +16,18 @@ assert terminal.open("POST", sealed.headers, sealed.body, now=sealed.timestamp)[
 forged = {**sealed.headers, "Authorization": "Basic " + "0" * 128}
 with contextlib.suppress(AuthError):
     terminal.open("POST", forged, sealed.body, now=sealed.timestamp)
-for args in [(1,), (terminal._native.address, _binding._workspace.buffers.ws_address, 1, "x", 0, None)]:
+Row = type("Row", (tuple,), {"__slots__": ()})
+ws = _binding._workspace.buffers.ws_address
+for args in [(1,), (terminal._native.address, ws, 1, "x", 0, None, Row, (), 0),
+             (terminal._native.address, ws, sealed.timestamp, b"{}", 0, None, tuple, (), 0),
+             (terminal._native.address, ws, sealed.timestamp, b"{}", 0, None, Row, [], 0)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_json(*args)
+iv = bytes(16)
+row = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",), 0)
+flagged = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",),
+                              _binding.FACT_NULL)
+assert type(row) is Row and type(flagged) is tuple and flagged[0] == row and row[0] == "h", (row, flagged)
 for size in (64, 1024, 20000):  # a batch's Sealed objects made by _fastcall.rows: shared buffers, one each
     batch = terminal.seal_many([{"n": n, "text": "z" * size} for n in range(40)])
     assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in batch] == list(range(40))
@@ -26,7 +35,6 @@ mixed = terminal.seal_many([{"n": 1}, {"n": 2}, b'{"n": 3}', {"n": 4}])  # an it
 assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in mixed] == [1, 2, 3, 4]
 lens = _binding.ffi.new("size_t[]", [3, 3])
 out = _binding.ffi.new("char[]", b"abcdef")
-Row = type("Row", (tuple,), {"__slots__": ()})
 rows = _fastcall.rows(Row, ["a", "b"], 0, (1,), _binding._address(out), _binding._address(lens),
                       _binding._address(lens), 2, 4, 8)
 assert rows == [("a", 1, b"abc", 3, 0), ("b", 1, b"def", 3, 0)] and type(rows[1]) is Row, rows

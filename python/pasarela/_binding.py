@@ -12,7 +12,7 @@ import itertools
 import os
 import sys
 import threading
-from typing import Any, NamedTuple, NoReturn, Optional, TypeVar
+from typing import Any, NamedTuple, NoReturn, Optional, TypeVar, Union
 
 from ._version import __version__
 from .errors import (
@@ -213,9 +213,14 @@ def _check_timestamp(status: int, timestamp: int) -> None:
 
 
 SealOutput = tuple[bytes, int, int]
-"""(request, plaintext_len, facts): the request is the plaintext (the canonical JSON that was encrypted and,
-with the key, signed), the 128-hex signature and the POST body back to back; facts: FACT_* bits of the JSON
-(a plain tuple: the hot path builds one per request)."""
+"""(request, plaintext_len, 0): the request is the plaintext (the canonical JSON that was encrypted and, with the
+key, signed), the 128-hex signature and the POST body back to back."""
+
+Row = TypeVar("Row", bound="tuple[Any, ...]")
+"""What a seal returns for each item: an instance of a class derived in Python from tuple alone (Sealed)."""
+
+SealedRow = Union[Row, tuple[Row, int]]
+"""seal_json's result: the row alone, or (row, facts) when the text has a fact of the caller's check_facts."""
 
 
 def _raise_unless_fallback(status: int, timestamp: int, error_offset: int) -> None:
@@ -232,31 +237,36 @@ def _raise_unless_fallback(status: int, timestamp: int, error_offset: int) -> No
     raise _fail(status)
 
 
-def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int,
-              iv: Optional[bytes] = None) -> Optional[SealOutput]:
-    """One C call that canonicalizes JSON object text, then signs and encrypts it (with iv, or the
-    next IV of this thread's pool).
+def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int, iv: Optional[bytes],
+              row_type: type[Row], head: tuple[Any, ...], check_facts: int) -> Optional[SealedRow[Row]]:
+    """One C call that canonicalizes JSON object text, then signs and encrypts it (with iv, or the next IV of this
+    thread's pool), and makes its row: row_type's instance of (*head, request, plaintext_len, 0), made as
+    tuple.__new__(row_type, ...) makes it, without running row_type's __new__ (the request: plaintext, signature
+    and body back to back, plaintext_len bytes of it the plaintext). Returns the row alone, or (row, facts) when
+    the text has one of the FACT_* bits of check_facts.
 
     Returns None when the C path does not handle this text (duplicate keys, very deep nesting,
     numbers it cannot prove exact): the caller then takes the pure-Python path.
     """
-    n = len(json)
     b = _workspace.buffers
-    if n > b.json_capacity:
-        b = _workspace.grow(n)
+    if len(json) > b.json_capacity:
+        b = _workspace.grow(len(json))
     if _fast_seal_json is not None:
-        out = _fast_seal_json(credentials.address, b.ws_address, timestamp, json, flags, iv)
-        if isinstance(out, tuple):
-            return out
+        out = _fast_seal_json(credentials.address, b.ws_address, timestamp, json, flags, iv, row_type, head,
+                              check_facts)
+        if type(out) is not int:
+            return out  # type: ignore[return-value]  # the row, or (row, facts)
         status = out
     else:
         ws = b.ws
-        status = _seal_json(credentials.struct, ws, timestamp, json, n, flags, _NULL if iv is None else iv)
+        status = _seal_json(credentials.struct, ws, timestamp, json, len(json), flags, _NULL if iv is None else iv)
         if status == _OK:
-            return _unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts
+            row = tuple.__new__(row_type, (*head, _unpack(b.out, ws.out_len), ws.plaintext_len, 0))
+            facts = ws.json_facts
+            return (row, facts) if facts & check_facts else row
     if status == _IV_POOL_EMPTY:
         b.refill_ivs()
-        return seal_json(credentials, timestamp, json, flags, iv)
+        return seal_json(credentials, timestamp, json, flags, iv, row_type, head, check_facts)
     _raise_unless_fallback(status, timestamp, b.ws.error_offset)
     return None
 
@@ -302,9 +312,6 @@ _SHARED_REQUEST_BYTES = 2048
 """Requests up to about this size on average (those of payloads up to about 512 B) share buffers; larger ones are
 copied out one bytes object each: for 1 KiB payloads (3.3 KB requests) shared buffers made the C allocator give
 memory back and fault it in again on every batch (141 page faults per batch of 256 against 72, 11% slower)."""
-
-Row = TypeVar("Row", bound="tuple[Any, ...]")
-"""What a batch returns for each item: an instance of a class derived in Python from tuple alone (Sealed)."""
 
 BatchOutput = tuple[list[Optional[Row]], Optional[list[int]]]
 """A batch's results: a row for each item (None: refused, the item needs the single path) and the facts of
