@@ -13,8 +13,8 @@
  * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
  * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
  * included; README: Speed). seal_json makes the single seal's Sealed the same way (Python had made a tuple of the
- * request, plaintext length and facts, then the Sealed from it with tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which
- * passes the addresses of objects it keeps alive.
+ * request, plaintext length and facts, then the Sealed from it with tuple.__new__). CPython only (PyPy runs cffi
+ * natively); private to python/pasarela/_binding.py, which passes the addresses of objects it keeps alive.
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
  * since METH_FASTCALL entered the limited API only in 3.10. No mutable globals: the function pointers live in the
