@@ -83,7 +83,7 @@ def test_binding_hex_decode_refuses_odd_lengths(text: bytes) -> None:
 @given(payloads, ivs)
 def test_seal_writes_the_stdlib_hex_of_signature_iv_and_ciphertext(middle: bytes, iv: bytes) -> None:
     plaintext = b"{" + middle + b"}"
-    sealed, n, _ = _binding.seal(CREDENTIALS, NOON, plaintext, iv)  # the plaintext, the signature, the body
+    sealed, n = _binding.seal(CREDENTIALS, NOON, plaintext, iv)  # the plaintext, the signature, the body
     assert sealed[:n] == plaintext
     signature, body = sealed[n:n + 128].decode("ascii"), sealed[n + 128:]
     assert signature == reference.sign(plaintext, DERIVED.encoded_key)  # hashlib's hexdigest()

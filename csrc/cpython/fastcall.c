@@ -34,7 +34,7 @@ typedef int (*open_request_fn)(const pasarela_credentials *, pasarela_workspace 
 typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
-    newfunc tuple_new; /* tuple's constructor (tp_new), set at import: rows() makes its rows with it */
+    newfunc tuple_new; /* tuple's constructor (tp_new), set at import: seal_json() and rows() make rows with it */
 } fastcall_state;
 
 static fastcall_state *state_of(PyObject *module) {

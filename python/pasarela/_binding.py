@@ -212,8 +212,8 @@ def _check_timestamp(status: int, timestamp: int) -> None:
         raise TimestampError(f"timestamp {timestamp} is not 10 digits of whole UTC seconds")
 
 
-SealOutput = tuple[bytes, int, int]
-"""(request, plaintext_len, 0): the request is the plaintext (the canonical JSON that was encrypted and, with the
+SealOutput = tuple[bytes, int]
+"""(request, plaintext_len): the request is the plaintext (the canonical JSON that was encrypted and, with the
 key, signed), the 128-hex signature and the POST body back to back."""
 
 Row = TypeVar("Row", bound="tuple[Any, ...]")
@@ -283,7 +283,7 @@ def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optiona
     if status != _OK:
         _check_timestamp(status, timestamp)
         raise _fail(status)
-    return _unpack(b.out, ws.out_len), len(plaintext), 0
+    return _unpack(b.out, ws.out_len), len(plaintext)
 
 
 _BATCH_JSON_CAPACITY = 65536

@@ -221,7 +221,7 @@ class Terminal:
                 if one[3].find(b'"__proto__":', 0, one[4]) >= 0:  # in the plaintext, at some depth
                     check_no_proto(one.plaintext)
                 return one
-        request, plaintext_len, _ = _binding.seal(self._native, ts, canonical_json(payload), iv)
+        request, plaintext_len = _binding.seal(self._native, ts, canonical_json(payload), iv)
         return new_sealed(Sealed, (self, method, ts, request, plaintext_len, 0))
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",

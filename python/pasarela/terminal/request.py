@@ -155,9 +155,9 @@ class Sealed(tuple[_Deriver, str, int, bytes, int, int]):
 
     Kept as the bytes the C core writes (plaintext, signature, POST body, back to back); the attributes are
     read from them when asked for. A tuple (terminal, method, timestamp, buffer, plaintext_len, start)
-    underneath, read-only: the request is buffer[start:], as long as its plaintext length says. A batch
-    builds its Sealed objects without running Python code per item (in C: _binding's rows), around one buffer
-    per chunk of requests, which stays in memory while any of them does.
+    underneath, read-only: the request is buffer[start:], as long as its plaintext length says. Seals and
+    batches make their Sealed objects without running Python code (in C: _fastcall's seal_json and rows); a
+    batch's share one buffer per chunk of requests, which stays in memory while any of them does.
     Sealed objects are equal when their terminal, method, timestamp and request bytes are.
     """
 
