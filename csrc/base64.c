@@ -204,6 +204,10 @@ static PAS_B64_AVX2_FN size_t b64_avx2(const uint8_t *in, size_t n, char *out)
         o = whole / 3 * 4;
         i = whole;
     }
+    /* gcc makes this call a jump, without the VZEROUPPER it puts before calls and returns: the SSE code after
+     * it (the next item's canonical text check) then ran several times slower on Zen 3. scripts/hardening's
+     * upper step checks every AVX function for this. */
+    _mm256_zeroupper();
     return b64_table(in, n, i, out, o);
 }
 
@@ -249,6 +253,7 @@ static PAS_B64_AVX512_FN size_t b64_avx512(const uint8_t *in, size_t n, char *ou
         i = whole;
         o += chars;
     }
+    _mm256_zeroupper(); /* as in b64_avx2 (VZEROUPPER also clears the upper halves of the ZMM registers) */
     return b64_table(in, n, i, out, o);
 }
 #endif
