@@ -1405,6 +1405,17 @@ typedef struct canonical_scan {
     size_t depth;
 } canonical_scan;
 
+/* A scan at the start of a text. Zeroed a field at a time: gcc makes a memset of the whole struct a REP STOSQ,
+ * whose start-up cost was a quarter of the check of a 64-byte text on Zen 3; these stores are a few vector
+ * moves. */
+HOT_INLINE void canonical_scan_start(canonical_scan *s) {
+    s->in_string = s->escape_next = s->nulls = 0;
+    s->before.open_quote = s->before.quote = s->before.digit = s->before.point = s->before.minus = 0;
+    s->before.zero = s->before.run2 = s->before.run4 = s->before.run8 = 0;
+    s->before.e_or_underscore = s->before.y_or_underscore = 0;
+    s->depth = 0;
+}
+
 /* The ".0" of integral numbers (orjson writes 100.0 where JavaScript writes 100), dropped from the copy:
  * the offsets of their points, in order. Text with more of them goes to the token pass. */
 #define POINT_ZEROS_MAX 32
@@ -1520,7 +1531,7 @@ HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint
 #define CANONICAL_CHECK(name, ATTRIBUTES, CLASSES)                                                            \
     static ATTRIBUTES int name(const uint8_t *in, size_t n, point_zeros *z, unsigned *facts) {                \
         canonical_scan s;                                                                                     \
-        memset(&s, 0, sizeof s);                                                                              \
+        canonical_scan_start(&s);                                                                             \
         for (size_t base = 0; base < n; base += 64) {                                                         \
             block_masks m;                                                                                    \
             CLASSES(in + base, n - base, &m);                                                                 \

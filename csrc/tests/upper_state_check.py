@@ -1,6 +1,6 @@
 """No function of a built x86-64 library leaves the upper halves of the vector registers in use.
 
-    python3 csrc/tests/upper_state_check.py LIBRARY...
+    python3 csrc/tests/upper_state_check.py LIBRARY...        (OBJDUMP=x86_64-w64-mingw32-objdump for a DLL)
 
 A function that writes a YMM or ZMM register must run VZEROUPPER (or VZEROALL) before it returns, calls or
 tail-calls (jumps to another function): otherwise the upper halves stay "in use" and the next SSE (non-VEX)
@@ -13,11 +13,12 @@ upper state clean, along every branch (a function's .cold part is followed as pa
 naming %ymm or %zmm leaves the state in use, VZEROUPPER and VZEROALL clean it, and a return, a call, a jump
 to another function found with the state possibly in use is reported with its address (and so is any
 indirect jump, which the walk cannot follow).
-The disassembly is objdump's (binutils). Exits 1 on any finding, 2 when a library has no disassembly.
+The disassembly is objdump's (binutils; $OBJDUMP when set). Exits 1 on any finding, 2 when a library has no disassembly.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -39,7 +40,8 @@ class Instruction:
 
 def disassembly(path: str) -> list[Instruction]:
     """objdump's disassembly of path's executable sections, in address order."""
-    text = subprocess.run(["objdump", "-d", "-w", "--no-show-raw-insn", path], check=True, capture_output=True,
+    objdump = os.environ.get("OBJDUMP") or "objdump"
+    text = subprocess.run([objdump, "-d", "-w", "--no-show-raw-insn", path], check=True, capture_output=True,
                           text=True).stdout
     function, out = "", []
     for line in text.splitlines():
