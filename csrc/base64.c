@@ -205,8 +205,8 @@ static PAS_B64_AVX2_FN size_t b64_avx2(const uint8_t *in, size_t n, char *out)
         i = whole;
     }
     /* gcc makes this call a jump, without the VZEROUPPER it puts before calls and returns: the SSE code after
-     * it (the next item's canonical text check) then ran several times slower on Zen 3. scripts/hardening's
-     * upper step checks every AVX function for this. */
+     * it (the next batch item's canonical text check) then took about three times as long on Zen 3.
+     * scripts/hardening's upper step checks every AVX function for this. */
     _mm256_zeroupper();
     return b64_table(in, n, i, out, o);
 }

@@ -4,9 +4,10 @@
 
 A function that writes a YMM or ZMM register must run VZEROUPPER (or VZEROALL) before it returns, calls or
 tail-calls (jumps to another function): otherwise the upper halves stay "in use" and the next SSE (non-VEX)
-instruction pays for them. On the Zen 3 VM of issue 14 that made the canonical text check after each item's
-Base64 about five times slower: gcc 12 -O3 turned b64_avx2's final `return b64_table(...)` into a jump
-without the VZEROUPPER it puts before calls and returns.
+instruction pays for them. On the Zen 3 VM of issue 14 that made the canonical text check after each batch
+item's Base64, with the function around it, take about three times as long (by perf's samples): gcc 12 -O3
+turned b64_avx2's final `return b64_table(...)` into a jump without the VZEROUPPER it puts before calls and
+returns.
 
 For each function that names a YMM or ZMM register, the instructions are walked from its entry with the
 upper state clean, along every branch (a function's .cold part is followed as part of it): an instruction
