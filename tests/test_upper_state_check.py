@@ -1,11 +1,13 @@
 """csrc/tests/upper_state_check.py finds every exit that a path reaches with the upper halves of the vector
-registers in use, and nothing else: hand-written x86-64 functions, linked into a shared library by cc, one per
-case (scripts/hardening runs the check on the C core as the release builds compile it). Needs the source tree,
-cc and objdump (binutils), as scripts/hardening does."""
+registers in use, and nothing else, on hand-written x86-64 functions (tests/vectors/upper_state_cases.s), read
+from binutils objdump's listing of them (tests/vectors/upper_state_cases.objdump, made as tests/vectors/README.md
+says): the listing is stored so that the test needs no assembler and runs on any machine. scripts/hardening runs
+the check with the real objdump on the C core as the release builds compile it."""
 
 from __future__ import annotations
 
-import platform
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -13,69 +15,71 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "csrc" / "tests"))
+VECTORS = ROOT / "tests" / "vectors"
+CHECK = ROOT / "csrc" / "tests" / "upper_state_check.py"
+sys.path.insert(0, str(CHECK.parent))
 
 import upper_state_check  # noqa: E402
 
-pytestmark = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 instructions")
-
-# name: (body, the exits the check must report, as "<mnemonic> <what>" words of its message)
-CASES = {
-    "clean_return": ("vpxor %ymm0, %ymm0, %ymm0\n vzeroupper\n ret", []),
-    "dirty_return": ("vpxor %ymm0, %ymm0, %ymm0\n ret", ["returns"]),
-    "zmm_return": ("vpxord %zmm1, %zmm1, %zmm1\n ret", ["returns"]),
-    "xmm_only": ("vpxor %xmm0, %xmm0, %xmm0\n ret", None),  # not a function the check walks
-    "dirty_tail_call": ("vpcmpeqb %ymm1, %ymm1, %ymm1\n jmp scalar", ["jumps to"]),
-    "dirty_call": ("vpxor %ymm0, %ymm0, %ymm0\n call scalar\n vzeroupper\n ret", ["calls"]),
-    # b64_avx2's shape: a short input jumps to the scalar code before any YMM register is written
-    "early_tail_call": ("test %rdi, %rdi\n jne 1f\n jmp scalar\n1: vpxor %ymm0, %ymm0, %ymm0\n vzeroupper\n"
-                        " jmp scalar", []),
-    "dirty_on_one_branch": ("test %rdi, %rdi\n je 1f\n vpxor %ymm0, %ymm0, %ymm0\n1: ret", ["returns"]),
-    "clean_on_both_branches": ("test %rdi, %rdi\n je 1f\n vpxor %ymm0, %ymm0, %ymm0\n vzeroupper\n1: ret", []),
-    "cleaned_by_vzeroall": ("vpxor %ymm0, %ymm0, %ymm0\n vzeroall\n ret", []),
-    "dirty_in_a_loop": ("1: vpxor %ymm0, %ymm0, %ymm0\n dec %rdi\n jne 1b\n ret", ["returns"]),
-    "indirect_jump": ("vpxor %ymm0, %ymm0, %ymm0\n vzeroupper\n jmp *%rdi", ["cannot follow"]),
+# function: the exits the check must report, each as words of its message (None: not a function it walks)
+EXPECTED: dict[str, list[str] | None] = {
+    "scalar": None,
+    "clean_return": [],
+    "dirty_return": ["returns"],
+    "zmm_return": ["returns"],
+    "xmm_only": None,
+    "dirty_tail_call": ["jumps to 1000 <scalar>"],
+    "dirty_call": ["calls 1000 <scalar>"],
+    "early_tail_call": [],  # b64_avx2's shape: a short input jumps to the scalar code before any YMM write
+    "dirty_on_one_branch": ["returns"],
+    "clean_on_both_branches": [],
+    "cleaned_by_vzeroall": [],
+    "dirty_in_a_loop": ["returns"],
+    "indirect_jump": ["jumps to *%rdi, which this check cannot follow"],
+    "split": [],  # its .cold part, reached by a jump, runs the VZEROUPPER: followed as part of it
 }
 
 
-@pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("upper_state")
-    source = [".text", ".hidden scalar", ".type scalar, @function", "scalar:", " xor %eax, %eax", " ret"]
-    for name, (body, _) in CASES.items():
-        source += [f".globl {name}", f".type {name}, @function", f"{name}:", f" {body}"]
-    # a function whose tail gcc moved to a .cold part: followed as part of it, not as a call
-    source += [".globl split", ".type split, @function", "split:", " vpxor %ymm0, %ymm0, %ymm0", " jmp split.cold",
-               ".type split.cold, @function", "split.cold:", " vzeroupper", " ret"]
-    (directory / "cases.s").write_text("\n".join(source) + "\n")
-    out = directory / "cases.so"
-    subprocess.run(["cc", "-shared", "-nostdlib", str(directory / "cases.s"), "-o", str(out)], check=True)
-    return out
+@pytest.fixture
+def fake_objdump(tmp_path: Path) -> Path:
+    """An executable that prints the stored listing, whatever library it is asked about."""
+    script = tmp_path / "objdump"
+    script.write_text(f"#!/bin/sh\ncat '{VECTORS / 'upper_state_cases.objdump'}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
 
 
-def test_each_case_gets_exactly_its_findings(library: Path) -> None:
-    found = upper_state_check.findings(upper_state_check.disassembly(str(library)))
+def test_the_listing_is_of_the_stored_source() -> None:
+    source = (VECTORS / "upper_state_cases.s").read_text()
+    listing = (VECTORS / "upper_state_cases.objdump").read_text()
+    for name in [*EXPECTED, "split.cold"]:
+        assert f"\n{name}:\n" in source and f" <{name}>:\n" in listing, name
+
+
+def test_each_function_gets_exactly_its_findings(fake_objdump: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OBJDUMP", str(fake_objdump))
+    instructions = upper_state_check.disassembly("cases.so")
+    assert {ins.function for ins in instructions} == {*EXPECTED, "split.cold"}
     by_function: dict[str, list[str]] = {}
-    for line in found:
+    for line in upper_state_check.findings(instructions):
         by_function.setdefault(line.split(" at ")[0], []).append(line)
-    for name, (_, expected) in CASES.items():
+    for name, expected in EXPECTED.items():
         lines = by_function.pop(name, [])
         assert len(lines) == len(expected or []), (name, lines)
         for line, what in zip(lines, expected or []):
-            assert what in line and "at 0x" in line, (name, line)
-    assert by_function == {}, by_function  # neither scalar nor split (nor split.cold) is reported
+            assert f"{name} at 0x" in line and what in line, (name, line)
+    assert by_function == {}, by_function
 
 
-def test_the_command_fails_on_a_finding_and_names_it(library: Path) -> None:
-    run = subprocess.run([sys.executable, str(ROOT / "csrc" / "tests" / "upper_state_check.py"), str(library)],
-                         capture_output=True, text=True)
-    assert run.returncode == 1
-    assert "dirty_return at 0x" in run.stdout and "returns with the upper halves in use" in run.stdout
-    assert run.stdout.splitlines()[-1].endswith("12 functions use YMM/ZMM registers, 7 exits with "
-                                                "the upper halves in use"), run.stdout
+def test_the_command_fails_on_a_finding_and_names_it(fake_objdump: Path) -> None:
+    run = subprocess.run([sys.executable, str(CHECK), "cases.so"], capture_output=True, text=True,
+                         env={**os.environ, "OBJDUMP": str(fake_objdump)})
+    assert run.returncode == 1, run.stderr
+    assert "cases.so: dirty_return at 0x100f returns with the upper halves in use" in run.stdout.splitlines()
+    assert run.stdout.splitlines()[-1] == ("cases.so: 12 functions use YMM/ZMM registers, 7 exits with the upper "
+                                           "halves in use")
 
 
 def test_the_command_needs_a_library() -> None:
-    run = subprocess.run([sys.executable, str(ROOT / "csrc" / "tests" / "upper_state_check.py")],
-                         capture_output=True, text=True)
+    run = subprocess.run([sys.executable, str(CHECK)], capture_output=True, text=True)
     assert run.returncode == 2 and "LIBRARY" in run.stderr
