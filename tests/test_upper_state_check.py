@@ -1,13 +1,11 @@
 """csrc/tests/upper_state_check.py finds every exit that a path reaches with the upper halves of the vector
 registers in use, and nothing else, on hand-written x86-64 functions (tests/vectors/upper_state_cases.s), read
 from binutils objdump's listing of them (tests/vectors/upper_state_cases.objdump, made as tests/vectors/README.md
-says): the listing is stored so that the test needs no assembler and runs on any machine. scripts/hardening runs
-the check with the real objdump on the C core as the release builds compile it."""
+says): the listing is stored so that the test needs no assembler nor objdump and runs on any machine (Windows
+too). scripts/hardening runs the check with the real objdump on the C core as the release builds compile it."""
 
 from __future__ import annotations
 
-import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -40,25 +38,17 @@ EXPECTED: dict[str, list[str] | None] = {
 }
 
 
-@pytest.fixture
-def fake_objdump(tmp_path: Path) -> Path:
-    """An executable that prints the stored listing, whatever library it is asked about."""
-    script = tmp_path / "objdump"
-    script.write_text(f"#!/bin/sh\ncat '{VECTORS / 'upper_state_cases.objdump'}'\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return script
+LISTING = (VECTORS / "upper_state_cases.objdump").read_text()
 
 
 def test_the_listing_is_of_the_stored_source() -> None:
     source = (VECTORS / "upper_state_cases.s").read_text()
-    listing = (VECTORS / "upper_state_cases.objdump").read_text()
     for name in [*EXPECTED, "split.cold"]:
-        assert f"\n{name}:\n" in source and f" <{name}>:\n" in listing, name
+        assert f"\n{name}:\n" in source and f" <{name}>:\n" in LISTING, name
 
 
-def test_each_function_gets_exactly_its_findings(fake_objdump: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OBJDUMP", str(fake_objdump))
-    instructions = upper_state_check.disassembly("cases.so")
+def test_each_function_gets_exactly_its_findings() -> None:
+    instructions = upper_state_check.parse(LISTING)
     assert {ins.function for ins in instructions} == {*EXPECTED, "split.cold"}
     by_function: dict[str, list[str]] = {}
     for line in upper_state_check.findings(instructions):
@@ -71,13 +61,14 @@ def test_each_function_gets_exactly_its_findings(fake_objdump: Path, monkeypatch
     assert by_function == {}, by_function
 
 
-def test_the_command_fails_on_a_finding_and_names_it(fake_objdump: Path) -> None:
-    run = subprocess.run([sys.executable, str(CHECK), "cases.so"], capture_output=True, text=True,
-                         env={**os.environ, "OBJDUMP": str(fake_objdump)})
-    assert run.returncode == 1, run.stderr
-    assert "cases.so: dirty_return at 0x100f returns with the upper halves in use" in run.stdout.splitlines()
-    assert run.stdout.splitlines()[-1] == ("cases.so: 12 functions use YMM/ZMM registers, 7 exits with the upper "
-                                           "halves in use")
+def test_the_command_fails_on_a_finding_and_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(upper_state_check, "objdump_listing", lambda path: LISTING)  # objdump's, for any library
+    status = upper_state_check.main(["cases.so"])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "cases.so: dirty_return at 0x100f returns with the upper halves in use" in out.splitlines()
+    assert out.splitlines()[-1] == "cases.so: 12 functions use YMM/ZMM registers, 7 exits with the upper halves in use"
 
 
 def test_the_command_needs_a_library() -> None:

@@ -39,11 +39,15 @@ class Instruction:
     operands: str
 
 
-def disassembly(path: str) -> list[Instruction]:
-    """objdump's disassembly of path's executable sections, in address order."""
+def objdump_listing(path: str) -> str:
+    """objdump's listing of path's executable sections ($OBJDUMP, else objdump)."""
     objdump = os.environ.get("OBJDUMP") or "objdump"
-    text = subprocess.run([objdump, "-d", "-w", "--no-show-raw-insn", path], check=True, capture_output=True,
+    return subprocess.run([objdump, "-d", "-w", "--no-show-raw-insn", path], check=True, capture_output=True,
                           text=True).stdout
+
+
+def parse(text: str) -> list[Instruction]:
+    """The instructions of an objdump listing, in address order."""
     function, out = "", []
     for line in text.splitlines():
         if (m := _FUNCTION.match(line)) is not None:
@@ -118,7 +122,7 @@ def main(paths: list[str]) -> int:
         return 2
     status = 0
     for path in paths:
-        instructions = disassembly(path)
+        instructions = parse(objdump_listing(path))
         if not instructions:
             print(f"{path}: no disassembly", file=sys.stderr)
             return 2
