@@ -1616,6 +1616,13 @@ int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, un
     s.members_cap = n / 4 + 4; /* a member takes at least 4 input bytes ("":0) */
     s.temp = (uint8_t *)scratch + s.members_cap * sizeof(member);
     s.temp_cap = scratch_cap - s.members_cap * sizeof(member);
+    if (flags & PASARELA_JSON_STRINGIFIED) { /* the writer's text, already canonical: as it is */
+        if (n > 0) memcpy(out, in, n);
+        *out_len = n;
+        if (error_offset) *error_offset = 0;
+        if (facts) *facts = 0;
+        return PASARELA_OK;
+    }
     if ((flags & (PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT)) == PASARELA_JSON_SHORTEST_DIGITS &&
         canonical_copy(cpu, in, n, out, out_len, &s.facts)) {
         if (error_offset) *error_offset = 0;

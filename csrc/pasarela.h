@@ -88,6 +88,11 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
 /* With PASARELA_JSON_SHORTEST_DIGITS: skip the check for text that is already canonical (which then
  * returns it as it is) and always take the token by token pass. Same results; for tests and benchmarks. */
 #define PASARELA_JSON_NO_SHORTCUT 2u
+/* The text is JSON.stringify's already, as pasarela's own writer makes it (csrc/cpython/stringify.c, which
+ * declines what it cannot write exactly, and never writes a top-level "key" or "__proto__" member, a NaN's null
+ * or a long integer): copied as it is, no facts. Only for that writer's text: other text would be sealed as it
+ * is, and a server that canonicalizes it would not verify the signature. */
+#define PASARELA_JSON_STRINGIFIED 4u
 /* Facts pasarela_json_canonicalize reports about the text (bits of *facts). */
 #define PASARELA_JSON_FACT_KEY 1u    /* an object at the top level with a "key" member */
 #define PASARELA_JSON_FACT_NULL 2u   /* a null literal somewhere (orjson writes NaN and infinities as null) */

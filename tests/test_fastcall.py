@@ -371,9 +371,11 @@ fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
 for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.open_post(1, 1, b"1764072000", 0.0, 300.0, b"Basic ", b"{{}}"),
-             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0)),
-             lambda: fastcall.connect(1, 1, (0, 0)),
-             lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0)):
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1),
+             lambda: fastcall.connect(1, 1, (0, 0), 1),
+             lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
+             lambda: fastcall.stringify({{}}),
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0))):
     try:
         call()
     except Exception as exc:
@@ -382,10 +384,12 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     result = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert len(lines) == 5, result.stdout
+    assert len(lines) == 7, result.stdout
     assert lines[0].startswith("RuntimeError ") and "not connected" in lines[0]
     assert lines[1].startswith("RuntimeError ") and "not connected" in lines[1]
     assert lines[2].startswith("ImportError ") and "another pasarela_workspace layout" in lines[2]
     assert "rebuild" in lines[2]
     assert lines[3].startswith("TypeError ") and "layout must be a tuple of 6 ints" in lines[3]
     assert lines[4] == lines[0]  # still not connected
+    assert lines[5].startswith("RuntimeError ") and "not connected" in lines[5]
+    assert lines[6] == "TypeError connect takes 4 arguments"

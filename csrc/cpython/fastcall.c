@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "pasarela.h"
+#include "stringify.h"
 
 typedef int (*seal_json_fn)(const pasarela_credentials *, pasarela_workspace *, uint64_t, const uint8_t *, size_t,
                             unsigned, const uint8_t *);
@@ -35,11 +36,12 @@ typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
     newfunc tuple_new; /* tuple's constructor (tp_new), set at import: seal_json() and rows() make rows with it */
+    utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify() and stringify_into() */
 } fastcall_state;
 
 static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state != NULL && (state->seal_json == NULL || state->open_request == NULL)) {
+    if (state != NULL && (state->seal_json == NULL || state->open_request == NULL || state->utf8_of == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
     }
@@ -97,11 +99,12 @@ static const Py_ssize_t layout[] = {
     (Py_ssize_t)offsetof(pasarela_workspace, out_len), (Py_ssize_t)offsetof(pasarela_workspace, json_facts),
 };
 
-/* connect(seal_json_address, open_request_address, layout): layout is the cffi module's (sizeof
- * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts). */
+/* connect(seal_json_address, open_request_address, layout, utf8_address): layout is the cffi module's (sizeof
+ * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
+ * PyUnicode_AsUTF8AndSize's (see stringify.h). */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 3, "connect") < 0)
+    if (state == NULL || check_arity(args, 4, "connect") < 0)
         return NULL;
     PyObject *given = PyTuple_GetItem(args, 2);
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
@@ -123,11 +126,13 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     }
     void *seal_json = address_of(PyTuple_GetItem(args, 0), "connect", "seal_json");
     void *open_request = seal_json == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), "connect", "open_request");
-    if (open_request == NULL)
+    void *utf8_of = open_request == NULL ? NULL : address_of(PyTuple_GetItem(args, 3), "connect", "utf8");
+    if (utf8_of == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
     state->seal_json = (seal_json_fn)(uintptr_t)seal_json;
     state->open_request = (open_request_fn)(uintptr_t)open_request;
+    state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
     Py_RETURN_NONE;
 }
 
@@ -409,8 +414,72 @@ fail:
     return NULL;
 }
 
+/* stringify(payload) -> bytes | None: JSON.stringify's text of payload (stringify.c), or None when that writer
+ * declines it (the caller then takes the general path). */
+static PyObject *fastcall_stringify(PyObject *module, PyObject *payload) {
+    fastcall_state *state = state_of(module);
+    if (state == NULL)
+        return NULL;
+    char first[2048]; /* most payloads fit: no heap block for them */
+    stringify_out w;
+    w.out = first;
+    w.len = 0;
+    w.cap = sizeof first;
+    w.heap = NULL;
+    w.growable = 1;
+    int rc = pasarela_stringify_dict(state->utf8_of, payload, &w);
+    PyObject *text = rc == STRINGIFY_DONE ? bytes_at(w.out, w.len) : NULL;
+    PyMem_Free(w.heap);
+    if (rc == STRINGIFY_DECLINED)
+        Py_RETURN_NONE;
+    return text;
+}
+
+/* stringify_into(payloads, start, stop, out, cap, lens) -> int: the texts of payloads[start:stop] (a list), back
+ * to back at the address out (cap bytes), their lengths at the address lens (size_t each); returns the bytes
+ * written, -1 when the writer declines one of them, -2 when they do not fit in cap bytes. */
+static PyObject *fastcall_stringify_into(PyObject *module, PyObject *args) {
+    fastcall_state *state = state_of(module);
+    if (state == NULL || check_arity(args, 6, "stringify_into") < 0)
+        return NULL;
+    PyObject *payloads = PyTuple_GetItem(args, 0);
+    if (!PyList_Check(payloads)) {
+        PyErr_SetString(PyExc_TypeError, "stringify_into: payloads must be a list");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GetItem(args, 1)), stop = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
+    size_t cap = PyLong_AsSize_t(PyTuple_GetItem(args, 4));
+    if (PyErr_Occurred())
+        return NULL;
+    if (start < 0 || stop < start || stop > PyList_Size(payloads)) {
+        PyErr_SetString(PyExc_ValueError, "stringify_into: start and stop must be within payloads, in order");
+        return NULL;
+    }
+    char *out = (char *)address_of(PyTuple_GetItem(args, 3), "stringify_into", "out");
+    size_t *lens = out == NULL ? NULL : (size_t *)address_of(PyTuple_GetItem(args, 5), "stringify_into", "lens");
+    if (lens == NULL)
+        return NULL;
+    stringify_out w;
+    w.out = out;
+    w.len = 0;
+    w.cap = cap;
+    w.heap = NULL;
+    w.growable = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        size_t before = w.len;
+        int rc = pasarela_stringify_dict(state->utf8_of, PyList_GetItem(payloads, i), &w);
+        if (rc == STRINGIFY_ERROR)
+            return NULL;
+        if (rc != STRINGIFY_DONE)
+            return PyLong_FromLong(rc == STRINGIFY_FULL ? -2 : -1);
+        lens[i - start] = w.len - before;
+    }
+    return PyLong_FromSize_t(w.len);
+}
+
 static PyMethodDef fastcall_methods[] = {
-    {"connect", fastcall_connect, METH_VARARGS, "connect(seal_json_address, open_request_address, layout)"},
+    {"connect", fastcall_connect, METH_VARARGS,
+     "connect(seal_json_address, open_request_address, layout, utf8_address)"},
     {"seal_json", fastcall_seal_json, METH_VARARGS,
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
@@ -420,6 +489,9 @@ static PyMethodDef fastcall_methods[] = {
     {"rows", fastcall_rows, METH_VARARGS,
      "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
      "shared_request_bytes) -> list"},
+    {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
+    {"stringify_into", fastcall_stringify_into, METH_VARARGS,
+     "stringify_into(payloads, start, stop, out, cap, lens) -> int"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -453,6 +525,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->seal_json = NULL;
         state->open_request = NULL;
         state->tuple_new = tuple_new;
+        state->utf8_of = NULL;
     }
     return module;
 }

@@ -41,4 +41,17 @@ assert rows == [("a", 1, b"abc", 3, 0), ("b", 1, b"def", 3, 0)] and type(rows[1]
 for bad in [(1,), (tuple, ["a"], 0, (), 1, 1, 1, 2, 0, 0), (int, [], 0, (), 1, 1, 1, 0, 0, 0)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.rows(*bad)
+# the JSON.stringify writer (stringify.c): written, grown past its first block, declined, refused
+assert _fastcall.stringify({"a": [1.5, -0.25, "\x01\"", None, True, {"b": ()}]}) == \
+    b'{"a":[1.5,-0.25,"\\u0001\\"",null,true,{"b":[]}]}'
+assert _fastcall.stringify({"long": "\n" * 5000}) == b'{"long":"' + b"\\n" * 5000 + b'"}'
+for declined in ({"key": 1}, {"s": "\ud800"}, {"f": float("nan")}, {"n": 2**60}, [1]):
+    assert _fastcall.stringify(declined) is None
+lens = _binding.ffi.new("size_t[]", 2)
+blob = _binding.ffi.new("uint8_t[]", 16)
+assert _fastcall.stringify_into([{"a": 1}, {"b": 2}], 0, 2, _binding._address(blob), 16, _binding._address(lens)) == 14
+assert _fastcall.stringify_into([{"a": "x" * 20}], 0, 1, _binding._address(blob), 16, _binding._address(lens)) == -2
+for bad in [(1,), ([{}], 2, 1, 1, 1, 1), ((), 0, 0, 1, 1, 1)]:
+    with contextlib.suppress(TypeError, ValueError):
+        _fastcall.stringify_into(*bad)
 print("fastcall workload: done,", _fastcall.__file__)

@@ -64,15 +64,20 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
         from ._fastcall import open_post as _fast_open_post
         from ._fastcall import rows as _fast_rows
         from ._fastcall import seal_json as _fast_seal_json
+        from ._fastcall import stringify as _fast_stringify
+        from ._fastcall import stringify_into as _fast_stringify_into
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise _missing("compiled entry points module (pasarela._fastcall)") from exc
+    import ctypes  # PyUnicode_AsUTF8AndSize's address: the limited API of 3.9 does not have it (stringify.h)
+
     _connect_fastcall(
         _address(ffi.addressof(lib, "pasarela_seal_json")), _address(ffi.addressof(lib, "pasarela_open_request")),
         (ffi.sizeof("pasarela_workspace"), *(ffi.offsetof("pasarela_workspace", field) for field in
                                               ("plaintext", "out", "plaintext_len", "out_len", "json_facts"))),
+        ctypes.cast(ctypes.pythonapi.PyUnicode_AsUTF8AndSize, ctypes.c_void_p).value,
     )
 else:  # PyPy and others: cffi is their native way into C
-    _fast_seal_json = _fast_open_post = _fast_rows = None  # type: ignore[assignment]
+    _fast_seal_json = _fast_open_post = _fast_rows = _fast_stringify = _fast_stringify_into = None  # type: ignore[assignment]
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
 HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
@@ -81,6 +86,7 @@ _OK = lib.PASARELA_OK
 _JSON_UNSUPPORTED = lib.PASARELA_E_JSON_UNSUPPORTED
 _IV_POOL_EMPTY = lib.PASARELA_E_IV_POOL_EMPTY
 SHORTEST_DIGITS: int = lib.PASARELA_JSON_SHORTEST_DIGITS
+STRINGIFIED: int = lib.PASARELA_JSON_STRINGIFIED
 FACT_NULL: int = lib.PASARELA_JSON_FACT_NULL
 FACT_PROTO: int = lib.PASARELA_JSON_FACT_PROTO
 FACT_LONG_INT: int = lib.PASARELA_JSON_FACT_LONG_INT
@@ -349,9 +355,38 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
     return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common)
 
 
+def stringify(payload: Any) -> Optional[bytes]:
+    """JSON.stringify's exact text of a plain payload (a dict of str, int, float, bool and None, and of lists,
+    tuples and dicts of them), written straight from the objects by csrc/cpython/stringify.c: seal it with the
+    STRINGIFIED flag (no check, no facts). None when that writer declines the payload (other types, and keys and
+    numbers it leaves to the general path: see stringify.h), and where pasarela._fastcall is not built (PyPy)."""
+    return None if _fast_stringify is None else _fast_stringify(payload)
+
+
+def seal_payloads(credentials: Any, timestamp: int, payloads: list[Any], row_type: type[Row], column: list[Any],
+                  common: tuple[Any, ...]) -> Optional[tuple[BatchOutput[Row], int]]:
+    """seal_json_batch of payloads written by stringify back to back in this thread's items buffer, where the C
+    core reads them (nothing to split, check or copy), and the length of their texts. None when stringify
+    declines one of them."""
+    if _fast_stringify_into is None:
+        return None
+    n = len(payloads)
+    lens = ffi.new("size_t[]", n)
+    while True:
+        items = _workspace.items
+        used: int = _fast_stringify_into(payloads, 0, n, _address(items), len(items), _address(lens))
+        if used != -2:
+            break
+        _workspace.items = ffi.new("uint8_t[]", max(65536, 2 * len(items)))  # then written again, whole
+    if used < 0:
+        return None
+    return _seal_items(credentials, timestamp, items, lens, n, 0, row_type, column, common, STRINGIFIED), used
+
+
 def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, check_facts: int,
-                row_type: type[Row], column: list[Any], common: tuple[Any, ...]) -> BatchOutput[Row]:
-    """seal_json_batch of the n texts back to back at blob, lens[i] bytes each."""
+                row_type: type[Row], column: list[Any], common: tuple[Any, ...],
+                flags: int = SHORTEST_DIGITS) -> BatchOutput[Row]:
+    """seal_json_batch of the n texts back to back at blob, lens[i] bytes each (flags: their JSON flags)."""
     b = _buffers(_BATCH_JSON_CAPACITY)
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
@@ -361,7 +396,7 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, 
     start = offset = 0
     while start < n:
         done = lib.pasarela_seal_json_batch(
-            credentials + start, timestamp, blob + offset, lens + start, n - start, SHORTEST_DIGITS, _NULL, b.ws,
+            credentials + start, timestamp, blob + offset, lens + start, n - start, flags, _NULL, b.ws,
             statuses + start, plaintext_lens + start, out_lens + start, facts + start,
         )
         if done == 0:

@@ -58,6 +58,8 @@ Payload = Union[dict[str, Any], bytes, bytearray, memoryview, str, None]
 """A dict, JSON object text, or None for an empty payload (sealed as ``{}``)."""
 
 _SHORTEST_DIGITS = _binding.SHORTEST_DIGITS
+_STRINGIFIED = _binding.STRINGIFIED
+_stringify = _binding.stringify
 _FACT_NULL = _binding.FACT_NULL
 _FACT_PROTO = _binding.FACT_PROTO
 _FACT_CHECK = _FACT_NULL | _FACT_PROTO  # a batch item the single path must look at: refuse, or walk for NaN
@@ -201,9 +203,15 @@ class Terminal:
             iv = check_iv(iv)
         if not _HAS_HW_AES:
             return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-        if type(payload) is dict:  # one orjson call, then one C call: canonicalize, sign, encrypt
+        if type(payload) is dict:  # its exact text, then one C call: sign, encrypt
             if "key" in payload or "__proto__" in payload:
                 raise reserved_member(payload)
+            text = _stringify(payload)
+            if text is not None:
+                one = _seal_json(self._native, ts, text, _STRINGIFIED, iv, Sealed, (self, method, ts), 0)
+                if type(one) is Sealed:
+                    return one
+            # else one orjson call, then one C call: canonicalize, sign, encrypt
             try:
                 raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
             except (orjson.JSONEncodeError, TypeError):
@@ -346,12 +354,16 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
     credentials = (_binding.repeated_credentials(only._native.struct, len(payloads)) if only is not None
                    else _binding.credentials_array([terminal._native.struct for terminal in terminals]))
     common = (method, ts)  # each item's Sealed: (terminal, method, ts, buffer, plaintext_len, start)
-    array = _compact_json_array(payloads) if small else None
-    result = (None if array is None
-              else _binding.seal_json_array(credentials, ts, array, len(payloads), _FACT_CHECK, Sealed, terminals,
-                                            common))
-    text_len = 0 if array is None else len(array)
-    if result is None:  # each item serialized alone
+    # every item written exactly by _stringify (sealed as it is), else orjson's array of them (split and checked
+    # by the C core), else each item serialized alone
+    stringified = _binding.seal_payloads(credentials, ts, payloads, Sealed, terminals, common)
+    result, text_len = stringified if stringified is not None else (None, 0)
+    array = _compact_json_array(payloads) if small and result is None else None
+    if array is not None:
+        result = _binding.seal_json_array(credentials, ts, array, len(payloads), _FACT_CHECK, Sealed, terminals,
+                                          common)
+        text_len = len(array)
+    if result is None:
         raws = _compact_jsons(payloads)
         result = _binding.seal_json_batch(credentials, ts, raws, _FACT_CHECK, Sealed, terminals, common)
         text_len = sum(map(len, raws))
@@ -368,9 +380,10 @@ def _seal_lone(terminal: Terminal, payload: Payload, method: str, ts: int, seale
     """One item alone, appended to sealed: the single seal's C call on _compact_jsons's text (sealed in a batch
     of one, it would cost the batch's bookkeeping on top: at 1 MiB that made seal_many slower than seal).
     Returns the length of that text."""
-    raw = _compact_jsons([payload])[0]
+    text = _stringify(payload) if type(payload) is dict else None
+    raw, flags = (_compact_jsons([payload])[0], _SHORTEST_DIGITS) if text is None else (text, _STRINGIFIED)
     try:
-        out = _seal_json(terminal._native, ts, raw, _SHORTEST_DIGITS, None, Sealed, (terminal, method, ts),
+        out = _seal_json(terminal._native, ts, raw, flags, None, Sealed, (terminal, method, ts),
                          _FACT_CHECK) if raw else None
     except PayloadError:  # the single path raises it, with its precise wording
         out = None
