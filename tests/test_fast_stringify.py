@@ -74,7 +74,7 @@ def test_a_million_doubles_agree_with_the_reference() -> None:
     """Random bit patterns (every magnitude) and the boundary floats, then random decimals of up to 12 digits
     with up to 6 after the point, in lists of 1,000, one call each (the reference writes each with repr and the
     layout of ECMA-262). The decimals (amounts, rates) must all be written."""
-    rng = random.Random(20261126)
+    rng = random.Random(20261126)  # noqa: S311 - test data, reproducible
     doubles: list[float] = list(BOUNDARY_FLOATS)
     while len(doubles) < 500_000:
         (x,) = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))

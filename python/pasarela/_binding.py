@@ -74,7 +74,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
         _address(ffi.addressof(lib, "pasarela_seal_json")), _address(ffi.addressof(lib, "pasarela_open_request")),
         (ffi.sizeof("pasarela_workspace"), *(ffi.offsetof("pasarela_workspace", field) for field in
                                               ("plaintext", "out", "plaintext_len", "out_len", "json_facts"))),
-        ctypes.cast(ctypes.pythonapi.PyUnicode_AsUTF8AndSize, ctypes.c_void_p).value,
+        ctypes.cast(ctypes.pythonapi.PyUnicode_AsUTF8AndSize, ctypes.c_void_p).value or 0,  # 0: refused
     )
 else:  # PyPy and others: cffi is their native way into C
     _fast_seal_json = _fast_open_post = _fast_rows = _fast_stringify = _fast_stringify_into = None  # type: ignore[assignment]
