@@ -138,6 +138,20 @@ def test_nested_key_members_are_written() -> None:
     assert _binding.stringify(payload) == reference(payload) or not CPYTHON
 
 
+def test_keys_seen_before_are_copied_as_they_were_written() -> None:
+    """The writer keeps the text of the keys it has written, by their str object, and copies it when that object
+    comes again (in the same payload, nested, in the later items of a batch). "key" is never kept, so that it is
+    still declined at the top level after being written deeper."""
+    key = "".join(["ke", "y"])  # one str object, made at run time
+    assert _binding.stringify({"x": {key: 1}, "y": [{key: 2}]}) in (b'{"x":{"key":1},"y":[{"key":2}]}', None)
+    assert _binding.stringify({"x": {key: 1}, key: 2}) is None
+    items = [{"sku": f"S{n}", "qty": n, "price": n + 0.5, "\u00e9\n\"": n, "k" * 60: None} for n in range(50)]
+    keys = {f"key{n}": n for n in range(100)}  # more keys than it keeps: they take each other's places
+    payload = {"items": items, "many": [keys, keys]}
+    assert _binding.stringify(payload) in (reference(payload), None)
+    assert (_binding.stringify(payload) is not None) == CPYTHON
+
+
 @given(json_objects())
 def test_node_gives_its_text_back_unchanged(node_stringify: Callable[[bytes], bytes],
                                             payload: dict[str, Any]) -> None:
@@ -154,19 +168,19 @@ def test_stringify_into_reports_what_it_could_not_do() -> None:
 
     payloads = [{"a": 1}, {"b": "xyz"}, {"c": [1.5, None]}]
     lens = _binding.ffi.new("size_t[]", 3)
-    out = _binding.ffi.new("uint8_t[]", 64)
-    used = _fastcall.stringify_into(payloads, 0, 3, _binding._address(out), 64, _binding._address(lens))
+    out = _binding.ffi.new("uint8_t[]", 128)  # room asked for a token at a time, up to 48 bytes more than it takes
+    used = _fastcall.stringify_into(payloads, 0, 3, _binding._address(out), 128, _binding._address(lens))
     assert bytes(_binding.ffi.buffer(out, used)) == b'{"a":1}{"b":"xyz"}{"c":[1.5,null]}'
     assert list(lens) == [7, 11, 16]
-    assert _fastcall.stringify_into(payloads, 1, 3, _binding._address(out), 64, _binding._address(lens)) == 27
-    assert _fastcall.stringify_into(payloads, 0, 3, _binding._address(out), 20, _binding._address(lens)) == -2
-    assert _fastcall.stringify_into([{"a": 1}, {"key": 2}], 0, 2, _binding._address(out), 64,
+    assert _fastcall.stringify_into(payloads, 1, 3, _binding._address(out), 128, _binding._address(lens)) == 27
+    assert _fastcall.stringify_into(payloads, 0, 3, _binding._address(out), 40, _binding._address(lens)) == -2
+    assert _fastcall.stringify_into([{"a": 1}, {"key": 2}], 0, 2, _binding._address(out), 128,
                                     _binding._address(lens)) == -1
     for bad in [([1], 0, 2), ([{}], -1, 1), ([{}], 1, 0)]:
         with pytest.raises(ValueError, match="start and stop"):
-            _fastcall.stringify_into(*bad, _binding._address(out), 64, _binding._address(lens))
+            _fastcall.stringify_into(*bad, _binding._address(out), 128, _binding._address(lens))
     with pytest.raises(TypeError, match="must be a list"):
-        _fastcall.stringify_into((1,), 0, 1, _binding._address(out), 64, _binding._address(lens))
+        _fastcall.stringify_into((1,), 0, 1, _binding._address(out), 128, _binding._address(lens))
 
 
 def test_a_batch_larger_than_the_items_buffer_grows_it() -> None:

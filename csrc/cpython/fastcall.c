@@ -421,15 +421,11 @@ static PyObject *fastcall_stringify(PyObject *module, PyObject *payload) {
     if (state == NULL)
         return NULL;
     char first[2048]; /* most payloads fit: no heap block for them */
-    stringify_out w;
-    w.out = first;
-    w.len = 0;
-    w.cap = sizeof first;
-    w.heap = NULL;
-    w.growable = 1;
-    int rc = pasarela_stringify_dict(state->utf8_of, payload, &w);
-    PyObject *text = rc == STRINGIFY_DONE ? bytes_at(w.out, w.len) : NULL;
-    PyMem_Free(w.heap);
+    stringify_writer writer;
+    pasarela_stringify_start(&writer, state->utf8_of, first, sizeof first, 1);
+    int rc = pasarela_stringify_dict(&writer, payload);
+    PyObject *text = rc == STRINGIFY_DONE ? bytes_at(writer.w.out, writer.w.len) : NULL;
+    PyMem_Free(writer.w.heap);
     if (rc == STRINGIFY_DECLINED)
         Py_RETURN_NONE;
     return text;
@@ -437,7 +433,8 @@ static PyObject *fastcall_stringify(PyObject *module, PyObject *payload) {
 
 /* stringify_into(payloads, start, stop, out, cap, lens) -> int: the texts of payloads[start:stop] (a list), back
  * to back at the address out (cap bytes), their lengths at the address lens (size_t each); returns the bytes
- * written, -1 when the writer declines one of them, -2 when they do not fit in cap bytes. */
+ * written, -1 when the writer declines one of them, -2 when they may not fit in cap bytes (the writer asks for
+ * room a token at a time, up to 48 bytes more than the token takes: then grow the buffer and call again). */
 static PyObject *fastcall_stringify_into(PyObject *module, PyObject *args) {
     fastcall_state *state = state_of(module);
     if (state == NULL || check_arity(args, 6, "stringify_into") < 0)
@@ -459,22 +456,18 @@ static PyObject *fastcall_stringify_into(PyObject *module, PyObject *args) {
     size_t *lens = out == NULL ? NULL : (size_t *)address_of(PyTuple_GetItem(args, 5), "stringify_into", "lens");
     if (lens == NULL)
         return NULL;
-    stringify_out w;
-    w.out = out;
-    w.len = 0;
-    w.cap = cap;
-    w.heap = NULL;
-    w.growable = 0;
+    stringify_writer writer; /* one for all of them: the keys they share are read once */
+    pasarela_stringify_start(&writer, state->utf8_of, out, cap, 0);
     for (Py_ssize_t i = start; i < stop; i++) {
-        size_t before = w.len;
-        int rc = pasarela_stringify_dict(state->utf8_of, PyList_GetItem(payloads, i), &w);
+        size_t before = writer.w.len;
+        int rc = pasarela_stringify_dict(&writer, PyList_GetItem(payloads, i));
         if (rc == STRINGIFY_ERROR)
             return NULL;
         if (rc != STRINGIFY_DONE)
             return PyLong_FromLong(rc == STRINGIFY_FULL ? -2 : -1);
-        lens[i - start] = w.len - before;
+        lens[i - start] = writer.w.len - before;
     }
-    return PyLong_FromSize_t(w.len);
+    return PyLong_FromSize_t(writer.w.len);
 }
 
 static PyMethodDef fastcall_methods[] = {

@@ -209,30 +209,58 @@ static const char *utf8(utf8_of_fn utf8_of, PyObject *s, Py_ssize_t *n) {
     return text;
 }
 
-static int put_value(utf8_of_fn utf8_of, PyObject *value, stringify_out *w, int depth);
+static int put_value(stringify_writer *writer, PyObject *value, int depth);
 
-static int put_dict(utf8_of_fn utf8_of, PyObject *dict, stringify_out *w, int depth) {
+/* The slot of a key's address in the writer's keys. */
+static size_t key_slot(PyObject *key) {
+    uintptr_t address = (uintptr_t)key;
+    return (size_t)((address >> 4) ^ (address >> 10)) % STRINGIFY_KEYS;
+}
+
+/* Appends '"name":' for key (a str seen first: read, checked, escaped, then remembered when it is not "key",
+ * which is declined at the top level only). */
+static int put_new_key(stringify_writer *writer, PyObject *key, int depth) {
+    stringify_out *w = &writer->w;
+    Py_ssize_t n;
+    const char *name = PyUnicode_CheckExact(key) ? utf8(writer->utf8_of, key, &n) : NULL;
+    if (name == NULL) return STRINGIFY_DECLINED;
+    /* keys JavaScript orders first (array indices start with a digit) or treats apart */
+    if (n > 0 && (unsigned char)(name[0] - '0') <= 9) return STRINGIFY_DECLINED;
+    if (n == 9 && memcmp(name, "__proto__", 9) == 0) return STRINGIFY_DECLINED;
+    int named_key = n == 3 && memcmp(name, "key", 3) == 0;
+    if (depth == 1 && named_key) return STRINGIFY_DECLINED;
+    size_t start = w->len;
+    int rc = put_string(w, name, n);
+    if (rc != STRINGIFY_DONE) return rc;
+    RESERVE(w, 1);
+    append_byte(w, ':');
+    size_t len = w->len - start, slot = key_slot(key);
+    if (len <= STRINGIFY_KEY_TEXT && !named_key) {
+        writer->key[slot] = key;
+        writer->key_len[slot] = (unsigned char)len;
+        memcpy(writer->key_text[slot], w->out + start, len);
+    }
+    return STRINGIFY_DONE;
+}
+
+static int put_dict(stringify_writer *writer, PyObject *dict, int depth) {
+    stringify_out *w = &writer->w;
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     RESERVE(w, 2);
     append_byte(w, '{');
     for (int first = 1; PyDict_Next(dict, &pos, &key, &value); first = 0) {
-        Py_ssize_t n;
-        const char *name = PyUnicode_CheckExact(key) ? utf8(utf8_of, key, &n) : NULL;
-        if (name == NULL) return STRINGIFY_DECLINED;
-        /* keys JavaScript orders first (array indices start with a digit) or treats apart */
-        if (n > 0 && (unsigned char)(name[0] - '0') <= 9) return STRINGIFY_DECLINED;
-        if (n == 9 && memcmp(name, "__proto__", 9) == 0) return STRINGIFY_DECLINED;
-        if (depth == 1 && n == 3 && memcmp(name, "key", 3) == 0) return STRINGIFY_DECLINED;
-        if (!first) {
-            RESERVE(w, 1);
-            append_byte(w, ',');
+        RESERVE(w, STRINGIFY_KEY_TEXT + 1);
+        if (!first) append_byte(w, ',');
+        size_t slot = key_slot(key);
+        int rc = STRINGIFY_DONE;
+        if (writer->key[slot] == key) { /* the text of a key written before, copied whole */
+            memcpy(w->out + w->len, writer->key_text[slot], STRINGIFY_KEY_TEXT);
+            w->len += writer->key_len[slot];
+        } else if ((rc = put_new_key(writer, key, depth)) != STRINGIFY_DONE) {
+            return rc;
         }
-        int rc = put_string(w, name, n);
-        if (rc != STRINGIFY_DONE) return rc;
-        RESERVE(w, 1);
-        append_byte(w, ':');
-        if ((rc = put_value(utf8_of, value, w, depth)) != STRINGIFY_DONE) return rc;
+        if ((rc = put_value(writer, value, depth)) != STRINGIFY_DONE) return rc;
     }
     RESERVE(w, 1);
     append_byte(w, '}');
@@ -240,8 +268,9 @@ static int put_dict(utf8_of_fn utf8_of, PyObject *dict, stringify_out *w, int de
 }
 
 /* A list or tuple (items: PyList_GetItem or PyTuple_GetItem, borrowed). */
-static int put_array(utf8_of_fn utf8_of, PyObject *array, Py_ssize_t n, PyObject *(*item)(PyObject *, Py_ssize_t),
-                     stringify_out *w, int depth) {
+static int put_array(stringify_writer *writer, PyObject *array, Py_ssize_t n,
+                     PyObject *(*item)(PyObject *, Py_ssize_t), int depth) {
+    stringify_out *w = &writer->w;
     RESERVE(w, 2);
     append_byte(w, '[');
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -249,7 +278,7 @@ static int put_array(utf8_of_fn utf8_of, PyObject *array, Py_ssize_t n, PyObject
             RESERVE(w, 1);
             append_byte(w, ',');
         }
-        int rc = put_value(utf8_of, item(array, i), w, depth);
+        int rc = put_value(writer, item(array, i), depth);
         if (rc != STRINGIFY_DONE) return rc;
     }
     RESERVE(w, 1);
@@ -257,10 +286,11 @@ static int put_array(utf8_of_fn utf8_of, PyObject *array, Py_ssize_t n, PyObject
     return STRINGIFY_DONE;
 }
 
-static int put_value(utf8_of_fn utf8_of, PyObject *value, stringify_out *w, int depth) {
+static int put_value(stringify_writer *writer, PyObject *value, int depth) {
+    stringify_out *w = &writer->w;
     if (PyUnicode_CheckExact(value)) {
         Py_ssize_t n;
-        const char *text = utf8(utf8_of, value, &n);
+        const char *text = utf8(writer->utf8_of, value, &n);
         return text == NULL ? STRINGIFY_DECLINED : put_string(w, text, n);
     }
     RESERVE(w, TOKEN_ROOM);
@@ -279,13 +309,22 @@ static int put_value(utf8_of_fn utf8_of, PyObject *value, stringify_out *w, int 
         return STRINGIFY_DONE;
     }
     if (depth == STRINGIFY_MAX_DEPTH) return STRINGIFY_DECLINED;
-    if (PyDict_CheckExact(value)) return put_dict(utf8_of, value, w, depth + 1);
-    if (PyList_CheckExact(value)) return put_array(utf8_of, value, PyList_Size(value), PyList_GetItem, w, depth + 1);
-    if (PyTuple_CheckExact(value))
-        return put_array(utf8_of, value, PyTuple_Size(value), PyTuple_GetItem, w, depth + 1);
+    if (PyDict_CheckExact(value)) return put_dict(writer, value, depth + 1);
+    if (PyList_CheckExact(value)) return put_array(writer, value, PyList_Size(value), PyList_GetItem, depth + 1);
+    if (PyTuple_CheckExact(value)) return put_array(writer, value, PyTuple_Size(value), PyTuple_GetItem, depth + 1);
     return STRINGIFY_DECLINED;
 }
 
-int pasarela_stringify_dict(utf8_of_fn utf8_of, PyObject *payload, stringify_out *w) {
-    return PyDict_CheckExact(payload) ? put_dict(utf8_of, payload, w, 1) : STRINGIFY_DECLINED;
+void pasarela_stringify_start(stringify_writer *writer, utf8_of_fn utf8_of, char *out, size_t cap, int growable) {
+    writer->w.out = out;
+    writer->w.len = 0;
+    writer->w.cap = cap;
+    writer->w.heap = NULL;
+    writer->w.growable = growable;
+    writer->utf8_of = utf8_of;
+    for (size_t k = 0; k < STRINGIFY_KEYS; k++) writer->key[k] = NULL;
+}
+
+int pasarela_stringify_dict(stringify_writer *writer, PyObject *payload) {
+    return PyDict_CheckExact(payload) ? put_dict(writer, payload, 1) : STRINGIFY_DECLINED;
 }

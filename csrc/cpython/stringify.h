@@ -27,12 +27,32 @@ typedef struct stringify_out {
 #define STRINGIFY_FULL 2      /* a fixed writer ran out of room (no exception set) */
 #define STRINGIFY_ERROR (-1)  /* an exception is set (out of memory) */
 
-/* Appends JSON.stringify's text of payload, a dict, to *w. Declines (nothing to undo but w->len, which the
+#define STRINGIFY_KEYS 16     /* keys remembered */
+#define STRINGIFY_KEY_TEXT 48 /* the longest text of a key remembered: its quotes, escapes and ':' */
+
+/* A writer: where the text goes, how strings are read, and the keys written lately, by the address of their str
+ * (a payload's keys are mostly the same few objects: "sku", "qty", "price" in every item), with their text, which
+ * is then copied without reading or checking the str again. An address stands for one str during one call of
+ * _fastcall: no Python code runs while it writes, so no object is freed or made in its place. */
+typedef struct stringify_writer {
+    stringify_out w;
+    utf8_of_fn utf8_of;
+    PyObject *key[STRINGIFY_KEYS];
+    unsigned char key_len[STRINGIFY_KEYS];
+    char key_text[STRINGIFY_KEYS][STRINGIFY_KEY_TEXT];
+} stringify_writer;
+
+/* A writer of out[0, cap), which may move to the heap when it runs out (growable != 0; then PyMem_Free its
+ * w.heap when done) or reports it. */
+void pasarela_stringify_start(stringify_writer *writer, utf8_of_fn utf8_of, char *out, size_t cap, int growable);
+
+/* Appends JSON.stringify's text of payload, a dict, to writer->w. Declines (nothing to undo but w.len, which the
  * caller resets) anything it does not write exactly as the reference (pasarela.terminal.stringify) does:
  * types other than exact dict, list, tuple, str, int, float, bool and None; keys other than str; keys that
- * JavaScript orders first (array indices) or treats apart ("__proto__" anywhere, "key" at the top level);
- * str with lone surrogates; int beyond 2**53 - 1; float that is not finite, below 1e-5 or from 2**53 in
- * size, or whose shortest digits it cannot prove with doubles; nesting deeper than 64. */
-int pasarela_stringify_dict(utf8_of_fn utf8_of, PyObject *payload, stringify_out *w);
+ * JavaScript orders first (array indices start with a digit: all such keys) or treats apart ("__proto__"
+ * anywhere, "key" at the top level); str with lone surrogates; int beyond 2**53 - 1; float that is not finite,
+ * below 1e-5 or from 2**53 in size, or whose shortest digits it cannot prove with doubles; nesting deeper
+ * than 64. */
+int pasarela_stringify_dict(stringify_writer *writer, PyObject *payload);
 
 #endif

@@ -45,12 +45,14 @@ for bad in [(1,), (tuple, ["a"], 0, (), 1, 1, 1, 2, 0, 0), (int, [], 0, (), 1, 1
 assert _fastcall.stringify({"a": [1.5, -0.25, "\x01\"", None, True, {"b": ()}]}) == \
     b'{"a":[1.5,-0.25,"\\u0001\\"",null,true,{"b":[]}]}'
 assert _fastcall.stringify({"long": "\n" * 5000}) == b'{"long":"' + b"\\n" * 5000 + b'"}'
+assert _fastcall.stringify({"items": [{"sku": "a", "qty": 1}] * 3}) == \
+    b'{"items":[' + b",".join([b'{"sku":"a","qty":1}'] * 3) + b"]}"  # keys copied from the writer's own
 for declined in ({"key": 1}, {"s": "\ud800"}, {"f": float("nan")}, {"n": 2**60}, [1]):
     assert _fastcall.stringify(declined) is None
 lens = _binding.ffi.new("size_t[]", 2)
-blob = _binding.ffi.new("uint8_t[]", 16)
-assert _fastcall.stringify_into([{"a": 1}, {"b": 2}], 0, 2, _binding._address(blob), 16, _binding._address(lens)) == 14
-assert _fastcall.stringify_into([{"a": "x" * 20}], 0, 1, _binding._address(blob), 16, _binding._address(lens)) == -2
+blob = _binding.ffi.new("uint8_t[]", 128)
+assert _fastcall.stringify_into([{"a": 1}, {"a": 2}], 0, 2, _binding._address(blob), 128, _binding._address(lens)) == 14
+assert _fastcall.stringify_into([{"a": "x" * 200}], 0, 1, _binding._address(blob), 128, _binding._address(lens)) == -2
 for bad in [(1,), ([{}], 2, 1, 1, 1, 1), ((), 0, 0, 1, 1, 1)]:
     with contextlib.suppress(TypeError, ValueError):
         _fastcall.stringify_into(*bad)

@@ -12,7 +12,7 @@ import itertools
 import os
 import sys
 import threading
-from typing import Any, NamedTuple, NoReturn, Optional, TypeVar, Union
+from typing import Any, Callable, NamedTuple, NoReturn, Optional, TypeVar, Union
 
 from ._version import __version__
 from .errors import (
@@ -355,12 +355,16 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
     return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common)
 
 
-def stringify(payload: Any) -> Optional[bytes]:
-    """JSON.stringify's exact text of a plain payload (a dict of str, int, float, bool and None, and of lists,
-    tuples and dicts of them), written straight from the objects by csrc/cpython/stringify.c: seal it with the
-    STRINGIFIED flag (no check, no facts). None when that writer declines the payload (other types, and keys and
-    numbers it leaves to the general path: see stringify.h), and where pasarela._fastcall is not built (PyPy)."""
-    return None if _fast_stringify is None else _fast_stringify(payload)
+def _no_stringify(payload: Any) -> Optional[bytes]:
+    return None
+
+
+stringify: Callable[[Any], Optional[bytes]] = _fast_stringify if _fast_stringify is not None else _no_stringify
+"""JSON.stringify's exact text of a plain payload (a dict of str, int, float, bool and None, and of lists, tuples
+and dicts of them), written straight from the objects by csrc/cpython/stringify.c: seal it with the STRINGIFIED
+flag (no check, no facts). None when that writer declines the payload (other types, and keys and numbers it leaves
+to the general path: see stringify.h; a top-level "key" or "__proto__" member), and where pasarela._fastcall is
+not built (PyPy). The C function itself where there is one: no Python call around it."""
 
 
 def seal_payloads(credentials: Any, timestamp: int, payloads: list[Any], row_type: type[Row], column: list[Any],

@@ -204,13 +204,13 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
         if type(payload) is dict:  # its exact text, then one C call: sign, encrypt
-            if "key" in payload or "__proto__" in payload:
-                raise reserved_member(payload)
-            text = _stringify(payload)
+            text = _stringify(payload)  # (declines a top-level "key" or "__proto__": refused below)
             if text is not None:
                 one = _seal_json(self._native, ts, text, _STRINGIFIED, iv, Sealed, (self, method, ts), 0)
                 if type(one) is Sealed:
                     return one
+            if "key" in payload or "__proto__" in payload:
+                raise reserved_member(payload)
             # else one orjson call, then one C call: canonicalize, sign, encrypt
             try:
                 raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
