@@ -52,7 +52,7 @@ void pasarela_stringify_start(stringify_writer *writer, utf8_of_fn utf8_of, char
  * JavaScript orders first (array indices start with a digit: all such keys) or treats apart ("__proto__"
  * anywhere, "key" at the top level); str with lone surrogates; int beyond 2**53 - 1; float that is not finite,
  * below 1e-5 or from 2**53 in size, or whose shortest digits it cannot prove with doubles; nesting deeper
- * than 64. */
+ * than 64; a growable writer's text beyond 32 KiB. On a free-threaded build (no GIL) it declines every payload. */
 int pasarela_stringify_dict(stringify_writer *writer, PyObject *payload);
 
 #endif

@@ -47,7 +47,7 @@ assert _fastcall.stringify({"a": [1.5, -0.25, "\x01\"", None, True, {"b": ()}]})
 assert _fastcall.stringify({"long": "\n" * 5000}) == b'{"long":"' + b"\\n" * 5000 + b'"}'
 assert _fastcall.stringify({"items": [{"sku": "a", "qty": 1}] * 3}) == \
     b'{"items":[' + b",".join([b'{"sku":"a","qty":1}'] * 3) + b"]}"  # keys copied from the writer's own
-for declined in ({"key": 1}, {"s": "\ud800"}, {"f": float("nan")}, {"n": 2**60}, [1]):
+for declined in ({"key": 1}, {"s": "\ud800"}, {"f": float("nan")}, {"n": 2**60}, [1], {"big": "y" * 40000}):
     assert _fastcall.stringify(declined) is None
 lens = _binding.ffi.new("size_t[]", 2)
 blob = _binding.ffi.new("uint8_t[]", 128)
