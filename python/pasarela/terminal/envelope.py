@@ -377,10 +377,10 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
 
 
 def _seal_lone(terminal: Terminal, payload: Payload, method: str, ts: int, sealed: list[Sealed]) -> int:
-    """One item alone, appended to sealed: the single seal's C call on _compact_jsons's text (sealed in a batch
-    of one, it would cost the batch's bookkeeping on top: at 1 MiB that made seal_many slower than seal).
-    Returns the length of that text."""
-    text = _stringify(payload) if type(payload) is dict else None
+    """One item alone, appended to sealed: the single seal's C call on _stringify's text, or (declined) on
+    _compact_jsons's (sealed in a batch of one, it would cost the batch's bookkeeping on top: at 1 MiB that made
+    seal_many slower than seal). Returns the length of that text."""
+    text = _stringify(payload)  # None for anything but a dict, as for what it declines
     raw, flags = (_compact_jsons([payload])[0], _SHORTEST_DIGITS) if text is None else (text, _STRINGIFIED)
     try:
         out = _seal_json(terminal._native, ts, raw, flags, None, Sealed, (terminal, method, ts),
