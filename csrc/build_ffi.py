@@ -70,7 +70,7 @@ def fastcall_extension() -> Extension:
     limited = not sysconfig.get_config_var("Py_GIL_DISABLED")
     return Extension(
         "pasarela._fastcall",
-        sources=["csrc/cpython/fastcall.c", "csrc/cpython/stringify.c"],
+        sources=["csrc/cpython/fastcall.c", "csrc/cpython/parse.c", "csrc/cpython/stringify.c"],
         include_dirs=["csrc"],
         define_macros=[("Py_LIMITED_API", "0x03090000")] if limited else [],
         extra_compile_args=compiler_flags(sys.platform, os.environ.get("PASARELA_WERROR") == "1", DEBUG),

@@ -308,14 +308,13 @@ def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[int, i
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
-    (lambda c, w: (c, w, b"1764072000", NOON, 300.0, b"Basic "), TypeError, "takes 7 arguments"),
-    (lambda c, w: (c, w, "1764072000", NOON, 300.0, b"Basic ", b"{}"), TypeError, "timestamp_text: expected bytes"),
-    (lambda c, w: (c, w, b"1764072000", "noon", 300.0, b"Basic ", b"{}"), TypeError, None),
-    (lambda c, w: (c, w, b"1764072000", NOON, None, b"Basic ", b"{}"), TypeError, None),
-    (lambda c, w: (c, w, b"1764072000", NOON, 300.0, None, b"{}"), TypeError, "authorization: expected bytes"),
-    (lambda c, w: (c, w, b"1764072000", NOON, 300.0, b"Basic ", memoryview(b"{}")), TypeError,
-     "body: expected bytes"),
-    (lambda c, w: (c, 0, b"1764072000", NOON, 300.0, b"Basic ", b"{}"), TypeError, "ws: expected a non-zero"),
+    (lambda c, w: (c, w, {}, b"{}", NOON), TypeError, "takes 6 arguments"),
+    (lambda c, w: (c, w, {}, "{}", NOON, 300.0), TypeError, "body: expected bytes"),
+    (lambda c, w: (c, w, {}, memoryview(b"{}"), NOON, 300.0), TypeError, "body: expected bytes"),
+    (lambda c, w: (c, w, {}, b"{}", "noon", 300.0), TypeError, None),
+    (lambda c, w: (c, w, {}, b"{}", NOON, None), TypeError, None),
+    (lambda c, w: (c, w, None, b"{}", NOON, 300.0), AttributeError, "get"),  # headers: a mapping
+    (lambda c, w: (c, 0, {}, b"{}", NOON, 300.0), TypeError, "ws: expected a non-zero"),
 ])
 def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
                                                           error: type[Exception], words: Optional[str]) -> None:
@@ -370,7 +369,7 @@ spec = importlib.util.spec_from_file_location("_fastcall", {_fastcall.__file__!r
 fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
 for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
-             lambda: fastcall.open_post(1, 1, b"1764072000", 0.0, 300.0, b"Basic ", b"{{}}"),
+             lambda: fastcall.open_post(1, 1, {{}}, b"{{}}", 0.0, 300.0),
              lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1),
              lambda: fastcall.connect(1, 1, (0, 0), 1),
              lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),

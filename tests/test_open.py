@@ -454,17 +454,20 @@ def test_the_c_reading_agrees_with_the_python_reading_on_any_flipped_bit(payload
                                                                              bytes(body), NOON)
 
 
-def test_open_post_is_the_path_a_sealed_request_takes() -> None:
+def test_open_post_is_the_path_a_sealed_request_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     from pasarela import _binding
 
     headers, body = _sealed_bytes_request()
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-    opened = _binding.open_post(terminal._native, headers["timestamp"].encode(), NOON, 300,
-                                headers["Authorization"].encode(), body)
-    assert opened is not None and opened[0] == b'{"amount":100,"currency":"COP","reference":"order-1042"}'
-    late = _binding.open_post(terminal._native, headers["timestamp"].encode(), NOON + 301, 300,
-                              headers["Authorization"].encode(), body)
+    # through pasarela._fastcall (CPython): the payload itself, built by the C core
+    opened = _binding.open_post(terminal._native, headers, body, NOON, 300)
+    assert opened == {"amount": 100, "currency": "COP", "reference": "order-1042"}
+    late = _binding.open_post(terminal._native, headers, body, NOON + 301, 300)
     assert late is None  # outside the window: read the slower way, for the precise refusal
+    monkeypatch.setattr(_binding, "_fast_open_post", None)  # through cffi (PyPy): the text, for Python to read
+    opened = _binding.open_post(terminal._native, headers, body, NOON, 300)
+    assert opened is not None and opened[0] == b'{"amount":100,"currency":"COP","reference":"order-1042"}'
+    assert _binding.open_post(terminal._native, headers, body, NOON + 301, 300) is None
 
 
 # JSON.stringify writes these with 17 digits or more; JSON.parse reads them back as the doubles they are
@@ -484,19 +487,25 @@ def test_open_reads_long_integers_of_a_non_canonical_plaintext_as_the_doubles_js
     assert opened["c"] == "12345678901234567890"
 
 
-def test_the_canonicalizer_reports_long_integer_literals() -> None:
+@pytest.mark.parametrize("fastcall", [True, False], ids=["fastcall", "cffi"])
+def test_the_canonicalizer_reports_long_integer_literals(fastcall: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     from pasarela import _binding
 
+    if not fastcall:
+        monkeypatch.setattr(_binding, "_fast_open_post", None)
     headers, data = _forged(LONG_INT_PLAINTEXT, sign_over=LONG_INT_CANONICAL)
-    opened = _binding.open_post(pasarela.Terminal(BUSINESS_CODE, SERIAL)._native, headers["timestamp"].encode(),
-                                NOON, 300, headers["Authorization"].encode(), b'{"data":"' + data.encode() + b'"}')
-    assert opened is not None and opened[0] == LONG_INT_CANONICAL and opened[1] & _binding.FACT_LONG_INT
+    opened = _binding.open_post(pasarela.Terminal(BUSINESS_CODE, SERIAL)._native, headers,
+                                b'{"data":"' + data.encode() + b'"}', NOON, 300)
+    # left to Python either way: JSON.parse rounds such integers, which the C core's reader would not
+    assert type(opened) is tuple and opened[0] == LONG_INT_CANONICAL and opened[1] & _binding.FACT_LONG_INT
     short_headers, short_data = _forged(b'{"a":1.5e15,"c":"12345678901234567890"}',
                                         sign_over=b'{"a":1500000000000000,"c":"12345678901234567890"}')
-    short = _binding.open_post(pasarela.Terminal(BUSINESS_CODE, SERIAL)._native, short_headers["timestamp"].encode(),
-                               NOON, 300, short_headers["Authorization"].encode(),
-                               b'{"data":"' + short_data.encode() + b'"}')
-    assert short is not None and not short[1] & _binding.FACT_LONG_INT
+    short = _binding.open_post(pasarela.Terminal(BUSINESS_CODE, SERIAL)._native, short_headers,
+                               b'{"data":"' + short_data.encode() + b'"}', NOON, 300)
+    if fastcall:
+        assert short == {"a": 1500000000000000, "c": "12345678901234567890"} and type(short["a"]) is int
+    else:
+        assert type(short) is tuple and not short[1] & _binding.FACT_LONG_INT
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)

@@ -98,7 +98,7 @@ def test_import_with_fastcall_built_against_another_workspace_layout_raises_impo
     assert grown != header
     (headers / "pasarela.h").write_text(grown, encoding="utf-8")
     distribution = Distribution({"ext_modules": [Extension(
-        "pasarela._fastcall", [str(CSRC / "cpython" / name) for name in ("fastcall.c", "stringify.c")],
+        "pasarela._fastcall", [str(CSRC / "cpython" / name) for name in ("fastcall.c", "parse.c", "stringify.c")],
         include_dirs=[str(headers)],
         define_macros=[("Py_LIMITED_API", "0x03090000")], py_limited_api=True,
     )]})

@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "pasarela.h"
+#include "parse.h"
 #include "stringify.h"
 
 typedef int (*seal_json_fn)(const pasarela_credentials *, pasarela_workspace *, uint64_t, const uint8_t *, size_t,
@@ -36,7 +37,10 @@ typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
     newfunc tuple_new; /* tuple's constructor (tp_new), set at import: seal_json() and rows() make rows with it */
-    utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify() and stringify_into() */
+    utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
+    PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
+    PyObject *get; /* "get": a mapping's method open_post() calls when the headers are not a dict */
+    parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
 } fastcall_state;
 
 static fastcall_state *state_of(PyObject *module) {
@@ -260,38 +264,94 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     return tuple_of(2, result);
 }
 
-/* open_post(credentials, ws, timestamp_text, now, tolerance, authorization, body) -> (plaintext, facts), or
- * the status (an int) when it is not PASARELA_OK. As pasarela_open_request, the GIL released during it;
- * the byte arguments are bytes. */
+/* headers.get(name) as a new reference (None when absent): a dict read directly, another mapping through its get
+ * method (which may run Python code: nothing of the workspace is in use yet). NULL with an exception set. */
+static PyObject *header(PyObject *headers, PyObject *get, PyObject *name) {
+    if (PyDict_CheckExact(headers)) {
+        PyObject *value = PyDict_GetItemWithError(headers, name);
+        if (value == NULL && PyErr_Occurred())
+            return NULL;
+        value = value == NULL ? Py_None : value;
+        Py_INCREF(value);
+        return value;
+    }
+    return PyObject_CallMethodObjArgs(headers, get, name, NULL);
+}
+
+/* The UTF-8 of value when it is an exact str that has some (no lone surrogates) and, if ascii, is ASCII; NULL
+ * otherwise, with no exception set. */
+static const char *header_text(fastcall_state *state, PyObject *value, int ascii, Py_ssize_t *len) {
+    const char *text = PyUnicode_CheckExact(value) ? state->utf8_of(value, len) : NULL;
+    if (text == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; ascii && i < *len; i++)
+        if ((unsigned char)text[i] >= 0x80)
+            return NULL;
+    return text;
+}
+
+/* open_post(credentials, ws, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None: a POST
+ * request in the form seal writes, its headers (a mapping of str) and body (bytes) read here, opened by
+ * pasarela_open_request with the GIL released. The verified plaintext's payload is built from it (parse.c) unless
+ * it has an integer of 17 digits or more or that reader declines it: then the plaintext and its facts are
+ * returned. A status (an int) when it is not PASARELA_OK; None when the headers are not in the form read here (no
+ * str "timestamp", or one with lone surrogates; no str "Authorization" or "authorization", or one that is not
+ * ASCII): the caller then reads the request the slower way, which names what is wrong. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     call_target target;
-    if (begin_call(module, args, 7, "open_post", &target) < 0)
+    if (begin_call(module, args, 6, "open_post", &target) < 0)
         return NULL;
+    fastcall_state *state = target.state;
     pasarela_workspace *ws = target.ws;
-    Py_ssize_t timestamp_len, authorization_len, body_len;
-    const char *timestamp = bytes_of(PyTuple_GetItem(args, 2), &timestamp_len, "open_post: timestamp_text");
-    if (timestamp == NULL)
-        return NULL;
-    double now = PyFloat_AsDouble(PyTuple_GetItem(args, 3));
-    if (now == -1.0 && PyErr_Occurred())
-        return NULL;
-    double tolerance = PyFloat_AsDouble(PyTuple_GetItem(args, 4));
-    if (tolerance == -1.0 && PyErr_Occurred())
-        return NULL;
-    const char *authorization = bytes_of(PyTuple_GetItem(args, 5), &authorization_len, "open_post: authorization");
-    if (authorization == NULL)
-        return NULL;
-    const char *body = bytes_of(PyTuple_GetItem(args, 6), &body_len, "open_post: body");
+    PyObject *headers = PyTuple_GetItem(args, 2);
+    Py_ssize_t body_len;
+    const char *body = bytes_of(PyTuple_GetItem(args, 3), &body_len, "open_post: body");
     if (body == NULL)
         return NULL;
-    int status;
-    open_request_fn open_request = target.state->open_request;
-    Py_BEGIN_ALLOW_THREADS
-    status = open_request(target.credentials, ws, timestamp, (size_t)timestamp_len, now, tolerance, authorization,
-                          (size_t)authorization_len, body, (size_t)body_len);
-    Py_END_ALLOW_THREADS
+    double now = PyFloat_AsDouble(PyTuple_GetItem(args, 4));
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    double tolerance = PyFloat_AsDouble(PyTuple_GetItem(args, 5));
+    if (tolerance == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *timestamp_value = header(headers, state->get, state->header_names[0]);
+    if (timestamp_value == NULL)
+        return NULL;
+    PyObject *authorization_value = header(headers, state->get, state->header_names[1]);
+    if (authorization_value == Py_None) { /* as header() reads it: then in lower case, as ASGI servers spell it */
+        Py_DECREF(authorization_value);
+        authorization_value = header(headers, state->get, state->header_names[2]);
+    }
+    if (authorization_value == NULL) {
+        Py_DECREF(timestamp_value);
+        return NULL;
+    }
+    /* the two str objects are kept alive until the C core is done with their UTF-8 */
+    Py_ssize_t timestamp_len, authorization_len;
+    const char *timestamp = header_text(state, timestamp_value, 0, &timestamp_len);
+    const char *authorization = timestamp == NULL ? NULL
+                                                  : header_text(state, authorization_value, 1, &authorization_len);
+    int status = PASARELA_OK;
+    if (authorization != NULL) {
+        open_request_fn open_request = state->open_request;
+        Py_BEGIN_ALLOW_THREADS
+        status = open_request(target.credentials, ws, timestamp, (size_t)timestamp_len, now, tolerance, authorization,
+                              (size_t)authorization_len, body, (size_t)body_len);
+        Py_END_ALLOW_THREADS
+    }
+    Py_DECREF(timestamp_value);
+    Py_DECREF(authorization_value);
+    if (authorization == NULL)
+        Py_RETURN_NONE;
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
+    if (!(ws->json_facts & PASARELA_JSON_FACT_LONG_INT)) { /* (such integers JSON.parse rounds: the caller does) */
+        PyObject *payload = pasarela_parse_json((const char *)ws->plaintext, ws->plaintext_len, &state->keys);
+        if (payload != NULL || PyErr_Occurred())
+            return payload;
+    }
     PyObject *result[2];
     result[0] = bytes_at(ws->plaintext, ws->plaintext_len);
     result[1] = PyLong_FromUnsignedLong(ws->json_facts);
@@ -470,6 +530,24 @@ static PyObject *fastcall_stringify_into(PyObject *module, PyObject *args) {
     return PyLong_FromSize_t(writer.w.len);
 }
 
+/* parse(text) -> value | text: the value of the JSON text (bytes) as orjson.loads returns it (parse.c), or text
+ * itself (which no value is) when that reader declines it. The reader of open_post, on its own: for the tests. */
+static PyObject *fastcall_parse(PyObject *module, PyObject *text) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    if (state == NULL)
+        return NULL;
+    Py_ssize_t len;
+    const char *bytes = bytes_of(text, &len, "parse: text");
+    if (bytes == NULL)
+        return NULL;
+    PyObject *value = pasarela_parse_json(bytes, (size_t)len, &state->keys);
+    if (value == NULL && !PyErr_Occurred()) {
+        Py_INCREF(text);
+        return text;
+    }
+    return value;
+}
+
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS,
      "connect(seal_json_address, open_request_address, layout, utf8_address)"},
@@ -477,22 +555,32 @@ static PyMethodDef fastcall_methods[] = {
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
     {"open_post", fastcall_open_post, METH_VARARGS,
-     "open_post(credentials, ws, timestamp_text, now, tolerance, authorization, body) -> (plaintext, facts) | "
-     "status"},
+     "open_post(credentials, ws, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None"},
     {"rows", fastcall_rows, METH_VARARGS,
      "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
      "shared_request_bytes) -> list"},
+    {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
     {"stringify_into", fastcall_stringify_into, METH_VARARGS,
      "stringify_into(payloads, start, stop, out, cap, lens) -> int"},
     {NULL, NULL, 0, NULL},
 };
 
+static void fastcall_free(void *module) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState((PyObject *)module);
+    if (state == NULL)
+        return;
+    for (int i = 0; i < 3; i++)
+        Py_CLEAR(state->header_names[i]);
+    Py_CLEAR(state->get);
+    pasarela_parse_keys_clear(&state->keys);
+}
+
 static struct PyModuleDef fastcall_module = {
     PyModuleDef_HEAD_INIT, "pasarela._fastcall",
     "CPython entry points for pasarela_seal_json, pasarela_open_request and a batch's requests (private to "
     "pasarela._binding).",
-    (Py_ssize_t)sizeof(fastcall_state), fastcall_methods, NULL, NULL, NULL, NULL,
+    (Py_ssize_t)sizeof(fastcall_state), fastcall_methods, NULL, NULL, NULL, fastcall_free,
 };
 
 /* tuple's tp_new, read from a class derived from tuple alone, which inherits it: the limited API of 3.9 reads the
@@ -519,6 +607,13 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->open_request = NULL;
         state->tuple_new = tuple_new;
         state->utf8_of = NULL;
+        static const char *const names[3] = {"timestamp", "Authorization", "authorization"};
+        int made = 1;
+        for (int i = 0; i < 3; i++)
+            made &= (state->header_names[i] = PyUnicode_InternFromString(names[i])) != NULL;
+        made &= (state->get = PyUnicode_InternFromString("get")) != NULL;
+        if (!made)
+            Py_CLEAR(module); /* fastcall_free releases the names made */
     }
     return module;
 }

@@ -33,11 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* SSE2 is part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2): no run-time check. */
-#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
-#define STRINGIFY_SSE2 1
-#include <emmintrin.h>
-#endif
+#include "json_bytes.h"
 
 #define STRINGIFY_MAX_DEPTH 64
 #define MAX_SAFE_INTEGER INT64_C(9007199254740991) /* 2**53 - 1 */
@@ -154,18 +150,6 @@ static int append_double(stringify_out *w, double x) {
     return STRINGIFY_DECLINED;
 }
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Whether any of the 8 bytes in v is below 0x20, '"' or '\\' (each test exact as to "any": no byte is missed,
- * none is taken for another; bytes from 0x80 up are none of them). */
-static inline int needs_escape(uint64_t v) {
-    uint64_t quote = v ^ (ONES * '"'), backslash = v ^ (ONES * '\\');
-    uint64_t control = (v - ONES * 0x20) & ~v, zero_quote = (quote - ONES) & ~quote,
-             zero_backslash = (backslash - ONES) & ~backslash;
-    return ((control | zero_quote | zero_backslash) & HIGHS) != 0;
-}
-
 /* Appends '"', then s with JSON.stringify's escapes, then '"'. */
 static int put_string(stringify_out *w, const char *s, Py_ssize_t n) {
     static const char hex[] = "0123456789abcdef";
@@ -173,19 +157,17 @@ static int put_string(stringify_out *w, const char *s, Py_ssize_t n) {
     char *o = w->out + w->len;
     *o++ = '"';
     Py_ssize_t i = 0;
-#if defined(STRINGIFY_SSE2)
+#if defined(JSON_BYTES_SSE2)
     for (; n - i >= 16; i += 16, o += 16) { /* 16 bytes at a time while none needs an escape */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i control = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)); /* <= 0x1f */
-        __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"')), backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
-        if (_mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) != 0) break;
+        if (json_special_mask16(v) != 0) break;
         _mm_storeu_si128((__m128i *)(void *)o, v);
     }
 #endif
     for (; n - i >= 8; i += 8, o += 8) { /* 8 bytes at a time while none needs an escape */
         uint64_t v;
         memcpy(&v, s + i, 8);
-        if (needs_escape(v)) break;
+        if (json_special8(v)) break;
         memcpy(o, &v, 8);
     }
     for (; i < n; i++) {

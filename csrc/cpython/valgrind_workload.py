@@ -1,6 +1,7 @@
 """The workload scripts/hardening runs under valgrind for pasarela._fastcall: seals and opens through it (the IV
 pool refilled, the workspace grown, a row returned with its facts), batches (their requests copied out through
-it), a refusal, and calls with bad arguments."""
+it), a refusal, the reader of opened payloads (parse.c: its key cache, declines, escapes), and calls with bad
+arguments."""
 
 import contextlib
 
@@ -56,4 +57,18 @@ assert _fastcall.stringify_into([{"a": "x" * 200}], 0, 1, _binding._address(blob
 for bad in [(1,), ([{}], 2, 1, 1, 1, 1), ((), 0, 0, 1, 1, 1)]:
     with contextlib.suppress(TypeError, ValueError):
         _fastcall.stringify_into(*bad)
+# the reader of opened payloads (parse.c): headers of another mapping type, its keys remembered across calls and
+# replaced, a list longer than it holds, escapes (on the stack and on the heap), declines
+class Headers(dict):  # not a dict exactly: read through its get method
+    pass
+assert terminal.open("POST", Headers(sealed.headers), sealed.body, now=sealed.timestamp)["big"] == "y" * 100000
+for i in range(200):
+    value = {f"k{i % 90}": [i] * 40, "e": "\u00e9\n" * (i % 3) + "\"" * (i * 3)}
+    sealed = terminal.seal(value)
+    assert terminal.open("POST", sealed.headers, sealed.body, now=sealed.timestamp) == value
+for text in (b'{"a":"\\ud800"}', b'{"a":1', b'{"a":1} ', b'{"a":12345678901234567890}', b'[' * 70 + b']' * 70,
+             b'{"a":"\xff"}', b'{"a":1e400}', b'{"' + b"k" * 100 + b'":"' + b"\\n" * 300 + b'"}'):
+    _fastcall.parse(text)
+with contextlib.suppress(TypeError):
+    _fastcall.parse("not bytes")  # type: ignore[arg-type]
 print("fastcall workload: done,", _fastcall.__file__)

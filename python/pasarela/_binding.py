@@ -12,7 +12,8 @@ import itertools
 import os
 import sys
 import threading
-from typing import Any, Callable, NamedTuple, NoReturn, Optional, TypeVar, Union
+from collections.abc import Mapping
+from typing import Any, Callable, NamedTuple, NoReturn, Optional, TypeVar, Union, cast
 
 from ._version import __version__
 from .errors import (
@@ -518,21 +519,30 @@ _READ_THE_SLOWER_WAY = frozenset({
 })
 
 
-def open_post(credentials: Credentials, timestamp_text: bytes, now: float, tolerance: float, authorization: bytes,
-              body: bytes) -> Optional[tuple[bytes, int]]:
-    """open_request of a POST request in the form seal writes, its headers and body read by the C core too:
-    (the verified canonical text, its FACT_* bits), or None when the request is to be read the slower way
-    (read_request_bytes, then open_request), which gives the precise refusal. Refusals raise AuthError."""
+def open_post(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float
+              ) -> Union[Any, tuple[bytes, int], None]:
+    """open_request of a POST request in the form seal writes, its headers (the str values of "timestamp" and
+    "Authorization", or else "authorization", as ASGI servers spell it) and body read by the C core too: the
+    payload of the verified canonical text (as orjson.loads returns it, built by pasarela._fastcall), or (that
+    text, its FACT_* bits) when it is left to the caller to read (without pasarela._fastcall; a text with an
+    integer of 17 digits or more, which JSON.parse rounds; what that reader declines), or None when the request
+    is to be read the slower way (read_request_bytes, then open_request), which gives the precise refusal: the
+    headers not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is not
+    ASCII), or a status that needs it. Refusals raise AuthError."""
     n = len(body)
     b = _workspace.buffers
     if n // 2 > b.json_capacity:
         b = _workspace.grow(n // 2)
     if _fast_open_post is not None:
-        out = _fast_open_post(credentials.address, b.ws_address, timestamp_text, now, tolerance, authorization, body)
-        if isinstance(out, tuple):
+        out = _fast_open_post(credentials.address, b.ws_address, headers, body, now, tolerance)
+        if type(out) is not int:  # the payload (a dict: the plaintext is an object), its text and facts, or None
             return out
         status = out
     else:
+        read = _post_headers(headers)
+        if read is None:
+            return None
+        timestamp_text, authorization = read
         ws = b.ws
         status = _open_request(credentials.struct, ws, timestamp_text, len(timestamp_text), now, tolerance,
                                authorization, len(authorization), body, n)
@@ -542,7 +552,19 @@ def open_post(credentials: Credentials, timestamp_text: bytes, now: float, toler
         return None
     if status == lib.PASARELA_E_JSON_NOT_UTF8:
         raise AuthError(not_utf8(b.ws.error_offset))
-    _refuse(status, 0, authorization[6:])
+    _refuse(status, 0, cast("tuple[bytes, bytes]", _post_headers(headers))[1][6:])
+
+
+def _post_headers(headers: Mapping[str, str]) -> Optional[tuple[bytes, bytes]]:
+    """What open_post reads of the headers, as pasarela._fastcall reads it: the UTF-8 of the "timestamp" and
+    "Authorization" (else "authorization") values, or None when they are not both str or the latter is not ASCII
+    (the request is then read the slower way)."""
+    timestamp_text, authorization = headers.get("timestamp"), headers.get("Authorization")
+    if authorization is None:
+        authorization = headers.get("authorization")
+    if type(timestamp_text) is not str or type(authorization) is not str or not authorization.isascii():
+        return None
+    return timestamp_text.encode("utf-8", "surrogatepass"), authorization.encode("ascii")
 
 
 def verify(credentials: Credentials, timestamp: int, canonical: bytes, signature: bytes) -> None:

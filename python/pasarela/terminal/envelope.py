@@ -250,14 +250,11 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
-            timestamp_text, authorization = headers.get("timestamp"), headers.get("Authorization")
-            if authorization is None:  # as header() reads it: then in lower case, as ASGI servers spell it
-                authorization = headers.get("authorization")
-            if type(timestamp_text) is str and type(authorization) is str and authorization.isascii():
-                opened_post = _open_post(self._native, timestamp_text.encode("utf-8", "surrogatepass"),
-                                         _now() if now is None else now, tolerance, authorization.encode("ascii"), body)
-                if opened_post is not None:
-                    return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
+            opened_post = _open_post(self._native, headers, body, _now() if now is None else now, tolerance)
+            if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
+                return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
+            if opened_post is not None:
+                return cast("dict[str, Any]", opened_post)
         timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
         try:
             opened = _binding.open_request(self._native, timestamp, data, signature)

@@ -1,0 +1,387 @@
+/* parse.c: the Python values of a JSON text that JSON.stringify wrote, built straight from the text.
+ *
+ * Why this exists beside orjson: Terminal.open returns the payload of the plaintext it verified, and orjson.loads
+ * of that text was the largest part of open after the C core's own work (at 256 B: 1.2 us of a 4.5 us open, the
+ * seal of the same payload taking 3.1 us). orjson parses into a document first, then makes the objects from it;
+ * this reader makes them in one pass over a text it expects in JSON.stringify's form (no whitespace), with a
+ * call's keys made once (an array's items repeat their keys). It has to give exactly orjson.loads's values for
+ * what it accepts, and it declines the rest (the tests compare the two on generated texts): then orjson, or the
+ * reference reader, runs as before.
+ *
+ * Numbers. An integer literal (no fraction, no exponent) of up to 18 digits is an int. Any other number is the
+ * double nearest to its decimal value: when its digits as an integer w are at most 2**53 and its decimal
+ * exponent e is within [-22, 22], w and 10**|e| are exact doubles and one IEEE multiplication or division
+ * rounds their product or quotient correctly (Clinger's fast path); otherwise PyOS_string_to_double (David
+ * Gay's correctly rounded strtod) reads it. Strings are decoded as strict UTF-8 (PyUnicode_DecodeUTF8), their
+ * escapes replaced first when they have any. No mutable globals. */
+#include "parse.h"
+
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "json_bytes.h"
+
+#define PARSE_MAX_DEPTH 64
+#define PARSE_MAX_DIGITS 18 /* the longest integer literal made an int here (10**18 < 2**63) */
+#define PARSE_SCRATCH 256   /* a string's unescaped text up to this size is made on the stack */
+
+/* One IEEE operation rounds correctly only where doubles are evaluated as doubles (not in x87's extended
+ * registers): elsewhere every number takes PyOS_string_to_double */
+#if (defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0) || defined(_M_X64) || defined(_M_ARM64)
+#define PARSE_FAST_DOUBLES 1
+#endif
+
+typedef struct {
+    const char *at, *end;
+    parse_keys *keys;
+} parser;
+
+/* NULL, with no exception left set unless it is a MemoryError (which the caller passes on). */
+static PyObject *declined(void) {
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
+        PyErr_Clear(); /* UnicodeDecodeError, ValueError: the general path names them */
+    return NULL;
+}
+
+static PyObject *value(parser *p, int depth);
+
+/* The end of the run of bytes from s that are neither '"', '\\' nor controls, at most up to end. */
+static const char *plain_run(const char *s, const char *end) {
+#if defined(JSON_BYTES_SSE2)
+    for (; end - s >= 16; s += 16) {
+        int mask = json_special_mask16(_mm_loadu_si128((const __m128i *)(const void *)s));
+        if (mask != 0) {
+            while (!(mask & 1)) {
+                mask >>= 1;
+                s++;
+            }
+            return s;
+        }
+    }
+#endif
+    for (; end - s >= 8; s += 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        if (json_special8(v)) break;
+    }
+    for (; s < end; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == '"' || c == '\\') break;
+    }
+    return s;
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* A string with escapes, p->at just after its opening quote: its text with them replaced (in scratch, or in a
+ * heap block when longer), decoded. Declines \u escapes of surrogates (JSON.stringify writes them for lone
+ * surrogates only, which a str made from UTF-8 cannot hold: the general path makes them). */
+static PyObject *escaped_string(parser *p) {
+    char scratch[PARSE_SCRATCH], *out = scratch, *heap = NULL;
+    size_t cap = (size_t)(p->end - p->at); /* the text left: no unescaped string is longer */
+    if (cap > sizeof scratch) {
+        heap = out = (char *)PyMem_Malloc(cap);
+        if (heap == NULL) return PyErr_NoMemory();
+    }
+    size_t n = 0;
+    PyObject *result = NULL;
+    for (;;) {
+        const char *run_end = plain_run(p->at, p->end);
+        memcpy(out + n, p->at, (size_t)(run_end - p->at));
+        n += (size_t)(run_end - p->at);
+        p->at = run_end;
+        if (p->at >= p->end || (unsigned char)*p->at < 0x20) goto done; /* unterminated, or a raw control */
+        if (*p->at == '"') break;
+        if (p->end - p->at < 2) goto done;
+        char c = p->at[1];
+        p->at += 2;
+        switch (c) {
+        case '"': out[n++] = '"'; break;
+        case '\\': out[n++] = '\\'; break;
+        case '/': out[n++] = '/'; break;
+        case 'b': out[n++] = '\b'; break;
+        case 'f': out[n++] = '\f'; break;
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'u': {
+            if (p->end - p->at < 4) goto done;
+            unsigned code = 0;
+            for (int k = 0; k < 4; k++) {
+                int d = hex_digit(p->at[k]);
+                if (d < 0) goto done;
+                code = code << 4 | (unsigned)d;
+            }
+            p->at += 4;
+            if (code >= 0xd800 && code <= 0xdfff) goto done;
+            if (code < 0x80) {
+                out[n++] = (char)code;
+            } else if (code < 0x800) { /* \uXXXX takes 6 bytes of text, its UTF-8 at most 3: it fits */
+                out[n++] = (char)(0xc0 | code >> 6);
+                out[n++] = (char)(0x80 | (code & 0x3f));
+            } else {
+                out[n++] = (char)(0xe0 | code >> 12);
+                out[n++] = (char)(0x80 | (code >> 6 & 0x3f));
+                out[n++] = (char)(0x80 | (code & 0x3f));
+            }
+            break;
+        }
+        default: goto done;
+        }
+    }
+    p->at++; /* the closing quote */
+    result = PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, NULL);
+done:
+    PyMem_Free(heap);
+    return result;
+}
+
+/* A string, p->at at its opening quote. */
+static PyObject *string(parser *p) {
+    const char *start = ++p->at, *run_end = plain_run(start, p->end);
+    if (run_end < p->end && *run_end == '"') {
+        p->at = run_end + 1;
+        return PyUnicode_DecodeUTF8(start, run_end - start, NULL);
+    }
+    return escaped_string(p);
+}
+
+/* A key, p->at at its opening quote: one made before when it has the same text (see parse_keys). */
+static PyObject *key(parser *p) {
+    const char *start = p->at + 1, *run_end = plain_run(start, p->end);
+    size_t len = (size_t)(run_end - start);
+    if (run_end >= p->end || *run_end != '"' || len > PARSE_KEY_MAX || len == 0) return string(p);
+    size_t slot = (len * 31u + (unsigned char)start[0] * 7u + (unsigned char)start[len - 1] +
+                   (unsigned char)start[len / 2] * 131u) % PARSE_KEYS;
+    parse_keys *keys = p->keys;
+    PyObject *made = keys->key[slot];
+    if (made != NULL && keys->len[slot] == len && memcmp(keys->text[slot], start, len) == 0) {
+        Py_INCREF(made);
+    } else {
+        made = PyUnicode_DecodeUTF8(start, (Py_ssize_t)len, NULL);
+        if (made == NULL) return NULL;
+        Py_XDECREF(keys->key[slot]);
+        Py_INCREF(made);
+        keys->key[slot] = made;
+        keys->len[slot] = len;
+        memcpy(keys->text[slot], start, len);
+    }
+    p->at = run_end + 1;
+    return made;
+}
+
+static PyObject *object(parser *p, int depth) {
+    PyObject *dict = PyDict_New();
+    if (dict == NULL) return NULL;
+    if (++p->at < p->end && *p->at == '}') {
+        p->at++;
+        return dict;
+    }
+    for (;;) {
+        if (p->at >= p->end || *p->at != '"') break;
+        PyObject *name = key(p);
+        if (name == NULL) break;
+        if (p->at >= p->end || *p->at != ':') {
+            Py_DECREF(name);
+            break;
+        }
+        p->at++;
+        PyObject *item = value(p, depth);
+        int rc = item == NULL ? -1 : PyDict_SetItem(dict, name, item);
+        Py_DECREF(name);
+        Py_XDECREF(item);
+        if (rc < 0 || p->at >= p->end) break;
+        char c = *p->at++;
+        if (c == '}') return dict;
+        if (c != ',') break;
+    }
+    Py_DECREF(dict);
+    return NULL;
+}
+
+/* A list of the n items at items (new references, handed over): NULL with an exception set when it cannot be
+ * made (the items released). */
+static PyObject *list_of(PyObject **items, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (list == NULL)
+            Py_DECREF(items[i]);
+        else
+            PyList_SetItem(list, i, items[i]); /* steals; cannot fail on a new list */
+    }
+    return list;
+}
+
+/* An array: its first PARSE_ARRAY_HELD items are held until the list is made at its size (growing a list item by
+ * item reallocated it at 4, 8, 16 items: a third of the time of the items of a 1 KiB payload), the rest appended. */
+#define PARSE_ARRAY_HELD 32
+
+static PyObject *array(parser *p, int depth) {
+    PyObject *held[PARSE_ARRAY_HELD], *list = NULL;
+    Py_ssize_t n = 0;
+    if (++p->at < p->end && *p->at == ']') {
+        p->at++;
+        return PyList_New(0);
+    }
+    for (;;) {
+        PyObject *item = value(p, depth);
+        if (item == NULL) break;
+        if (list != NULL) {
+            int rc = PyList_Append(list, item);
+            Py_DECREF(item);
+            if (rc < 0) break;
+        } else if (n < PARSE_ARRAY_HELD) {
+            held[n++] = item;
+        } else {
+            list = list_of(held, n);
+            n = 0;
+            int rc = list == NULL ? -1 : PyList_Append(list, item);
+            Py_DECREF(item);
+            if (rc < 0) break;
+        }
+        if (p->at >= p->end) break;
+        char c = *p->at++;
+        if (c == ']') return list != NULL ? list : list_of(held, n);
+        if (c != ',') break;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(held[i]);
+    Py_XDECREF(list);
+    return NULL;
+}
+
+#if defined(PARSE_FAST_DOUBLES)
+/* 10**k, exact in a double for k <= 22. */
+static const double exact_powers[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+#endif
+
+static int is_digit(const parser *p) {
+    return p->at < p->end && (unsigned char)(*p->at - '0') <= 9;
+}
+
+/* A number, p->at at its '-' or first digit (see the notes at the top). */
+static PyObject *number(parser *p) {
+    const char *start = p->at;
+    int negative = *p->at == '-';
+    if (negative) p->at++;
+    if (!is_digit(p)) return NULL;
+    uint64_t w = 0;
+    int digits = 0;       /* in w, leading zeros left out */
+    int w_full = 0;       /* digits beyond w's 19 were left out (then the slow way) */
+    long exponent = 0;    /* of the last digit in w */
+    if (*p->at == '0') {
+        p->at++;
+        if (is_digit(p)) return NULL; /* a leading zero */
+    } else {
+        for (; is_digit(p); p->at++) {
+            if (digits < 19) {
+                w = w * 10 + (uint64_t)(*p->at - '0');
+                digits++;
+            } else {
+                w_full = 1;
+            }
+        }
+    }
+    int integral = 1;
+    if (p->at < p->end && *p->at == '.') {
+        integral = 0;
+        p->at++;
+        if (!is_digit(p)) return NULL;
+        for (; is_digit(p); p->at++) {
+            if (w == 0 && *p->at == '0') {
+                exponent--; /* a leading zero of the fraction */
+            } else if (digits < 19) {
+                w = w * 10 + (uint64_t)(*p->at - '0');
+                digits++;
+                exponent--;
+            } else {
+                w_full = 1;
+            }
+        }
+    }
+    if (p->at < p->end && (*p->at == 'e' || *p->at == 'E')) {
+        integral = 0;
+        p->at++;
+        int exponent_negative = 0;
+        if (p->at < p->end && (*p->at == '+' || *p->at == '-')) exponent_negative = *p->at++ == '-';
+        if (!is_digit(p)) return NULL;
+        long e = 0;
+        for (; is_digit(p); p->at++)
+            if (e < 100000) e = e * 10 + (*p->at - '0');
+        exponent += exponent_negative ? -e : e;
+    }
+    if (integral) {
+        if (w_full || digits > PARSE_MAX_DIGITS) return NULL; /* orjson: an int to 2**64, then a float */
+        long long v = (long long)w;
+        return PyLong_FromLongLong(negative ? -v : v);
+    }
+    double x;
+#if defined(PARSE_FAST_DOUBLES)
+    if (!w_full && w <= (UINT64_C(1) << 53) && exponent >= -22 && exponent <= 22) {
+        x = exponent < 0 ? (double)w / exact_powers[-exponent] : (double)w * exact_powers[exponent];
+        return PyFloat_FromDouble(negative ? -x : x);
+    }
+#endif
+    if (p->at >= p->end) return NULL; /* strtod reads up to a byte that ends the number: there must be one */
+    char *stop = NULL;
+    x = PyOS_string_to_double(start, &stop, NULL);
+    if ((x == -1.0 && PyErr_Occurred()) || stop != p->at || x - x != 0.0) return NULL; /* infinities: orjson refuses */
+    return PyFloat_FromDouble(x);
+}
+
+static int literal(parser *p, const char *word, size_t len) {
+    if ((size_t)(p->end - p->at) < len || memcmp(p->at, word, len) != 0) return 0;
+    p->at += len;
+    return 1;
+}
+
+static PyObject *value(parser *p, int depth) {
+    if (p->at >= p->end) return NULL;
+    PyObject *constant;
+    switch (*p->at) {
+    case '"': return string(p);
+    case '{': return depth < PARSE_MAX_DEPTH ? object(p, depth + 1) : NULL;
+    case '[': return depth < PARSE_MAX_DEPTH ? array(p, depth + 1) : NULL;
+    case 't': constant = literal(p, "true", 4) ? Py_True : NULL; break;
+    case 'f': constant = literal(p, "false", 5) ? Py_False : NULL; break;
+    case 'n': constant = literal(p, "null", 4) ? Py_None : NULL; break;
+    default: return number(p);
+    }
+    Py_XINCREF(constant);
+    return constant;
+}
+
+void pasarela_parse_keys_clear(parse_keys *keys) {
+    for (size_t k = 0; k < PARSE_KEYS; k++) {
+        Py_CLEAR(keys->key[k]);
+        keys->len[k] = 0;
+    }
+}
+
+PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys) {
+    parse_keys own;
+#if defined(Py_GIL_DISABLED)
+    keys = NULL; /* see parse_keys */
+#endif
+    if (keys == NULL) {
+        for (size_t k = 0; k < PARSE_KEYS; k++) own.key[k] = NULL;
+        keys = &own;
+    }
+    parser p;
+    p.at = text;
+    p.end = text + len;
+    p.keys = keys;
+    PyObject *result = value(&p, 0);
+    if (keys == &own) pasarela_parse_keys_clear(&own);
+    if (result != NULL && p.at != p.end) { /* something after the value */
+        Py_DECREF(result);
+        result = NULL;
+    }
+    return result == NULL ? declined() : result;
+}
