@@ -1,0 +1,319 @@
+"""The C reader of opened payloads (csrc/cpython/parse.c, through pasarela._fastcall): Terminal.open returns what it
+builds from the verified plaintext, so wherever it does not decline a text it must give exactly orjson.loads's
+values (the general path it replaces), types included (int or float, -0.0, key order, the last of repeated keys).
+Its declines must leave the text to that path, and open must read the headers in C exactly as Python read them."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sysconfig
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from starlette.datastructures import Headers
+
+import pasarela
+from pasarela import AuthError, _fastcall, canonical_json  # _fastcall: CPython
+from pasarela import reference as reference_impl
+from pasarela.terminal.stringify import format_number
+from strategies import (BOUNDARY_FLOATS, floats, json_objects, keys, mutated_json_texts, number_texts,
+                        sealable_objects, string_texts)
+
+# keys are remembered across calls on CPython with the GIL; a free-threaded build gives each call its own
+SHARED_KEYS = not sysconfig.get_config_var("Py_GIL_DISABLED")
+BUSINESS_CODE = "bc-7f3a1c2e9d"
+SERIAL = "SN-0042"
+NOON = 1_764_072_000
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of the same types, floats to the bit (-0.0 is not 0.0), dicts in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def parse(text: bytes) -> Any:
+    """The reader's value, or the text itself when it declines it."""
+    return _fastcall.parse(text)
+
+
+def check(text: bytes) -> bool:
+    """The reader gives orjson.loads's value, or declines: a text orjson refuses is always declined. Returns
+    whether it was read."""
+    value = parse(text)
+    try:
+        expected = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        assert value is text, text
+        return False
+    if value is text:
+        return False
+    assert same(value, expected), (text, value, expected)
+    return True
+
+
+@st.composite
+def compact_texts(draw: st.DrawFn) -> str:
+    """JSON texts with no whitespace (as JSON.stringify writes them), strings and keys spelled with escapes or
+    raw at random, repeated keys frequent."""
+    def container(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        arrays = st.lists(children, max_size=40).map(lambda items: "[" + ",".join(items) + "]")
+        members = st.lists(st.tuples(st.one_of(keys, st.sampled_from(["sku", "qty", "price"])).flatmap(
+            lambda k: string_texts(st.just(k))), children), max_size=6)
+        objects = members.map(lambda m: "{" + ",".join(k + ":" + v for k, v in m) + "}")
+        return st.one_of(arrays, objects)
+    scalars = st.one_of(number_texts, string_texts(), st.sampled_from(["true", "false", "null"]),
+                        floats.map(format_number), floats.map(repr).filter(lambda t: t[-1].isdigit()))
+    return draw(st.recursive(scalars, container, max_leaves=40))
+
+
+def test_the_reader_is_at_work() -> None:
+    assert same(parse(b'{"a":[1,1.5,-0.0,"x",true,false,null,{}]}'),
+                {"a": [1, 1.5, -0.0, "x", True, False, None, {}]})
+
+
+@given(compact_texts())
+def test_wherever_it_reads_it_gives_orjsons_values(text: str) -> None:
+    check(text.encode("utf-8"))
+
+
+@given(sealable_objects())
+def test_it_reads_every_canonical_text_of_plain_payloads(payload: dict[str, Any]) -> None:
+    """What open hands it: JSON.stringify's text. Declined only for what it leaves to the general path."""
+    text = canonical_json(payload)
+    read = check(text)
+    declinable = b"\\ud" in text.lower() or any(len(run) > 18 for run in _integer_runs(text)) or _deeper_than(text, 64)
+    assert read or declinable, text
+
+
+@given(mutated_json_texts())
+def test_texts_orjson_refuses_are_declined_and_nothing_crashes(text: str) -> None:
+    check(text.encode("utf-8", "surrogatepass"))
+
+
+@given(st.one_of(floats, st.sampled_from(BOUNDARY_FLOATS)))
+def test_floats_are_the_nearest_doubles_on_both_of_its_ways(x: float) -> None:
+    """Clinger's fast path (digits up to 2**53, exponents within 22) and PyOS_string_to_double for the rest."""
+    for text in (format_number(x), repr(x), f"{x:.17e}", f"{x:.3e}", f"{x:.25f}"):
+        integer_literal = text.lstrip("-").isdigit()  # (as an int: declined beyond 18 digits)
+        assert (check(b"[" + text.encode() + b"]") or (integer_literal and len(text.lstrip("-")) > 18)
+                or math.isinf(float(text))), text  # (rounded to 4 digits, the largest doubles overflow)
+
+
+@pytest.mark.parametrize("text", [
+    "0.1", "0.3", "1999.99", "125.5", "9007199254740993.0", "9007199254740992.5", "1e22", "1e23", "1.5e22",
+    "123456789012345678e5", "0.1e-30", "4.9e-324", "5e-324", "2.2250738585072011e-308", "1.7976931348623157e308",
+    "1.7976931348623158e308", "0.000001", "1e-7", "12345678901234567890.5", "0.00000000000000000000001",
+    "1" + "0" * 30 + ".5", "7.0e+0", "1E5", "1e-0", "-0.0", "0e500", "0.0e-500", "1e-400",
+])  # fmt: skip
+def test_number_texts_at_the_edges_of_the_fast_path(text: str) -> None:
+    assert check(b"[" + text.encode() + b",0]"), text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    (b"0", 0), (b"-0", 0), (b"7", 7), (b"-9007199254740993", -9007199254740993),
+    (b"999999999999999999", 999999999999999999), (b"-999999999999999999", -999999999999999999),
+])  # fmt: skip
+def test_integer_literals_up_to_18_digits_are_ints(text: bytes, value: int) -> None:
+    assert same(parse(b"[" + text + b"]"), [value])
+
+
+@pytest.mark.parametrize("text", [
+    # not JSON, or not as JSON.stringify writes it (orjson then gives the value or the error)
+    b"", b" {}", b"{} ", b'{"a" :1}', b"[1,]", b"{,}", b'{"a":1,}', b"[01]", b"[1.]", b"[.5]", b"[1e]", b"[-]",
+    b"[+1]", b"[tru]", b"[nulll]", b"[1]x", b'{"a":1', b'"abc', b'"\\x"', b'"\\u12"', b'"\x01"', b"[NaN]",
+    # what it leaves to the general path: 19 digits and more, infinities, surrogate escapes, bad UTF-8, depth
+    b"[1234567890123456789]", b"[-12345678901234567890]", b"[1e400]", b"[-1e400]", b'["\\ud800"]',
+    b'["\\ud83d\\ude00"]', b'["\\udfff"]', b'["\xff"]', b'["\xed\xa0\x80"]', b'{"\xc3":1}',
+    b"[" * 65 + b"]" * 65, b'{"a":' * 65 + b"1" + b"}" * 65,
+])  # fmt: skip
+def test_what_it_declines(text: bytes) -> None:
+    assert parse(text) is text
+    check(text)
+
+
+def test_nesting_of_64_is_read() -> None:
+    assert check(b"[" * 64 + b"]" * 64) and check(b'{"a":' * 64 + b"1" + b"}" * 64)
+
+
+def test_escapes_are_replaced() -> None:
+    text = b'{"k\\n\\"":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u0000\\u001f\\u00e9\\u20ac\\uFFFF\xc3\xa9\xf0\x9f\x98\x80"}'
+    assert check(text)
+    assert parse(text) == {'k\n"': '"\\/\b\f\n\r\t\x00\x1f\u00e9\u20ac\uffff\u00e9\U0001f600'}
+    long = b'["' + b"\\n" * 5000 + b'x"]'  # its unescaped text made on the heap, not on the stack
+    assert parse(long) == ["\n" * 5000 + "x"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 64, 1000])
+def test_arrays_of_every_length(n: int) -> None:
+    """Up to 32 items are held until the list is made at its size; the rest are appended."""
+    values: list[Any] = [i * 1.5 if i % 2 else {"i": i} for i in range(n)]
+    assert same(parse(json.dumps(values, separators=(",", ":")).encode()), values)
+
+
+def test_keys_remembered_across_calls_stay_right() -> None:
+    """Keys are remembered by their text in 64 slots: many keys, of equal lengths, first and last bytes, meet in
+    the same slots; each is still read as its own."""
+    names = [f"k{i:03d}x" for i in range(1000)] + [f"a{'b' * i}" for i in range(70)] + ["\u00e9t\u00e9", "\u20ac"]
+    for round_ in range(3):
+        for start in range(0, len(names), 7):
+            chunk = names[start:start + 7]
+            payload = {name: [round_, {name: start}] for name in chunk}
+            assert same(parse(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()), payload)
+
+
+def test_a_key_read_again_is_the_same_str() -> None:
+    first, second = parse(b'{"currency":1}'), parse(b'[{"currency":2}]')
+    assert (next(iter(first)) is next(iter(second[0]))) == SHARED_KEYS
+
+
+def test_parse_refuses_what_is_not_bytes() -> None:
+    with pytest.raises(TypeError, match="parse: text: expected bytes"):
+        _fastcall.parse("{}")  # type: ignore[arg-type]
+
+
+# --- Terminal.open: the headers read in C, as Python read them -------------------------------------------------
+
+class GetCounting(Mapping[str, str]):
+    """A mapping that is not a dict: read through its get method."""
+
+    def __init__(self, items: Mapping[str, str]) -> None:
+        self._items = dict(items)
+        self.reads: list[str] = []
+
+    def __getitem__(self, key: str) -> str:
+        self.reads.append(key)
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Exploding(dict):  # type: ignore[type-arg]
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise RuntimeError("the mapping's own error")
+
+
+def _outcome(terminal: Any, headers: Any, body: bytes) -> Any:
+    try:
+        return terminal.open("POST", headers, body, now=NOON)
+    except AuthError as exc:
+        return ("refused", exc.reason)
+    except TypeError as exc:  # a header value that is not a str, as the slower way reads it
+        return ("TypeError", str(exc))
+
+
+def _sealed(payload: Any = None) -> tuple[dict[str, str], bytes]:
+    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(payload or {"amount": 100, "ref": "o-1"}, timestamp=NOON)
+    return dict(sealed.headers), sealed.body or b""
+
+
+HEADER_FORMS = [
+    lambda h: h,
+    lambda h: Headers(h),  # Starlette's (case-insensitive), as an ASGI app has them
+    lambda h: Headers({k.lower(): v for k, v in h.items()}),
+    lambda h: {**{k: v for k, v in h.items() if k != "Authorization"}, "authorization": h["Authorization"]},
+    lambda h: {**h, "Authorization": None, "authorization": h["Authorization"]},  # None: then the lower case
+    lambda h: {**h, "authorization": "Basic " + "0" * 128},  # "Authorization" first
+    lambda h: {k: v for k, v in h.items() if k != "Authorization"},
+    lambda h: {k: v for k, v in h.items() if k != "timestamp"},
+    lambda h: {**h, "timestamp": NOON},  # not a str
+    lambda h: {**h, "timestamp": str(NOON)[:-1] + "\ud800"},  # a lone surrogate
+    lambda h: {**h, "timestamp": str(NOON)[:-1] + "\u0661"},  # a digit, not ASCII
+    lambda h: {**h, "Authorization": h["Authorization"][:-1] + "\u00e9"},  # not ASCII
+    lambda h: {**h, "Authorization": h["Authorization"].encode()},  # bytes
+    lambda h: {**h, "Authorization": "Basic " + "0" * 128},  # a forged signature
+    lambda h: {**h, "timestamp": str(NOON + 301)},  # stale
+    lambda h: GetCounting(h),
+]
+
+
+@pytest.mark.parametrize("form", range(len(HEADER_FORMS)))
+def test_open_reads_every_form_of_headers_as_the_reference_does(form: int) -> None:
+    headers, body = _sealed()
+    given_headers = HEADER_FORMS[form](headers)
+    fast = _outcome(pasarela.Terminal(BUSINESS_CODE, SERIAL), given_headers, body)
+    expected = _outcome(reference_impl.Terminal(BUSINESS_CODE, SERIAL), given_headers, body)
+    assert fast == expected
+    if form == 0:
+        assert fast == {"amount": 100, "ref": "o-1"}
+
+
+def test_a_mapping_is_read_through_its_get_method() -> None:
+    headers, body = _sealed()
+    counting = GetCounting(headers)
+    assert pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", counting, body, now=NOON) == {"amount": 100,
+                                                                                               "ref": "o-1"}
+    assert counting.reads == ["timestamp", "Authorization"]
+
+
+def test_the_mappings_own_error_is_raised() -> None:
+    headers, body = _sealed()
+    with pytest.raises(RuntimeError, match="the mapping's own error"):
+        pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", Exploding(headers), body, now=NOON)
+
+
+@given(sealable_objects())
+def test_open_gives_back_every_sealed_payload_as_the_reference_reads_it(payload: dict[str, Any]) -> None:
+    headers, body = _sealed(payload)
+    opened = pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", headers, body, now=NOON)
+    assert same(opened, reference_impl.Terminal(BUSINESS_CODE, SERIAL).open("POST", headers, body, now=NOON))
+
+
+def _integer_runs(text: bytes) -> list[bytes]:
+    runs, current, in_string, escaped = [], b"", False, False
+    for byte in text:
+        c = bytes([byte])
+        if in_string:
+            in_string = escaped or c != b'"'
+            escaped = not escaped and c == b"\\"
+        elif c == b'"':
+            in_string = True
+        if not in_string and c.isdigit():
+            current += c
+            continue
+        if current:
+            runs.append(current)
+        current = b""
+    return runs + ([current] if current else [])
+
+
+def _deeper_than(text: bytes, limit: int) -> bool:
+    depth, deepest, in_string, escaped = 0, 0, False, False
+    for byte in text:
+        c = chr(byte)
+        if in_string:
+            in_string = escaped or c != '"'
+            escaped = not escaped and c == "\\"
+            continue
+        if c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest > limit
+
+
+def test_the_helpers_of_these_tests() -> None:
+    assert _integer_runs(b'{"a1":12,"b":[3.5,"7"]}') == [b"12", b"3", b"5"]
+    assert _deeper_than(b'[[["]]]]"]]]', 2) and not _deeper_than(b'[[["[[[["]]]', 3)
+    assert same(-0.0, -0.0) and not same(0.0, -0.0) and not same(1, 1.0) and not same({"a": 1, "b": 2},
+                                                                                      {"b": 2, "a": 1})
