@@ -22,8 +22,15 @@ import pasarela
 from pasarela import AuthError, _fastcall, canonical_json  # _fastcall: CPython
 from pasarela import reference as reference_impl
 from pasarela.terminal.stringify import format_number
-from strategies import (BOUNDARY_FLOATS, floats, json_objects, keys, mutated_json_texts, number_texts,
-                        sealable_objects, string_texts)
+from strategies import (
+    BOUNDARY_FLOATS,
+    floats,
+    keys,
+    mutated_json_texts,
+    number_texts,
+    sealable_objects,
+    string_texts,
+)
 
 # keys are remembered across calls on CPython with the GIL; a free-threaded build gives each call its own
 SHARED_KEYS = not sysconfig.get_config_var("Py_GIL_DISABLED")

@@ -33,6 +33,7 @@ NOON = 1_764_072_000  # 2025-11-25 12:00:00 UTC
 def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """_binding calls the C core through cffi, as on PyPy."""
     monkeypatch.setattr(_binding, "_fast_seal_json", None)
+    monkeypatch.setattr(_binding, "_fast_seal_payload", None)
     monkeypatch.setattr(_binding, "_fast_open_post", None)
     monkeypatch.setattr(_binding, "_fast_rows", None)
     yield
@@ -41,15 +42,17 @@ def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _both_ways(call: Callable[[], Any]) -> tuple[Any, Any]:
     """call() through _fastcall, then through cffi (exceptions returned, not raised)."""
     results = []
-    for fast in ((_fastcall.seal_json, _fastcall.open_post, _fastcall.rows), (None, None, None)):
-        saved = _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_rows
-        _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_rows = fast
+    for fast in ((_fastcall.seal_json, _fastcall.seal_payload, _fastcall.open_post, _fastcall.rows),
+                 (None, None, None, None)):
+        saved = _binding._fast_seal_json, _binding._fast_seal_payload, _binding._fast_open_post, _binding._fast_rows
+        _binding._fast_seal_json, _binding._fast_seal_payload, _binding._fast_open_post, _binding._fast_rows = fast
         try:
             results.append(call())
         except Exception as exc:  # compared by the caller
             results.append(exc)
         finally:
-            _binding._fast_seal_json, _binding._fast_open_post, _binding._fast_rows = saved
+            (_binding._fast_seal_json, _binding._fast_seal_payload, _binding._fast_open_post,
+             _binding._fast_rows) = saved
     return results[0], results[1]
 
 
@@ -63,13 +66,41 @@ def test_cpython_seals_and_opens_through_fastcall(monkeypatch: pytest.MonkeyPatc
         return call
 
     monkeypatch.setattr(_binding, "_fast_seal_json", counted("seal_json", _fastcall.seal_json))
+    monkeypatch.setattr(_binding, "_fast_seal_payload", counted("seal_payload", _fastcall.seal_payload))
     monkeypatch.setattr(_binding, "_fast_open_post", counted("open_post", _fastcall.open_post))
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     terminal.seal({})  # fills this thread's IV pool (an empty pool costs a second call)
     calls.clear()
     sealed = terminal.seal({"amount": 1}, timestamp=NOON)
     assert terminal.open("POST", sealed.headers, sealed.body, now=NOON) == {"amount": 1}
-    assert calls == ["seal_json", "open_post"]
+    text = terminal.seal(b'{"amount":1}', timestamp=NOON)  # JSON text: canonicalized by the C core
+    assert text.plaintext == sealed.plaintext
+    assert calls == ["seal_payload", "open_post", "seal_json"]
+
+
+def test_seal_payload_leaves_an_empty_iv_pool_and_a_small_workspace_to_the_two_calls() -> None:
+    """A status other than PASARELA_OK (the pool empty, the workspace too small for the text) is returned; seal
+    then writes the text and seals it with seal_json, which refills the pool or grows the workspace."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payload = {"text": "x" * 20000}  # within the writer's 32 KiB, beyond a fresh workspace
+    result: list[Any] = []
+
+    def in_a_fresh_thread() -> None:  # (a thread's workspace starts small, its IV pool empty)
+        buffers = _binding._workspace.buffers
+        result.append(_binding.seal_payload(terminal._native, NOON, payload, None, _Row, ()))
+        result.append(_binding.seal_payload(terminal._native, NOON, {"a": 1}, None, _Row, ()))
+        result.append(terminal.seal(payload, timestamp=NOON))
+        result.append(_binding._workspace.buffers is not buffers)
+
+    import threading
+
+    thread = threading.Thread(target=in_a_fresh_thread)
+    thread.start()
+    thread.join()
+    too_small, empty, sealed, grown = result
+    assert too_small == _binding.lib.PASARELA_E_BUFFER_TOO_SMALL and empty == _binding.lib.PASARELA_E_IV_POOL_EMPTY
+    assert grown and terminal.open("POST", sealed.headers, sealed.body, now=NOON) == payload
+    assert _binding.seal_payload(terminal._native, NOON, {"key": 1}, None, _Row, ()) is None  # declined
 
 
 @given(sealable_objects(), st.binary(min_size=16, max_size=16), st.integers(min_value=0, max_value=3))
@@ -283,6 +314,23 @@ def _address() -> int:
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
+    (lambda c, w: (c, w, NOON, {}, None, _Row), TypeError, "takes 7 arguments"),
+    (lambda c, w: (0, w, NOON, {}, None, _Row, ()), TypeError, "credentials: expected a non-zero address"),
+    (lambda c, w: (c, 0, NOON, {}, None, _Row, ()), TypeError, "ws: expected a non-zero address"),
+    (lambda c, w: (c, w, -1, {}, None, _Row, ()), OverflowError, None),
+    (lambda c, w: (c, w, NOON, {}, b"short", _Row, ()), ValueError, "seal_payload: iv must be 16 bytes"),
+    (lambda c, w: (c, w, NOON, {}, "0" * 16, _Row, ()), TypeError, "seal_payload: iv: expected bytes"),
+    (lambda c, w: (c, w, NOON, {}, None, tuple, ()), TypeError, "row_type must be a subclass of tuple"),
+    (lambda c, w: (c, w, NOON, {}, None, _Row, ["h"]), TypeError, "head must be a tuple"),
+])
+def test_seal_payload_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
+                                                             error: type[Exception], words: Optional[str]) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    with pytest.raises(error, match=words):
+        _fastcall.seal_payload(*args(terminal._native.address, _address()))
+
+
+@pytest.mark.parametrize(("args", "error", "words"), [
     (lambda c, w: (c, w, NOON, b"{}", 0, None), TypeError, "takes 9 arguments"),
     (lambda c, w: (c, w, NOON, "{}", 0, None, _Row, (), 0), TypeError, "json: expected bytes"),
     (lambda c, w: (c, w, NOON, bytearray(b"{}"), 0, None, _Row, (), 0), TypeError, "json: expected bytes"),
@@ -374,7 +422,8 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
              lambda: fastcall.connect(1, 1, (0, 0), 1),
              lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.stringify({{}}),
-             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0))):
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0)),
+             lambda: fastcall.seal_payload(1, 1, {NOON}, {{}}, None, tuple, ())):
     try:
         call()
     except Exception as exc:
@@ -383,7 +432,7 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     result = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert len(lines) == 7, result.stdout
+    assert len(lines) == 8, result.stdout
     assert lines[0].startswith("RuntimeError ") and "not connected" in lines[0]
     assert lines[1].startswith("RuntimeError ") and "not connected" in lines[1]
     assert lines[2].startswith("ImportError ") and "another pasarela_workspace layout" in lines[2]
@@ -392,3 +441,4 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     assert lines[4] == lines[0]  # still not connected
     assert lines[5].startswith("RuntimeError ") and "not connected" in lines[5]
     assert lines[6] == "TypeError connect takes 4 arguments"
+    assert lines[7].startswith("RuntimeError ") and "not connected" in lines[7]

@@ -152,6 +152,13 @@ static PyObject *string(parser *p) {
     return escaped_string(p);
 }
 
+/* Whether a[0, n) == b[0, n), for the few bytes of a key (the C library's memcmp, a call, took 2% of open at 1 KiB). */
+static inline int same_bytes(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 /* A key, p->at at its opening quote: one made before when it has the same text (see parse_keys). */
 static PyObject *key(parser *p) {
     const char *start = p->at + 1, *run_end = plain_run(start, p->end);
@@ -161,7 +168,7 @@ static PyObject *key(parser *p) {
                    (unsigned char)start[len / 2] * 131u) % PARSE_KEYS;
     parse_keys *keys = p->keys;
     PyObject *made = keys->key[slot];
-    if (made != NULL && keys->len[slot] == len && memcmp(keys->text[slot], start, len) == 0) {
+    if (made != NULL && keys->len[slot] == len && same_bytes(keys->text[slot], start, len)) {
         Py_INCREF(made);
     } else {
         made = PyUnicode_DecodeUTF8(start, (Py_ssize_t)len, NULL);

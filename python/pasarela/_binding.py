@@ -65,6 +65,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
         from ._fastcall import open_post as _fast_open_post
         from ._fastcall import rows as _fast_rows
         from ._fastcall import seal_json as _fast_seal_json
+        from ._fastcall import seal_payload as _fast_seal_payload
         from ._fastcall import stringify as _fast_stringify
         from ._fastcall import stringify_into as _fast_stringify_into
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -78,7 +79,8 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
         ctypes.cast(ctypes.pythonapi.PyUnicode_AsUTF8AndSize, ctypes.c_void_p).value or 0,  # 0: refused
     )
 else:  # PyPy and others: cffi is their native way into C
-    _fast_seal_json = _fast_open_post = _fast_rows = _fast_stringify = _fast_stringify_into = None  # type: ignore[assignment]
+    _fast_seal_json = _fast_seal_payload = _fast_open_post = _fast_rows = None  # type: ignore[assignment]
+    _fast_stringify = _fast_stringify_into = None  # type: ignore[assignment]
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
 HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
@@ -354,6 +356,17 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
     if lib.pasarela_json_array_items(array, len(array), items, lens, n) != n:
         return None
     return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common)
+
+
+def seal_payload(credentials: Credentials, timestamp: int, payload: Any, iv: Optional[bytes], row_type: type[Row],
+                 head: tuple[Any, ...]) -> Union[Row, int, None]:
+    """seal_json of stringify(payload)'s text in one C call (the text never made a bytes object): the row, None
+    when stringify declines the payload (and where pasarela._fastcall is not built), or a status (an int) when
+    it is not PASARELA_OK: then stringify and seal_json, which refill the IV pool, grow the workspace or raise."""
+    if _fast_seal_payload is None:
+        return None
+    return _fast_seal_payload(credentials.address, _workspace.buffers.ws_address, timestamp, payload, iv, row_type,
+                              head)
 
 
 def _no_stringify(payload: Any) -> Optional[bytes]:

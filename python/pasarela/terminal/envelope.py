@@ -70,6 +70,7 @@ _dumps = orjson.dumps
 _loads = orjson.loads
 _seal_json = _binding.seal_json
 _open_post = _binding.open_post
+_seal_payload = _binding.seal_payload
 _FACT_LONG_INT = _binding.FACT_LONG_INT
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
@@ -203,8 +204,13 @@ class Terminal:
             iv = check_iv(iv)
         if not _HAS_HW_AES:
             return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-        if type(payload) is dict:  # its exact text, then one C call: sign, encrypt
-            text = _stringify(payload)  # (declines a top-level "key" or "__proto__": refused below)
+        if type(payload) is dict:  # its exact text written, signed and encrypted in one C call
+            row = _seal_payload(self._native, ts, payload, iv, Sealed, (self, method, ts))
+            if type(row) is Sealed:
+                return row
+            # a status (an empty IV pool, a workspace too small): the text, then a C call that sees to it; None:
+            # the writer declined the payload (a top-level "key" or "__proto__" among what it declines: refused below)
+            text = None if row is None else _stringify(payload)
             if text is not None:
                 one = _seal_json(self._native, ts, text, _STRINGIFIED, iv, Sealed, (self, method, ts), 0)
                 if type(one) is Sealed:
@@ -254,7 +260,7 @@ class Terminal:
             if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
                 return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
             if opened_post is not None:
-                return cast("dict[str, Any]", opened_post)
+                return opened_post  # type: ignore[return-value]  # the payload (a dict)
         timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
         try:
             opened = _binding.open_request(self._native, timestamp, data, signature)
