@@ -1,5 +1,7 @@
 /* pasarela._fastcall: CPython entry points for the two hottest calls of the C core, seal_json and open_post, and
  * for the copying out of a batch's requests into the objects that hold them (rows; seal_json makes its one row).
+ * seal_payload writes a payload's text (stringify.c) and seals it in one call; open_post reads the request's
+ * headers and builds the opened payload (parse.c) in the call that opens it.
  *
  * Why this exists beside the cffi module: a cffi call of pasarela_seal_json converts seven arguments, releases
  * the GIL, and then Python reads three fields of the workspace and copies the request out, each a separate
@@ -18,7 +20,8 @@
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
  * since METH_FASTCALL entered the limited API only in 3.10. No mutable globals: the function pointers live in the
- * module's state. */
+ * module's state, and so do the keys the reader of opened payloads remembers, which only code holding the GIL
+ * touches (parse.h; a free-threaded build gives each call its own). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -635,8 +638,8 @@ static void fastcall_free(void *module) {
 
 static struct PyModuleDef fastcall_module = {
     PyModuleDef_HEAD_INIT, "pasarela._fastcall",
-    "CPython entry points for pasarela_seal_json, pasarela_open_request and a batch's requests (private to "
-    "pasarela._binding).",
+    "CPython entry points for pasarela_seal_json, pasarela_open_request, a batch's requests, the writer of payloads' "
+    "text and the reader of opened payloads (private to pasarela._binding).",
     (Py_ssize_t)sizeof(fastcall_state), fastcall_methods, NULL, NULL, NULL, fastcall_free,
 };
 
