@@ -26,6 +26,7 @@
 #include <Python.h>
 
 #include <stddef.h>
+#include <string.h>
 
 #include "pasarela.h"
 #include "parse.h"
@@ -322,6 +323,14 @@ static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     return status == PASARELA_OK ? sealed_row(&target, &a) : PyLong_FromLong(status);
 }
 
+/* (plaintext, facts), the plaintext copied from text[0, len). */
+static PyObject *plaintext_and_facts(const char *text, size_t len, unsigned facts) {
+    PyObject *result[2];
+    result[0] = bytes_at(text, len);
+    result[1] = PyLong_FromUnsignedLong(facts);
+    return tuple_of(2, result);
+}
+
 /* headers.get(name) as a new reference (None when absent): a dict read directly, another mapping through its get
  * method (which may run Python code: nothing of the workspace is in use yet). NULL with an exception set. */
 static PyObject *header(PyObject *headers, PyObject *get, PyObject *name) {
@@ -405,15 +414,22 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
         Py_RETURN_NONE;
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
-    if (!(ws->json_facts & PASARELA_JSON_FACT_LONG_INT)) { /* (such integers JSON.parse rounds: the caller does) */
-        PyObject *payload = pasarela_parse_json((const char *)ws->plaintext, ws->plaintext_len, &state->keys);
-        if (payload != NULL || PyErr_Occurred())
-            return payload;
-    }
-    PyObject *result[2];
-    result[0] = bytes_at(ws->plaintext, ws->plaintext_len);
-    result[1] = PyLong_FromUnsignedLong(ws->json_facts);
-    return tuple_of(2, result);
+    unsigned facts = ws->json_facts;
+    size_t len = ws->plaintext_len;
+    if (facts & PASARELA_JSON_FACT_LONG_INT) /* such integers JSON.parse rounds: the caller reads the text */
+        return plaintext_and_facts((const char *)ws->plaintext, len, facts);
+    /* The payload is read from a copy of the plaintext: its dicts and lists count towards the cyclic GC, whose
+     * collections may run finalizers, and one that opens a request on this thread reuses this workspace. */
+    char local[4096], *copy = len <= sizeof local ? local : (char *)PyMem_Malloc(len);
+    if (copy == NULL)
+        return PyErr_NoMemory();
+    memcpy(copy, ws->plaintext, len);
+    PyObject *payload = pasarela_parse_json(copy, len, &state->keys);
+    if (payload == NULL && !PyErr_Occurred()) /* declined: the caller reads the text */
+        payload = plaintext_and_facts(copy, len, facts);
+    if (copy != local)
+        PyMem_Free(copy);
+    return payload;
 }
 
 /* rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes,
