@@ -442,3 +442,41 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     assert lines[5].startswith("RuntimeError ") and "not connected" in lines[5]
     assert lines[6] == "TypeError connect takes 4 arguments"
     assert lines[7].startswith("RuntimeError ") and "not connected" in lines[7]
+
+
+def test_a_seal_from_a_finalizer_while_the_row_is_made_does_not_change_the_facts() -> None:
+    """seal_json reads the facts of its text before it makes the row: the row's allocation may start a collection
+    of the cyclic GC, and a finalizer that seals on this thread overwrites the workspace's facts. A NaN (orjson's
+    null, FACT_NULL) must still be refused."""
+    import gc
+
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    sealed_inside: list[Any] = []
+
+    class Resealing:
+        def __init__(self) -> None:
+            self.cycle = self  # garbage only the cyclic GC frees
+
+        def __del__(self) -> None:
+            if len(sealed_inside) < 2000:
+                sealed_inside.append(terminal.seal({"b": 1}, timestamp=NOON))  # no facts
+                Resealing()  # garbage for the next collection
+
+    threshold = gc.get_threshold()
+    refusals = 0
+    try:
+        for _ in range(20):
+            gc.collect()
+            gc.disable()
+            Resealing()
+            gc.set_threshold(1)
+            gc.enable()
+            try:
+                terminal.seal({"a": float("nan")}, timestamp=NOON)
+            except PayloadError:
+                refusals += 1
+            gc.set_threshold(*threshold)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert len(sealed_inside) > 20 and refusals == 20

@@ -256,7 +256,10 @@ static int seal_released(call_target *target, const seal_arguments *a, const cha
     return status;
 }
 
-/* The row of the request in ws: row_type's instance of (*head, request, plaintext_len, 0). */
+/* The row of the request in ws: row_type's instance of (*head, request, plaintext_len, 0). What it reads of ws it
+ * reads before the row's tuples are made: their allocation may start a collection of the cyclic GC, whose
+ * finalizers may seal or open on this thread, in this workspace (the request's bytes and the ints are not
+ * objects the GC counts). */
 static PyObject *sealed_row(call_target *target, const seal_arguments *a) {
     PyObject *tail[3]; /* assigned one by one: MSVC's /W4 warns of a non-constant aggregate initializer */
     tail[0] = bytes_at(target->ws->out, target->ws->out_len);
@@ -288,8 +291,8 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     int status = seal_released(&target, &a, json, (size_t)json_len, (unsigned)flags);
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
+    unsigned facts = target.ws->json_facts; /* read first: making the row may run a finalizer (sealed_row) */
     PyObject *row = sealed_row(&target, &a);
-    unsigned facts = target.ws->json_facts;
     if (row == NULL || !(facts & check_facts))
         return row;
     PyObject *result[2];

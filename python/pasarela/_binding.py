@@ -187,24 +187,57 @@ class _Buffers:
             lib.pasarela_workspace_wipe(self.ws)
 
 
-class _Workspace(threading.local):
-    """Each thread's _Buffers (never shared between threads), grown on demand."""
+class _Held:
+    """A batch's _Buffers and items buffer (its texts back to back), held apart from its thread's workspace."""
 
-    def __init__(self) -> None:
-        self.buffers = _Buffers(4096)
-        self.items = ffi.new("uint8_t[]", 1)  # seal_json_array's copy of a batch's items, grown on demand
+    __slots__ = ("buffers", "items")
+
+    def __init__(self, buffers: _Buffers, items: Any) -> None:
+        self.buffers, self.items = buffers, items
 
     def grow(self, json_len: int) -> _Buffers:
         self.buffers = _Buffers(max(json_len, 2 * self.buffers.json_capacity), self.buffers)
         return self.buffers
 
 
+class _Workspace(threading.local):
+    """Each thread's _Buffers and items buffer (never shared between threads), grown on demand.
+
+    A batch holds them (hold, then release) from before it writes its texts until its requests are copied out:
+    the objects made meanwhile (the rows, the arguments of its calls) may start a collection of the cyclic GC,
+    whose finalizers may seal or open on this thread, and those then work in a spare pair instead of overwriting
+    the batch's. (A single seal or open copies its output out before it makes any such object: _fastcall.)"""
+
+    def __init__(self) -> None:
+        self.buffers = _Buffers(4096)
+        self.items = ffi.new("uint8_t[]", 1)  # seal_json_array's copy of a batch's items, grown on demand
+        self.spare: Optional[_Held] = None
+
+    def grow(self, json_len: int) -> _Buffers:
+        self.buffers = _Buffers(max(json_len, 2 * self.buffers.json_capacity), self.buffers)
+        return self.buffers
+
+    def hold(self) -> _Held:
+        """This thread's pair, for a batch alone until release(); the thread works in a spare pair meanwhile."""
+        held = _Held(self.buffers, self.items)
+        spare = self.spare if self.spare is not None else _Held(_Buffers(4096), ffi.new("uint8_t[]", 1))
+        self.spare = None
+        self.buffers, self.items = spare.buffers, spare.items
+        return held
+
+    def release(self, held: _Held) -> None:
+        self.spare = _Held(self.buffers, self.items)
+        self.buffers, self.items = held.buffers, held.items
+
+
 _workspace = _Workspace()
 
 
 def _forget_ivs_after_fork() -> None:
-    """A forked child must not hand out the IVs its parent has yet to use."""
+    """A forked child must not hand out the IVs its parent has yet to use (nor those of the spare buffers)."""
     _workspace.buffers.ws.iv_pool_used = _IV_POOL_BYTES
+    if _workspace.spare is not None:
+        _workspace.spare.buffers.ws.iv_pool_used = _IV_POOL_BYTES
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
@@ -340,8 +373,12 @@ def seal_json_batch(credentials: Any, timestamp: int, jsons: list[bytes], check_
     row_type, column (an item each) and common: what the rows hold besides the request (BatchOutput)."""
     n = len(jsons)
     blob = ffi.from_buffer("uint8_t[]", jsons[0] if n == 1 else b"".join(jsons))  # large items come one by one
-    return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n, check_facts,
-                       row_type, column, common)
+    held = _workspace.hold()
+    try:
+        return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n, check_facts,
+                           row_type, column, common, held)
+    finally:
+        _workspace.release(held)
 
 
 def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, check_facts: int, row_type: type[Row],
@@ -349,13 +386,17 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
     """seal_json_batch for the n items of one JSON array text (orjson's text of the list of payloads: one
     serializer call for the whole batch instead of one per item). The C core splits it into its items. None
     when array is not an array of n items."""
-    items = _workspace.items
-    if len(items) < len(array):
-        items = _workspace.items = ffi.new("uint8_t[]", max(len(array), 2 * len(items)))
-    lens = ffi.new("size_t[]", n)
-    if lib.pasarela_json_array_items(array, len(array), items, lens, n) != n:
-        return None
-    return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common)
+    held = _workspace.hold()
+    try:
+        items = held.items
+        if len(items) < len(array):
+            items = held.items = ffi.new("uint8_t[]", max(len(array), 2 * len(items)))
+        lens = ffi.new("size_t[]", n)
+        if lib.pasarela_json_array_items(array, len(array), items, lens, n) != n:
+            return None
+        return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common, held)
+    finally:
+        _workspace.release(held)
 
 
 def seal_payload(credentials: Credentials, timestamp: int, payload: Any, iv: Optional[bytes], row_type: type[Row],
@@ -390,22 +431,28 @@ def seal_payloads(credentials: Any, timestamp: int, payloads: list[Any], row_typ
         return None
     n = len(payloads)
     lens = ffi.new("size_t[]", n)
-    while True:
-        items = _workspace.items
-        used: int = _fast_stringify_into(payloads, 0, n, _address(items), len(items), _address(lens))
-        if used != -2:
-            break
-        _workspace.items = ffi.new("uint8_t[]", max(65536, 2 * len(items)))  # then written again, whole
-    if used < 0:
-        return None
-    return _seal_items(credentials, timestamp, items, lens, n, 0, row_type, column, common, STRINGIFIED), used
+    held = _workspace.hold()
+    try:
+        while True:
+            items = held.items
+            used: int = _fast_stringify_into(payloads, 0, n, _address(items), len(items), _address(lens))
+            if used != -2:
+                break
+            held.items = ffi.new("uint8_t[]", max(65536, 2 * len(items)))  # then written again, whole
+        if used < 0:
+            return None
+        return _seal_items(credentials, timestamp, items, lens, n, 0, row_type, column, common, held,
+                           STRINGIFIED), used
+    finally:
+        _workspace.release(held)
 
 
 def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, check_facts: int,
-                row_type: type[Row], column: list[Any], common: tuple[Any, ...],
+                row_type: type[Row], column: list[Any], common: tuple[Any, ...], held: _Held,
                 flags: int = SHORTEST_DIGITS) -> BatchOutput[Row]:
-    """seal_json_batch of the n texts back to back at blob, lens[i] bytes each (flags: their JSON flags)."""
-    b = _buffers(_BATCH_JSON_CAPACITY)
+    """seal_json_batch of the n texts back to back at blob, lens[i] bytes each (flags: their JSON flags), in the
+    buffers the caller holds (_Workspace.hold)."""
+    b = held.buffers if held.buffers.json_capacity >= _BATCH_JSON_CAPACITY else held.grow(_BATCH_JSON_CAPACITY)
     statuses = ffi.new("int[]", n)
     plaintext_lens = ffi.new("size_t[]", n)
     out_lens = ffi.new("size_t[]", n)
@@ -421,7 +468,7 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, 
             if b.ws.iv_pool_used + IV_LEN > _IV_POOL_BYTES:
                 b.refill_ivs()
             else:  # one item larger than the workspace
-                b = _workspace.grow(lens[start])
+                b = held.grow(lens[start])
             continue
         if _fast_rows is not None:
             rows += _fast_rows(row_type, column, start, common, b.out_address, _address(out_lens + start),
