@@ -187,6 +187,12 @@ class _Buffers:
             lib.pasarela_workspace_wipe(self.ws)
 
 
+def _grown(buffers: _Buffers, json_len: int) -> _Buffers:
+    """Buffers for json_len bytes of JSON (at least twice as large as buffers), its key cache and IV pool carried
+    over."""
+    return _Buffers(max(json_len, 2 * buffers.json_capacity), buffers)
+
+
 class _Held:
     """A batch's _Buffers and items buffer (its texts back to back), held apart from its thread's workspace."""
 
@@ -196,7 +202,7 @@ class _Held:
         self.buffers, self.items = buffers, items
 
     def grow(self, json_len: int) -> _Buffers:
-        self.buffers = _Buffers(max(json_len, 2 * self.buffers.json_capacity), self.buffers)
+        self.buffers = _grown(self.buffers, json_len)
         return self.buffers
 
 
@@ -214,7 +220,7 @@ class _Workspace(threading.local):
         self.spare: Optional[_Held] = None
 
     def grow(self, json_len: int) -> _Buffers:
-        self.buffers = _Buffers(max(json_len, 2 * self.buffers.json_capacity), self.buffers)
+        self.buffers = _grown(self.buffers, json_len)
         return self.buffers
 
     def hold(self) -> _Held:
