@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pasarela
+from finalizers import finalizer_at_each_collection
 from pasarela import PayloadError, Sealed, Terminal, seal_batch
 from strategies import sealable_objects
 
@@ -225,32 +226,18 @@ def test_a_seal_from_a_finalizer_during_a_batch_does_not_change_the_batchs_reque
     """A batch writes its texts and requests into this thread's buffers, then makes its rows: objects that the
     cyclic GC counts, so a collection may run meanwhile, and a finalizer may seal on this thread. The batch holds
     its buffers until its requests are copied out (_Workspace.hold); the finalizer's seal works in others."""
-    import gc
-
     terminal = Terminal("bc-7f3a1c2e9d", "SN-0042")
     payloads = [{"who": "outer", "n": n, "pad": "p" * size} for size in (10, 2000, 9000) for n in range(40)]
     sealed_inside: list[Any] = []
 
-    class Resealing:
-        def __init__(self) -> None:
-            self.cycle = self  # garbage only the cyclic GC frees
+    def reseal() -> bool:
+        if len(sealed_inside) >= 5000:
+            return False
+        sealed_inside.append(terminal.seal({"who": "inner", "pad": "q" * 9000}, timestamp=NOON))
+        return True
 
-        def __del__(self) -> None:
-            if len(sealed_inside) < 5000:
-                sealed_inside.append(terminal.seal({"who": "inner", "pad": "q" * 9000}, timestamp=NOON))
-                Resealing()  # garbage for the next collection
-
-    threshold = gc.get_threshold()
-    gc.collect()
-    gc.disable()
-    Resealing()
-    gc.set_threshold(1)
-    try:
-        gc.enable()
+    with finalizer_at_each_collection(reseal):
         batch = terminal.seal_many(payloads, timestamp=NOON)
-    finally:
-        gc.set_threshold(*threshold)
-        gc.collect()
     assert len(sealed_inside) > 100  # collections ran all through the batch, each sealing on this thread
     assert [terminal.open("POST", s.headers, s.body, now=NOON) for s in batch] == payloads
     assert all(terminal.open("POST", s.headers, s.body, now=NOON)["who"] == "inner" for s in sealed_inside[:50])

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 import pasarela
+from finalizers import finalizer_at_each_collection
 from pasarela import AuthError, _fastcall, canonical_json  # _fastcall: CPython
 from pasarela import reference as reference_impl
 from pasarela.terminal.stringify import format_number
@@ -330,34 +331,20 @@ def test_an_open_from_a_finalizer_during_the_build_does_not_change_the_payload()
     """The payload is built with objects that the cyclic GC counts: a collection may run during the build, and a
     finalizer may open another request on this thread, in the same workspace. The outer payload must still be
     read from its own plaintext (the reader works on a copy of it)."""
-    import gc
-
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     outer_payload = {"items": [{"sku": f"SKU-{n}", "n": n} for n in range(60)], "who": "outer"}
     inner_payload = {"items": [{"sku": "x" * 40, "n": -1}] * 60, "who": "inner"}
     outer, inner = terminal.seal(outer_payload, timestamp=NOON), terminal.seal(inner_payload, timestamp=NOON)
     opened_inside: list[Any] = []
 
-    class Reopening:
-        def __init__(self) -> None:
-            self.cycle = self  # garbage only the cyclic GC frees
+    def reopen() -> bool:
+        if len(opened_inside) >= 30:
+            return False
+        opened_inside.append(terminal.open("POST", inner.headers, inner.body, now=NOON))
+        return True
 
-        def __del__(self) -> None:
-            if len(opened_inside) < 30:
-                opened_inside.append(terminal.open("POST", inner.headers, inner.body, now=NOON))
-                Reopening()  # garbage for the next collection
-
-    threshold = gc.get_threshold()
-    gc.collect()
-    gc.disable()
-    Reopening()
-    gc.set_threshold(1)
-    try:
-        gc.enable()
+    with finalizer_at_each_collection(reopen):
         opened = terminal.open("POST", outer.headers, outer.body, now=NOON)
-    finally:
-        gc.set_threshold(*threshold)
-        gc.collect()
     assert len(opened_inside) > 1  # collections ran during the outer open, opening the inner request
     assert all(inside == inner_payload for inside in opened_inside)
     assert opened == outer_payload

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from finalizers import finalizer_at_each_collection
 from pasarela import AuthError, PayloadError, Terminal, _binding, _fastcall, canonical_json  # _fastcall: CPython
 from strategies import sealable_objects
 
@@ -448,35 +449,20 @@ def test_a_seal_from_a_finalizer_while_the_row_is_made_does_not_change_the_facts
     """seal_json reads the facts of its text before it makes the row: the row's allocation may start a collection
     of the cyclic GC, and a finalizer that seals on this thread overwrites the workspace's facts. A NaN (orjson's
     null, FACT_NULL) must still be refused."""
-    import gc
-
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     sealed_inside: list[Any] = []
 
-    class Resealing:
-        def __init__(self) -> None:
-            self.cycle = self  # garbage only the cyclic GC frees
+    def reseal() -> bool:
+        if len(sealed_inside) >= 2000:
+            return False
+        sealed_inside.append(terminal.seal({"b": 1}, timestamp=NOON))  # no facts
+        return True
 
-        def __del__(self) -> None:
-            if len(sealed_inside) < 2000:
-                sealed_inside.append(terminal.seal({"b": 1}, timestamp=NOON))  # no facts
-                Resealing()  # garbage for the next collection
-
-    threshold = gc.get_threshold()
     refusals = 0
-    try:
-        for _ in range(20):
-            gc.collect()
-            gc.disable()
-            Resealing()
-            gc.set_threshold(1)
-            gc.enable()
+    for _ in range(20):
+        with finalizer_at_each_collection(reseal):
             try:
                 terminal.seal({"a": float("nan")}, timestamp=NOON)
             except PayloadError:
                 refusals += 1
-            gc.set_threshold(*threshold)
-    finally:
-        gc.set_threshold(*threshold)
-        gc.collect()
     assert len(sealed_inside) > 20 and refusals == 20
