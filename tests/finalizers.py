@@ -12,15 +12,17 @@ from contextlib import contextmanager
 @contextmanager
 def finalizer_at_each_collection(action: Callable[[], bool]) -> Iterator[None]:
     """Inside the block, every collection of the cyclic GC (one per allocation of a GC-tracked object) runs a
-    finalizer that calls `action()` on this thread, as long as `action()` returns True. On leaving, the GC's
-    thresholds and enabled state are restored and the remaining garbage is collected."""
+    finalizer that calls `action()` on this thread, as long as `action()` returns True. On leaving, the chain
+    stops (each finalizer made the garbage for the next collection: left running, it went on acting in the tests
+    that came after), the GC's thresholds and enabled state are restored, and the remaining garbage is collected."""
+    running = [True]
 
     class Acting:
         def __init__(self) -> None:
             self.cycle = self  # garbage only the cyclic GC frees
 
         def __del__(self) -> None:
-            if action():
+            if running[0] and action():
                 Acting()  # garbage for the next collection
 
     threshold, enabled = gc.get_threshold(), gc.isenabled()
@@ -32,6 +34,7 @@ def finalizer_at_each_collection(action: Callable[[], bool]) -> Iterator[None]:
         gc.enable()
         yield
     finally:
+        running[0] = False
         gc.set_threshold(*threshold)
         gc.collect()
         if not enabled:
