@@ -85,12 +85,14 @@ static inline void append_byte(stringify_out *w, char c) {
     w->out[w->len++] = c;
 }
 
-/* Where a token is made: right-aligned at token + TOKEN_END, from at least token + 24, so that TOKEN_ROOM bytes
- * from its start are within the buffer. */
-#define TOKEN_END 48
-#define TOKEN_BUFFER (TOKEN_END + TOKEN_ROOM)
+/* The number of decimal digits of v (1 for 0). */
+static unsigned decimal_length(uint64_t v) {
+    unsigned n = 1;
+    for (uint64_t bound = 10; v >= bound && n < 20; bound *= 10) n++;
+    return n;
+}
 
-/* The decimal digits of v, right-aligned in end[-20, 0): returns where they start. */
+/* Writes the decimal digits of v backwards, ending just before end: returns where they start. */
 static char *digits_of(uint64_t v, char *end) {
     do {
         *--end = (char)('0' + v % 10);
@@ -99,11 +101,15 @@ static char *digits_of(uint64_t v, char *end) {
     return end;
 }
 
-/* Appends a decimal integer, TOKEN_ROOM reserved. */
+/* Appends a decimal integer, TOKEN_ROOM reserved. The digits are written in place, from the right: made in a
+ * buffer of their own and then copied, the copy's wide loads waited for the byte stores before them to retire
+ * (a failed store-to-load forwarding, the writer's hottest spot in perf). */
 static void append_integer(stringify_out *w, int negative, uint64_t magnitude) {
-    char text[TOKEN_BUFFER], *end = text + TOKEN_END, *start = digits_of(magnitude, end);
-    if (negative) *--start = '-';
-    append_token(w, start, (size_t)(end - start));
+    char *start = w->out + w->len;
+    size_t n = (size_t)negative + decimal_length(magnitude);
+    digits_of(magnitude, start + n);
+    if (negative) *start = '-';
+    w->len += n;
 }
 
 /* 10**j, exact in a double for j <= 22. */
@@ -138,13 +144,16 @@ static int append_double(stringify_out *w, double x) {
                 c++;
             }
         }
-        /* c with a point before its last j digits ("0.00c" when c has j digits or fewer), made from the right */
-        char text[TOKEN_BUFFER], *end = text + TOKEN_END, *start = end;
-        for (unsigned k = 0; k < j; k++, c /= 10) *--start = (char)('0' + c % 10);
-        *--start = '.';
-        start = digits_of(c, start);
-        if (negative) *--start = '-';
-        append_token(w, start, (size_t)(end - start));
+        /* c with a point before its last j digits ("0.00c" when c has j digits or fewer), written in place from
+         * the right (see append_integer) */
+        unsigned digits = decimal_length(c);
+        size_t n = (size_t)negative + (digits > j ? digits - j : 1) + 1 + j;
+        char *start = w->out + w->len, *end = start + n;
+        for (unsigned k = 0; k < j; k++, c /= 10) *--end = (char)('0' + c % 10);
+        *--end = '.';
+        digits_of(c, end);
+        if (negative) *start = '-';
+        w->len += n;
         return STRINGIFY_DONE;
     }
     return STRINGIFY_DECLINED;
@@ -210,10 +219,12 @@ static const char *utf8(utf8_of_fn utf8_of, PyObject *s, Py_ssize_t *n) {
 
 static int put_value(stringify_writer *writer, PyObject *value, int depth);
 
-/* The slot of a key's address in the writer's keys. */
-static size_t key_slot(PyObject *key) {
-    uintptr_t address = (uintptr_t)key;
-    return (size_t)((address >> 4) ^ (address >> 10)) % STRINGIFY_KEYS;
+/* The first of the two entries of a key's set in the writer's keys: its address, Fibonacci-hashed (the low bits of
+ * addresses are mostly alike: with a direct-mapped table indexed by a few shifted bits, "sku" and "price" of
+ * benchmarks/payloads.py shared a slot and were written anew in every item). */
+static size_t key_set(PyObject *key) {
+    uint64_t hashed = (uint64_t)(uintptr_t)key * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(hashed >> (64 - STRINGIFY_KEY_SET_BITS)) * 2;
 }
 
 /* Appends '"name":' for key (a str seen first: read, checked, escaped, then remembered when it is not "key",
@@ -233,11 +244,14 @@ static int put_new_key(stringify_writer *writer, PyObject *key, int depth) {
     if (rc != STRINGIFY_DONE) return rc;
     RESERVE(w, 1);
     append_byte(w, ':');
-    size_t len = w->len - start, slot = key_slot(key);
-    if (len <= STRINGIFY_KEY_TEXT && !named_key) {
-        writer->key[slot] = key;
-        writer->key_len[slot] = (unsigned char)len;
-        memcpy(writer->key_text[slot], w->out + start, len);
+    size_t len = w->len - start, e = key_set(key);
+    if (len <= STRINGIFY_KEY_TEXT && !named_key) { /* the set's first entry moves to its second (least recent) */
+        writer->key[e + 1] = writer->key[e];
+        writer->key_len[e + 1] = writer->key_len[e];
+        memcpy(writer->key_text[e + 1], writer->key_text[e], STRINGIFY_KEY_TEXT);
+        writer->key[e] = key;
+        writer->key_len[e] = (unsigned char)len;
+        memcpy(writer->key_text[e], w->out + start, len);
     }
     return STRINGIFY_DONE;
 }
@@ -251,11 +265,12 @@ static int put_dict(stringify_writer *writer, PyObject *dict, int depth) {
     for (int first = 1; PyDict_Next(dict, &pos, &key, &value); first = 0) {
         RESERVE(w, STRINGIFY_KEY_TEXT + 1);
         if (!first) append_byte(w, ',');
-        size_t slot = key_slot(key);
+        size_t e = key_set(key);
+        if (writer->key[e] != key) e++;
         int rc = STRINGIFY_DONE;
-        if (writer->key[slot] == key) { /* the text of a key written before, copied whole */
-            memcpy(w->out + w->len, writer->key_text[slot], STRINGIFY_KEY_TEXT);
-            w->len += writer->key_len[slot];
+        if (writer->key[e] == key) { /* the text of a key written before, copied whole */
+            memcpy(w->out + w->len, writer->key_text[e], STRINGIFY_KEY_TEXT);
+            w->len += writer->key_len[e];
         } else if ((rc = put_new_key(writer, key, depth)) != STRINGIFY_DONE) {
             return rc;
         }
@@ -321,7 +336,7 @@ void pasarela_stringify_start(stringify_writer *writer, utf8_of_fn utf8_of, char
     writer->w.heap = NULL;
     writer->w.growable = growable;
     writer->utf8_of = utf8_of;
-    for (size_t k = 0; k < STRINGIFY_KEYS; k++) writer->key[k] = NULL;
+    for (size_t k = 0; k < 2 * STRINGIFY_KEY_SETS; k++) writer->key[k] = NULL;
 }
 
 int pasarela_stringify_dict(stringify_writer *writer, PyObject *payload) {

@@ -27,7 +27,8 @@ typedef struct stringify_out {
 #define STRINGIFY_FULL 2      /* a fixed writer ran out of room (no exception set) */
 #define STRINGIFY_ERROR (-1)  /* an exception is set (out of memory) */
 
-#define STRINGIFY_KEYS 16     /* keys remembered */
+#define STRINGIFY_KEY_SET_BITS 5                       /* keys remembered: in 32 sets of two */
+#define STRINGIFY_KEY_SETS (1 << STRINGIFY_KEY_SET_BITS)
 #define STRINGIFY_KEY_TEXT 48 /* the longest text of a key remembered: its quotes, escapes and ':' */
 
 /* A writer: where the text goes, how strings are read, and the keys written lately, by the address of their str
@@ -37,9 +38,9 @@ typedef struct stringify_out {
 typedef struct stringify_writer {
     stringify_out w;
     utf8_of_fn utf8_of;
-    PyObject *key[STRINGIFY_KEYS];
-    unsigned char key_len[STRINGIFY_KEYS];
-    char key_text[STRINGIFY_KEYS][STRINGIFY_KEY_TEXT];
+    PyObject *key[2 * STRINGIFY_KEY_SETS]; /* a set's two entries side by side, the more recent first */
+    unsigned char key_len[2 * STRINGIFY_KEY_SETS];
+    char key_text[2 * STRINGIFY_KEY_SETS][STRINGIFY_KEY_TEXT];
 } stringify_writer;
 
 /* A writer of out[0, cap), which may move to the heap when it runs out (growable != 0; then PyMem_Free its
