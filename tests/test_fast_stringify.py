@@ -170,6 +170,26 @@ def test_keys_seen_before_are_copied_as_they_were_written() -> None:
     assert (_binding.stringify(payload) is not None) == WRITING
 
 
+def _key_set(key: str) -> int:
+    """The set of the writer's remembered keys that key's str object falls in (stringify.c, key_set)."""
+    return ((id(key) * 0x9E3779B97F4A7C15) % 2**64) >> (64 - 5)
+
+
+def test_three_keys_of_one_set_take_each_others_places_and_are_still_written_right() -> None:
+    """A set holds two keys, the more recent first: a third one pushes the older out. Keys of one set, written
+    in turns and in every order, must each come out as its own text (escapes, and one too long to be kept)."""
+    made = [f"k{n}\u00e9\t\"" + ("x" * 50 if n % 7 == 0 else "") for n in range(4000)]
+    by_set: dict[int, list[str]] = {}
+    for key in made:
+        by_set.setdefault(_key_set(key), []).append(key)
+    crowded = next(keys for keys in by_set.values() if len(keys) >= 4)[:4]
+    orders = [[crowded[i % 4] for i in range(start, start + 4)] for start in range(4)]
+    payload = {"items": [{key: n for n, key in enumerate(order)} for order in orders * 3],
+               "again": [{crowded[0]: 1}, {crowded[3]: [{crowded[1]: {crowded[2]: None}}]}]}
+    assert _binding.stringify(payload) in (reference(payload), None)
+    assert (_binding.stringify(payload) is not None) == WRITING
+
+
 @given(json_objects())
 def test_node_gives_its_text_back_unchanged(node_stringify: Callable[[bytes], bytes],
                                             payload: dict[str, Any]) -> None:
