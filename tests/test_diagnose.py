@@ -371,3 +371,12 @@ def test_cli_diagnose_without_credentials(monkeypatch: pytest.MonkeyPatch, capsy
     with pytest.raises(SystemExit) as info:
         main(["diagnose", "--now", "soon"])
     assert info.value.code == 2
+
+
+def test_diagnose_reads_header_names_and_values_given_as_bytes() -> None:
+    """An ASGI server's raw headers (bytes) are read as Latin-1, as open reads them: the request is valid."""
+    request = SpecClient().request(PAYLOAD, method="POST", now=NOON)
+    raw = {name.lower().encode("latin-1"): value.encode("latin-1") for name, value in request.headers.items()}
+    assert pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", raw, request.body, now=NOON) == PAYLOAD
+    verdict = _diagnose(dataclasses.replace(request, headers=raw), now=NOON)  # type: ignore[arg-type]
+    assert verdict.valid, str(verdict)

@@ -529,3 +529,33 @@ def test_the_lower_case_headers_of_an_asgi_server_are_read_by_the_c_core(monkeyp
     opened = pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", {k.lower(): v for k, v in headers.items()}, body,
                                                           now=NOON)
     assert opened == PAYLOAD
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+def test_header_names_and_values_given_as_bytes_are_read_as_latin_1(impl: Any) -> None:
+    """An ASGI server's raw headers are bytes: read as Starlette reads them, they open as their str spelling."""
+    headers, body = _sealed_bytes_request()
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    as_bytes = {name.lower().encode("latin-1"): value.encode("latin-1") for name, value in headers.items()}
+    assert terminal.open("POST", as_bytes, body, now=NOON) == PAYLOAD
+    values_only = {name: bytearray(value.encode("latin-1")) for name, value in headers.items()}
+    assert terminal.open("POST", values_only, body, now=NOON) == PAYLOAD
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)
+@pytest.mark.parametrize(("name", "value", "spelled"), [
+    ("timestamp", NOON, "timestamp"),  # an int where the text of its digits belongs
+    ("Authorization", 12345, "Authorization"),
+    ("authorization", ["Basic"], "Authorization"),
+    ("TimeStamp", 1.5, "timestamp"),
+])
+def test_a_header_value_that_is_not_text_is_refused_by_name(impl: Any, name: str, value: Any, spelled: str) -> None:
+    """No HTTP request carries a header value other than text: one given in-process (an int timestamp) is refused
+    as AUTH-001 whose reason names the header and the type, never a bare TypeError or AttributeError."""
+    headers: dict[str, Any] = dict(_sealed_bytes_request()[0])
+    body = _sealed_bytes_request()[1]
+    for existing in [key for key in headers if key.lower() == name.lower()]:
+        del headers[existing]
+    headers[name] = value
+    reason = _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, body).reason
+    assert f"the {spelled} header is {type(value).__name__}, not text" in reason

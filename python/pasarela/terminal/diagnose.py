@@ -213,7 +213,8 @@ class _Diagnoser:
 
     def run(self, method: str, headers: Mapping[str, str], body: Body, params: Params, now: float) -> Diagnosis:
         method = method.upper() if isinstance(method, str) else ""
-        headers = {str(name): str(value) for name, value in headers.items()}  # captured JSON may hold numbers
+        # captured JSON may hold numbers; an ASGI server's raw headers are bytes (read as Latin-1, as by open)
+        headers = {_header_text(name): _header_text(value) for name, value in headers.items()}
         if method not in BODY_METHODS and method != "GET":
             return Diagnosis("unsupported_method", f"method {method[:10]!r} is not GET, POST, PUT or PATCH",
                              "Send terminal calls with GET, POST, PUT or PATCH.")
@@ -393,6 +394,10 @@ class _Diagnoser:
             "the payload decrypts, but the signature is not over JSON.stringify of it with key added: the signed "
             "text is not the sent text (the body was serialized twice, or another payload was signed); the "
             "serialization used was not recognized", _SERIALIZE_ONCE)
+
+
+def _header_text(value: object) -> str:
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _missing(name: str, what: str) -> Diagnosis:

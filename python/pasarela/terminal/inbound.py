@@ -87,18 +87,27 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
 
 def header(headers: Mapping[str, str], name: str) -> Optional[str]:
     """Case-insensitive header lookup (HTTP header names are case-insensitive): name as written, else in
-    lower case (how ASGI servers and HTTP/2 spell every name), else in any other case."""
+    lower case (how ASGI servers and HTTP/2 spell every name), else in any other case. Names and values given
+    as bytes (an ASGI server's raw headers) are read as Latin-1, as Starlette reads them; a value of any other
+    type than str or bytes is refused (AuthError naming the header), as no HTTP request can carry one."""
     value = headers.get(name)
-    if value is not None:
+    if value is None:
+        lowered = name.lower()
+        value = headers.get(lowered)
+        if value is None:
+            for key, candidate in headers.items():
+                if isinstance(key, (bytes, bytearray)):
+                    key = key.decode("latin-1")
+                if isinstance(key, str) and key.lower() == lowered:
+                    value = candidate
+                    break
+            else:
+                return None
+    if value is None or isinstance(value, str):
         return value
-    lowered = name.lower()
-    value = headers.get(lowered)
-    if value is not None:
-        return value
-    for key, candidate in headers.items():
-        if key.lower() == lowered:
-            return candidate
-    return None
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("latin-1")
+    raise AuthError(f"the {name} header is {type(value).__name__}, not text (str or bytes)")
 
 
 def _data_field(method: str, body: Body, params: Params) -> str:
@@ -162,7 +171,7 @@ def _read_headers(method: str, headers: Mapping[str, str], now: Optional[float],
         if method not in BODY_METHODS and method != "GET":
             raise AuthError(f"method {method!r} is not GET, POST, PUT or PATCH")
     timestamp = read_timestamp(headers, now, tolerance)
-    authorization = headers.get("Authorization") or header(headers, "Authorization")
+    authorization = header(headers, "Authorization")
     if authorization is None:
         raise AuthError("no Authorization header")
     if not authorization.startswith("Basic "):
