@@ -276,7 +276,8 @@ static PyObject *sealed_row(call_target *target, const seal_arguments *a) {
 static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     call_target target;
     seal_arguments a;
-    if (begin_call(module, args, 9, "seal_json", &target) < 0 || read_seal_arguments(args, 5, "seal_json", "seal_json: iv", &a) < 0)
+    if (begin_call(module, args, 9, "seal_json", &target) < 0 ||
+        read_seal_arguments(args, 5, "seal_json", "seal_json: iv", &a) < 0)
         return NULL;
     Py_ssize_t json_len;
     const char *json = bytes_of(PyTuple_GetItem(args, 3), &json_len, "seal_json: json");

@@ -194,12 +194,20 @@ def _grown(buffers: _Buffers, json_len: int) -> _Buffers:
 
 
 class _Held:
-    """A batch's _Buffers and items buffer (its texts back to back), held apart from its thread's workspace."""
+    """A batch's _Buffers and items buffer (its texts back to back), held apart from its thread's workspace; as a
+    context manager (`with _workspace.hold() as held:`), given back to that workspace on leaving."""
 
-    __slots__ = ("buffers", "items")
+    __slots__ = ("buffers", "items", "workspace")
 
-    def __init__(self, buffers: _Buffers, items: Any) -> None:
-        self.buffers, self.items = buffers, items
+    def __init__(self, buffers: _Buffers, items: Any, workspace: Optional[_Workspace] = None) -> None:
+        self.buffers, self.items, self.workspace = buffers, items, workspace
+
+    def __enter__(self) -> _Held:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.workspace is not None:
+            self.workspace.release(self)
 
     def grow(self, json_len: int) -> _Buffers:
         self.buffers = _grown(self.buffers, json_len)
@@ -209,10 +217,10 @@ class _Held:
 class _Workspace(threading.local):
     """Each thread's _Buffers and items buffer (never shared between threads), grown on demand.
 
-    A batch holds them (hold, then release) from before it writes its texts until its requests are copied out:
-    the objects made meanwhile (the rows, the arguments of its calls) may start a collection of the cyclic GC,
-    whose finalizers may seal or open on this thread, and those then work in a spare pair instead of overwriting
-    the batch's. (A single seal or open copies its output out before it makes any such object: _fastcall.)"""
+    A batch holds them (`with hold()`: released on leaving) from before it writes its texts until its requests are
+    copied out: the objects made meanwhile (the rows, the arguments of its calls) may start a collection of the
+    cyclic GC, whose finalizers may seal or open on this thread, and those then work in a spare pair instead of
+    overwriting the batch's. (A single seal or open copies its output out before it makes any such object: _fastcall.)"""
 
     def __init__(self) -> None:
         self.buffers = _Buffers(4096)
@@ -224,8 +232,8 @@ class _Workspace(threading.local):
         return self.buffers
 
     def hold(self) -> _Held:
-        """This thread's pair, for a batch alone until release(); the thread works in a spare pair meanwhile."""
-        held = _Held(self.buffers, self.items)
+        """This thread's pair, for a batch alone until it is released; the thread works in a spare pair meanwhile."""
+        held = _Held(self.buffers, self.items, self)
         spare = self.spare if self.spare is not None else _Held(_Buffers(4096), ffi.new("uint8_t[]", 1))
         self.spare = None
         self.buffers, self.items = spare.buffers, spare.items
@@ -379,12 +387,9 @@ def seal_json_batch(credentials: Any, timestamp: int, jsons: list[bytes], check_
     row_type, column (an item each) and common: what the rows hold besides the request (BatchOutput)."""
     n = len(jsons)
     blob = ffi.from_buffer("uint8_t[]", jsons[0] if n == 1 else b"".join(jsons))  # large items come one by one
-    held = _workspace.hold()
-    try:
+    with _workspace.hold() as held:
         return _seal_items(credentials, timestamp, blob, ffi.new("size_t[]", list(map(len, jsons))), n, check_facts,
                            row_type, column, common, held)
-    finally:
-        _workspace.release(held)
 
 
 def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, check_facts: int, row_type: type[Row],
@@ -392,8 +397,7 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
     """seal_json_batch for the n items of one JSON array text (orjson's text of the list of payloads: one
     serializer call for the whole batch instead of one per item). The C core splits it into its items. None
     when array is not an array of n items."""
-    held = _workspace.hold()
-    try:
+    with _workspace.hold() as held:
         items = held.items
         if len(items) < len(array):
             items = held.items = ffi.new("uint8_t[]", max(len(array), 2 * len(items)))
@@ -401,8 +405,6 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
         if lib.pasarela_json_array_items(array, len(array), items, lens, n) != n:
             return None
         return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common, held)
-    finally:
-        _workspace.release(held)
 
 
 def seal_payload(credentials: Credentials, timestamp: int, payload: Any, iv: Optional[bytes], row_type: type[Row],
@@ -437,8 +439,7 @@ def seal_payloads(credentials: Any, timestamp: int, payloads: list[Any], row_typ
         return None
     n = len(payloads)
     lens = ffi.new("size_t[]", n)
-    held = _workspace.hold()
-    try:
+    with _workspace.hold() as held:
         while True:
             items = held.items
             used: int = _fast_stringify_into(payloads, 0, n, _address(items), len(items), _address(lens))
@@ -449,8 +450,6 @@ def seal_payloads(credentials: Any, timestamp: int, payloads: list[Any], row_typ
             return None
         return _seal_items(credentials, timestamp, items, lens, n, 0, row_type, column, common, held,
                            STRINGIFIED), used
-    finally:
-        _workspace.release(held)
 
 
 def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, check_facts: int,
