@@ -220,7 +220,8 @@ class _Workspace(threading.local):
     A batch holds them (`with hold()`: released on leaving) from before it writes its texts until its requests are
     copied out: the objects made meanwhile (the rows, the arguments of its calls) may start a collection of the
     cyclic GC, whose finalizers may seal or open on this thread, and those then work in a spare pair instead of
-    overwriting the batch's. (A single seal or open copies its output out before it makes any such object: _fastcall.)"""
+    overwriting the batch's. (A single seal or open copies its output out before it makes any such object:
+    _fastcall.)"""
 
     def __init__(self) -> None:
         self.buffers = _Buffers(4096)
