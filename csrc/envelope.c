@@ -440,46 +440,58 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
     return PASARELA_OK;
 }
 
-size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
-                                const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
-                                const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
-                                size_t *out_lens, unsigned *facts) {
+/* The plaintext of a request sealed into its own buffer: text, canonical already (as pasarela_seal takes it),
+ * copied to out as it is. */
+static int copy_object(const uint8_t *text, size_t len, char *out, size_t *plaintext_len) {
+    if (out == NULL) return PASARELA_E_INVALID_ARGUMENT;
+    if (!is_object_text(text, len)) return PASARELA_E_JSON_NOT_OBJECT;
+    memcpy(out, text, len);
+    *plaintext_len = len;
+    return PASARELA_OK;
+}
+
+/* What pasarela_seal_json_batch (outs NULL: the requests back to back in ws->out) and pasarela_seal_batch (outs:
+ * request i at outs[i], its text canonical already) do. plaintext_lens, out_lens and facts may be NULL when outs
+ * is not (their values follow from json_lens). */
+static size_t seal_items(const pasarela_credentials *const *credentials, uint64_t timestamp, const uint8_t *json,
+                         const size_t *json_lens, size_t n, unsigned json_flags, const uint8_t *ivs,
+                         pasarela_workspace *ws, char *const *outs, int *statuses, size_t *plaintext_lens,
+                         size_t *out_lens, unsigned *facts) {
     group g;
     size_t out_used = 0, done = 0, offset = 0; /* json + offset: the next item's text (formed only when read) */
-    if (credentials == NULL || json_lens == NULL || ws == NULL ||
-        ws->out == NULL || ws->scratch == NULL || ws->plaintext == NULL || statuses == NULL ||
-        plaintext_lens == NULL || out_lens == NULL || facts == NULL || (json == NULL && n > 0))
-        return 0;
     g.count = g.keys_count = g.area_used = 0;
     for (; done < n; done++) {
         size_t len = json_lens[done];
         if (len > PASARELA_MAX_JSON_LEN) { /* its sizes would wrap around: refused, the rest goes on */
             statuses[done] = PASARELA_E_TOO_LARGE;
-            plaintext_lens[done] = out_lens[done] = 0;
-            facts[done] = 0;
+            if (plaintext_lens != NULL) plaintext_lens[done] = out_lens[done] = 0;
+            if (facts != NULL) facts[done] = 0;
             offset += len;
             continue;
         }
-        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len), room = ws->out_cap - out_used;
         /* stop where the next item might not fit: the caller calls again for the rest. The canonicalizer
-         * needs room for its worst case (6x); the request then takes what its plaintext needs. */
-        if (room < plaintext_max || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len) ||
+         * needs room for its worst case (6x); the request then takes what its plaintext needs. An item sealed
+         * into its own buffer has room for its request, its text being its plaintext. */
+        size_t plaintext_max = PASARELA_JSON_OUT_MAX(len), room = ws->out_cap - out_used;
+        if ((outs == NULL && room < plaintext_max) || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(len) ||
             (ivs == NULL && iv_pool_empty(ws)))
             break;
         const pasarela_credentials *c = credentials[done];
-        char *out = ws->out + out_used;
+        char *out = outs != NULL ? outs[done] : ws->out + out_used;
         size_t plaintext_len = 0;
         unsigned item_facts = 0;
-        int rc = c == NULL ? PASARELA_E_INVALID_ARGUMENT
-                           : canonical_object(c, json + offset, len, json_flags, (uint8_t *)out, plaintext_max,
-                                              &plaintext_len, ws, &item_facts);
-        if (rc == PASARELA_OK && room < PASARELA_REQUEST_LEN(plaintext_len)) break; /* its canonical form grew */
+        int rc = c == NULL      ? PASARELA_E_INVALID_ARGUMENT
+                 : outs != NULL ? copy_object(json + offset, len, out, &plaintext_len)
+                                : canonical_object(c, json + offset, len, json_flags, (uint8_t *)out, plaintext_max,
+                                                   &plaintext_len, ws, &item_facts);
+        if (rc == PASARELA_OK && outs == NULL && room < PASARELA_REQUEST_LEN(plaintext_len))
+            break; /* its canonical form grew */
         /* every item processed takes the next IV, sealed or not (the pool was checked above) */
         const uint8_t *iv = ivs != NULL ? ivs + PASARELA_IV_LEN * done : next_iv(ws, NULL);
-        facts[done] = item_facts;
+        if (facts != NULL) facts[done] = item_facts;
         if (rc == PASARELA_OK) rc = group_add(&g, ws, c, timestamp, out, plaintext_len, iv);
-        plaintext_lens[done] = out_lens[done] = 0;
-        if (rc == PASARELA_OK) {
+        if (plaintext_lens != NULL) plaintext_lens[done] = out_lens[done] = 0;
+        if (rc == PASARELA_OK && outs == NULL) {
             plaintext_lens[done] = plaintext_len;
             out_lens[done] = PASARELA_REQUEST_LEN(plaintext_len);
             out_used += out_lens[done];
@@ -489,6 +501,28 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
     }
     seal_group(&g);
     return done;
+}
+
+size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
+                                const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
+                                const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
+                                size_t *out_lens, unsigned *facts) {
+    if (credentials == NULL || json_lens == NULL || ws == NULL ||
+        ws->out == NULL || ws->scratch == NULL || ws->plaintext == NULL || statuses == NULL ||
+        plaintext_lens == NULL || out_lens == NULL || facts == NULL || (json == NULL && n > 0))
+        return 0;
+    return seal_items(credentials, timestamp, json, json_lens, n, json_flags, ivs, ws, NULL, statuses, plaintext_lens,
+                      out_lens, facts);
+}
+
+size_t pasarela_seal_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
+                           const uint8_t *plaintexts, const size_t *plaintext_lens, size_t n, const uint8_t *ivs,
+                           pasarela_workspace *ws, char *const *outs, int *statuses) {
+    if (credentials == NULL || plaintext_lens == NULL || ws == NULL || ws->scratch == NULL ||
+        ws->plaintext == NULL || outs == NULL || statuses == NULL || (plaintexts == NULL && n > 0))
+        return 0;
+    return seal_items(credentials, timestamp, plaintexts, plaintext_lens, n, PASARELA_JSON_STRINGIFIED, ivs, ws, outs,
+                      statuses, NULL, NULL, NULL);
 }
 
 size_t pasarela_batch_first_exception(const int *statuses, const unsigned *facts, size_t n, unsigned facts_mask) {

@@ -262,6 +262,18 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts);
 
+/* pasarela_seal for many canonical plaintexts (each exactly what JSON.stringify writes, as pasarela_seal takes
+ * it; plaintext_lens[i] bytes of the concatenated plaintexts), each request written to the caller's buffer
+ * outs[i] of PASARELA_REQUEST_LEN(plaintext_lens[i]) bytes instead of ws->out: where the caller wants the
+ * requests to end up (pasarela._fastcall: the bytes objects that hold them), so none is copied out of the
+ * workspace. Otherwise as pasarela_seal_json_batch: the same requests, statuses, IVs (ivs, or the pool, stopping
+ * before an item when it is empty) and groups, and it returns how many items it processed (0: the workspace's
+ * scratch is too small for the next item, or its pool is empty). A request whose status is not PASARELA_OK
+ * leaves outs[i] partly written or not at all; ws->out is not used. */
+size_t pasarela_seal_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
+                           const uint8_t *plaintexts, const size_t *plaintext_lens, size_t n, const uint8_t *ivs,
+                           pasarela_workspace *ws, char *const *outs, int *statuses);
+
 /* The first of n items of a batch (pasarela_seal_json_batch's statuses and facts) that was not sealed or
  * whose facts have a bit of facts_mask; n when every item was sealed and none has (the caller then takes
  * the batch's requests as they are, without reading its items one by one); 0 when an array is NULL. */

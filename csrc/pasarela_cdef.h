@@ -119,4 +119,7 @@ size_t pasarela_seal_json_batch(const pasarela_credentials *const *credentials, 
                                 const uint8_t *json, const size_t *json_lens, size_t n, unsigned json_flags,
                                 const uint8_t *ivs, pasarela_workspace *ws, int *statuses, size_t *plaintext_lens,
                                 size_t *out_lens, unsigned *facts);
+size_t pasarela_seal_batch(const pasarela_credentials *const *credentials, uint64_t timestamp,
+                           const uint8_t *plaintexts, const size_t *plaintext_lens, size_t n, const uint8_t *ivs,
+                           pasarela_workspace *ws, char *const *outs, int *statuses);
 size_t pasarela_batch_first_exception(const int *statuses, const unsigned *facts, size_t n, unsigned facts_mask);

@@ -3,8 +3,9 @@
 On CPython, _binding.seal_json and _binding.open_post call pasarela_seal_json and pasarela_open_request through
 pasarela._fastcall (one C-API call instead of cffi's call, field reads and copy); elsewhere (PyPy) through cffi.
 A batch's requests are copied out into their Sealed objects by _fastcall.rows, elsewhere by _binding._requests_py
-and _binding._rows_py. Both ways run here: the other one with _binding's _fast_seal_json, _fast_open_post and
-_fast_rows set to None.
+and _binding._rows_py; requests too large to share buffers are sealed straight into theirs by _fastcall.seal_rows
+(elsewhere sealed in the workspace and copied out like the others). Both ways run here: the other one with
+_binding's _fast_seal_json, _fast_open_post, _fast_rows and _fast_seal_rows set to None.
 """
 
 from __future__ import annotations
@@ -37,23 +38,26 @@ def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_binding, "_fast_seal_payload", None)
     monkeypatch.setattr(_binding, "_fast_open_post", None)
     monkeypatch.setattr(_binding, "_fast_rows", None)
+    monkeypatch.setattr(_binding, "_fast_seal_rows", None)
     yield
 
 
 def _both_ways(call: Callable[[], Any]) -> tuple[Any, Any]:
     """call() through _fastcall, then through cffi (exceptions returned, not raised)."""
     results = []
-    for fast in ((_fastcall.seal_json, _fastcall.seal_payload, _fastcall.open_post, _fastcall.rows),
-                 (None, None, None, None)):
-        saved = _binding._fast_seal_json, _binding._fast_seal_payload, _binding._fast_open_post, _binding._fast_rows
-        _binding._fast_seal_json, _binding._fast_seal_payload, _binding._fast_open_post, _binding._fast_rows = fast
+    names = ("_fast_seal_json", "_fast_seal_payload", "_fast_open_post", "_fast_rows", "_fast_seal_rows")
+    for fast in ((_fastcall.seal_json, _fastcall.seal_payload, _fastcall.open_post, _fastcall.rows,
+                  _fastcall.seal_rows), (None,) * len(names)):
+        saved = [getattr(_binding, name) for name in names]
+        for name, value in zip(names, fast):
+            setattr(_binding, name, value)
         try:
             results.append(call())
         except Exception as exc:  # compared by the caller
             results.append(exc)
         finally:
-            (_binding._fast_seal_json, _binding._fast_seal_payload, _binding._fast_open_post,
-             _binding._fast_rows) = saved
+            for name, value in zip(names, saved):
+                setattr(_binding, name, value)
     return results[0], results[1]
 
 
@@ -261,6 +265,113 @@ def test_the_cffi_way_copies_a_batchs_requests_out_too(cffi_way: None, size: int
     assert [s.plaintext for s in batch] == [terminal.seal(p, timestamp=NOON).plaintext for p in payloads]
 
 
+def test_a_batch_of_large_requests_is_sealed_straight_into_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests too large to share buffers (payloads of about 620 B and more) are sealed by _fastcall.seal_rows,
+    each into the bytes object its Sealed holds, whole and alone: the same requests as single seals with their IVs,
+    across IV pool refills (700 items, 256 IVs a pool) and chunks of the batch."""
+    made: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        rows = _fastcall.seal_rows(*args)
+        made.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(_binding, "_fast_seal_rows", counted)
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payloads = [{"n": n, "text": "é" * (n % 50) + "x" * 1000} for n in range(700)]
+    batch = terminal.seal_many(payloads, timestamp=NOON)
+    assert sum(made) == 699 and len(made) > 3  # the first item is sealed alone, as seal_many always does
+    assert len({s.iv for s in batch}) == 700
+    for payload, sealed in zip(payloads, batch):
+        request, plaintext_len, start = sealed[3:]
+        assert start == 0 and len(request) == plaintext_len + _binding.lib.pasarela_sealed_len(plaintext_len)
+        assert sealed == terminal.seal(payload, timestamp=NOON, iv=sealed.iv)
+    assert [terminal.open("POST", s.headers, s.body, now=NOON) for s in batch[::23]] == payloads[::23]
+
+
+def _seal_rows(buffers: Any, credentials: list[Any], texts: list[bytes]) -> tuple[list[Any], list[int]]:
+    """_fastcall.seal_rows of texts in buffers' workspace: the rows and the statuses."""
+    ffi = _binding.ffi
+    n = len(texts)
+    array = ffi.new("pasarela_credentials *[]", credentials)
+    blob = ffi.new("uint8_t[]", b"".join(texts) or b"-")
+    lens = ffi.new("size_t[]", [len(text) for text in texts] or [0])
+    statuses = ffi.new("int[]", [-1] * max(1, n))
+    rows = _fastcall.seal_rows(_Row, [f"t{i}" for i in range(n)], 0, ("m",), _binding._address(array),
+                               buffers.ws_address, NOON, _binding._address(blob), _binding._address(lens), n,
+                               _binding._address(statuses))
+    return rows, list(statuses)[:n]
+
+
+def test_seal_rows_leaves_the_items_the_core_refuses_empty() -> None:
+    """An item the C core refuses (not an object; no credentials) gets b"" and 0, never the bytes object's
+    uninitialized memory; each item takes an IV, sealed or not, as in every batch."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    buffers = _binding._Buffers(65536)
+    buffers.refill_ivs()
+    good = b'{"a":"' + b"x" * 1000 + b'"}'
+    struct = terminal._native.struct
+    rows, statuses = _seal_rows(buffers, [struct, struct, _binding.ffi.NULL, struct], [good, b"[1]", good, good])
+    lib = _binding.lib
+    assert statuses == [lib.PASARELA_OK, lib.PASARELA_E_JSON_NOT_OBJECT, lib.PASARELA_E_INVALID_ARGUMENT,
+                        lib.PASARELA_OK]
+    assert [row[:2] for row in rows] == [("t0", "m"), ("t1", "m"), ("t2", "m"), ("t3", "m")]
+    assert rows[1][2:] == rows[2][2:] == (b"", 0, 0)
+    assert buffers.ws.iv_pool_used == 4 * 16
+    for row in (rows[0], rows[3]):
+        request, plaintext_len, start = row[2:]
+        assert (plaintext_len, start, request[:plaintext_len]) == (len(good), 0, good)
+        body = request[plaintext_len + 128:]
+        iv = bytes.fromhex(body[9:41].decode())
+        assert request == terminal.seal(json.loads(good), timestamp=NOON, iv=iv)._request
+    assert rows[0][2] != rows[3][2]
+
+
+def test_seal_rows_stops_before_an_item_the_workspace_cannot_hold_or_when_the_pool_is_empty() -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    small = _binding._Buffers(4096)  # its pool starts empty
+    text = b'{"a":"' + b"y" * 600 + b'"}'
+    struct = terminal._native.struct
+    assert _seal_rows(small, [struct], [text]) == ([], [-1])
+    small.refill_ivs()
+    small.ws.iv_pool_used = 4096 - 32  # two IVs left
+    rows, statuses = _seal_rows(small, [struct] * 3, [text] * 3)
+    assert len(rows) == 2 and statuses == [0, 0, -1]
+    small.refill_ivs()
+    rows, statuses = _seal_rows(small, [struct] * 3, [text, b'{"a":"' + b"z" * 9000 + b'"}', text])
+    assert len(rows) == 1 and statuses == [0, -1, -1]
+    assert rows[0][2][:len(text)] == text
+    assert _seal_rows(small, [], []) == ([], [])
+
+
+@pytest.mark.parametrize(("change", "error", "words"), [
+    (lambda a: a[:10], TypeError, "seal_rows takes 11 arguments"),
+    (lambda a: (tuple, *a[1:]), TypeError, "row_type must be a subclass of tuple"),
+    (lambda a: (a[0], ("t",), *a[2:]), TypeError, "column must be a list"),
+    (lambda a: (*a[:3], ["m"], *a[4:]), TypeError, "common a tuple"),
+    (lambda a: (*a[:4], 0, *a[5:]), TypeError, "credentials: expected a non-zero address"),
+    (lambda a: (*a[:5], 0, *a[6:]), TypeError, "ws: expected a non-zero address"),
+    (lambda a: (*a[:6], -1, *a[7:]), OverflowError, None),
+    (lambda a: (*a[:7], 0, *a[8:]), TypeError, "plaintexts: expected a non-zero address"),
+    (lambda a: (*a[:8], None, *a[9:]), TypeError, "lens: expected a non-zero address"),
+    (lambda a: (*a[:9], 2, a[10]), ValueError, "exceed column's items"),
+    (lambda a: (*a[:9], -1, a[10]), ValueError, "must not be negative"),
+    (lambda a: (a[0], a[1], 1, *a[3:]), ValueError, "exceed column's items"),
+    (lambda a: (*a[:10], 0), TypeError, "statuses: expected a non-zero address"),
+])
+def test_seal_rows_refuses_bad_arguments(change: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+                                         error: type[Exception], words: Optional[str]) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    ffi = _binding.ffi
+    array, blob = ffi.new("pasarela_credentials *[]", [terminal._native.struct]), ffi.new("uint8_t[]", b"{}")
+    lens, statuses = ffi.new("size_t[]", [2]), ffi.new("int[]", [-1])
+    args = (_Row, ["t"], 0, (), _binding._address(array), _binding._workspace.buffers.ws_address, NOON,
+            _binding._address(blob), _binding._address(lens), 1, _binding._address(statuses))
+    with pytest.raises(error, match=words):
+        _fastcall.seal_rows(*change(args))
+    assert statuses[0] == -1  # refused before sealing
+
+
 _CALLS_MADE_HERE = [tracemalloc.Filter(True, __file__, all_frames=True)]
 """The memory that a call made in this file allocated, wherever it was allocated: not what another thread
 allocates meanwhile (pytest-xdist's worker receives its next tests in a thread of its own, tens of KB)."""
@@ -303,6 +414,7 @@ def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
         lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON,
                                     b'{"a":null}', 0, bytes(16), _Row, ("h",), _binding.FACT_NULL),  # (row, facts)
         lambda: terminal.seal_many([payload] * 8),  # through _fastcall.rows
+        lambda: terminal.seal_many([{"text": "x" * 1000}] * 8),  # through _fastcall.seal_rows
     ]
     growth = [_traced_growth(call, 5000) for call in calls]
     assert all(size < 64 * 1024 for size in growth), growth
@@ -419,11 +531,11 @@ fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
 for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.open_post(1, 1, {{}}, b"{{}}", 0.0, 300.0),
-             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1),
-             lambda: fastcall.connect(1, 1, (0, 0), 1),
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1),
+             lambda: fastcall.connect(1, 1, (0, 0), 1, 1),
              lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.stringify({{}}),
-             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0)),
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1),
              lambda: fastcall.seal_payload(1, 1, {NOON}, {{}}, None, tuple, ())):
     try:
         call()
@@ -441,7 +553,7 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     assert lines[3].startswith("TypeError ") and "layout must be a tuple of 6 ints" in lines[3]
     assert lines[4] == lines[0]  # still not connected
     assert lines[5].startswith("RuntimeError ") and "not connected" in lines[5]
-    assert lines[6] == "TypeError connect takes 4 arguments"
+    assert lines[6] == "TypeError connect takes 5 arguments"
     assert lines[7].startswith("RuntimeError ") and "not connected" in lines[7]
 
 

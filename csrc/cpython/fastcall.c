@@ -1,5 +1,6 @@
 /* pasarela._fastcall: CPython entry points for the two hottest calls of the C core, seal_json and open_post, and
- * for the copying out of a batch's requests into the objects that hold them (rows; seal_json makes its one row).
+ * for the copying out of a batch's requests into the objects that hold them (rows; seal_json makes its one row;
+ * seal_rows seals large ones into them).
  * seal_payload writes a payload's text (stringify.c) and seals it in one call; open_post reads the request's
  * headers and builds the opened payload (parse.c) in the call that opens it.
  *
@@ -14,7 +15,8 @@
  * did it in about 34. Then a Sealed was made for each by map(tuple.__new__, repeat(Sealed), zip(...)) from those
  * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
  * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
- * included; README: Speed). seal_json makes the single seal's Sealed the same way (Python had made a tuple of the
+ * included; README: Speed). Requests too large to share buffers need no copy at all: seal_rows() makes their bytes
+ * objects first and the core (pasarela_seal_batch) seals each straight into its own. seal_json makes the single seal's Sealed the same way (Python had made a tuple of the
  * request, plaintext length and facts, then the Sealed from it with tuple.__new__). CPython only (PyPy runs cffi
  * natively); private to python/pasarela/_binding.py, which passes the addresses of objects it keeps alive.
  *
@@ -36,10 +38,13 @@ typedef int (*seal_json_fn)(const pasarela_credentials *, pasarela_workspace *, 
                             unsigned, const uint8_t *);
 typedef int (*open_request_fn)(const pasarela_credentials *, pasarela_workspace *, const char *, size_t, double,
                                double, const char *, size_t, const char *, size_t);
+typedef size_t (*seal_batch_fn)(const pasarela_credentials *const *, uint64_t, const uint8_t *, const size_t *, size_t,
+                                const uint8_t *, pasarela_workspace *, char *const *, int *);
 
 typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
+    seal_batch_fn seal_batch;
     newfunc tuple_new; /* tuple's constructor (tp_new), set at import: seal_json() and rows() make rows with it */
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
@@ -49,7 +54,8 @@ typedef struct {
 
 static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state != NULL && (state->seal_json == NULL || state->open_request == NULL || state->utf8_of == NULL)) {
+    if (state != NULL &&
+        (state->seal_json == NULL || state->open_request == NULL || state->seal_batch == NULL || state->utf8_of == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
     }
@@ -107,12 +113,12 @@ static const Py_ssize_t layout[] = {
     (Py_ssize_t)offsetof(pasarela_workspace, out_len), (Py_ssize_t)offsetof(pasarela_workspace, json_facts),
 };
 
-/* connect(seal_json_address, open_request_address, layout, utf8_address): layout is the cffi module's (sizeof
- * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
- * PyUnicode_AsUTF8AndSize's (see stringify.h). */
+/* connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address): layout is the cffi
+ * module's (sizeof pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts);
+ * utf8_address is PyUnicode_AsUTF8AndSize's (see stringify.h). */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 4, "connect") < 0)
+    if (state == NULL || check_arity(args, 5, "connect") < 0)
         return NULL;
     PyObject *given = PyTuple_GetItem(args, 2);
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
@@ -135,12 +141,14 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     void *seal_json = address_of(PyTuple_GetItem(args, 0), "connect", "seal_json");
     void *open_request = seal_json == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), "connect", "open_request");
     void *utf8_of = open_request == NULL ? NULL : address_of(PyTuple_GetItem(args, 3), "connect", "utf8");
-    if (utf8_of == NULL)
+    void *seal_batch = utf8_of == NULL ? NULL : address_of(PyTuple_GetItem(args, 4), "connect", "seal_batch");
+    if (seal_batch == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
     state->seal_json = (seal_json_fn)(uintptr_t)seal_json;
     state->open_request = (open_request_fn)(uintptr_t)open_request;
     state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
+    state->seal_batch = (seal_batch_fn)(uintptr_t)seal_batch;
     Py_RETURN_NONE;
 }
 
@@ -446,66 +454,117 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
  * of about a dozen Python operations per request: rows are made as tuple.__new__(row_type, values) makes them
  * (tuple's own constructor, read from a subclass at import), without running row_type's __new__. out, out_lens,
  * plaintext_lens: addresses the caller keeps alive. */
+/* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
+ * column_start and common): row i is row_type's instance of (column[column_start + i], *common, buffer,
+ * plaintext_len, start), made by tuple's own constructor from one tuple of values reused from row to row, held by
+ * new_args alone (the arguments of the constructor, which copies it): only the values that change are replaced. */
+typedef struct {
+    fastcall_state *state;
+    PyObject *row_type, *column, *new_args, *values;
+    Py_ssize_t column_start, n_common;
+} row_maker;
+
+/* Reads row_type, column, column_start and common (args[0] to args[3]) and makes the values. 0, or -1 with an
+ * exception set (then nothing to release). */
+static int row_maker_start(row_maker *m, fastcall_state *state, PyObject *args, const char *name) {
+    m->state = state;
+    m->row_type = PyTuple_GetItem(args, 0);
+    m->column = PyTuple_GetItem(args, 1);
+    PyObject *common = PyTuple_GetItem(args, 3);
+    if (check_row_type(m->row_type, name) < 0)
+        return -1;
+    if (!PyList_Check(m->column) || !PyTuple_Check(common)) {
+        PyErr_Format(PyExc_TypeError, "%s: column must be a list and common a tuple", name);
+        return -1;
+    }
+    m->column_start = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
+    if (m->column_start == -1 && PyErr_Occurred())
+        return -1;
+    m->n_common = PyTuple_Size(common);
+    Py_ssize_t n_values = m->n_common + 4;
+    m->new_args = PyTuple_New(1);
+    m->values = m->new_args == NULL ? NULL : PyTuple_New(n_values);
+    if (m->values == NULL) {
+        Py_XDECREF(m->new_args);
+        return -1;
+    }
+    /* PyTuple_SetItem steals a reference (also when it fails: when someone else holds the tuple) */
+    PyTuple_SetItem(m->new_args, 0, m->values); /* cannot fail: new_args is new */
+    for (Py_ssize_t k = 0; k < n_values; k++) {
+        PyObject *value = k >= 1 && k <= m->n_common ? PyTuple_GetItem(common, k - 1) : Py_None;
+        Py_INCREF(value);
+        PyTuple_SetItem(m->values, k, value); /* cannot fail: values is new */
+    }
+    return 0;
+}
+
+/* -1 with a ValueError unless column holds n items from column_start (both not negative). */
+static int row_maker_check(const row_maker *m, Py_ssize_t n, const char *name) {
+    if (n >= 0 && m->column_start >= 0 && PyList_Size(m->column) - m->column_start >= n)
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: n and column_start must not be negative, nor n exceed column's items from column_start", name);
+    return -1;
+}
+
+/* The buffer of the rows made next (a new reference, stolen; NULL: an exception is set). 0, or -1. */
+static int row_maker_buffer(row_maker *m, PyObject *buffer) {
+    return buffer == NULL || PyTuple_SetItem(m->values, m->n_common + 1, buffer) < 0 ? -1 : 0;
+}
+
+/* Row i, of the current buffer: a new reference, or NULL with an exception set. */
+static PyObject *row_maker_row(row_maker *m, Py_ssize_t i, size_t plaintext_len, size_t start) {
+    /* read again for each row: a collection that runs a finalizer during an allocation could, in theory, have
+     * shortened the list (then an IndexError, not a read past its end) */
+    PyObject *item = PyList_GetItem(m->column, m->column_start + i);
+    if (item == NULL)
+        return NULL;
+    if (PyTuple_GetItem(m->values, 0) != item) {
+        Py_INCREF(item);
+        if (PyTuple_SetItem(m->values, 0, item) < 0)
+            return NULL;
+    }
+    PyObject *value = PyLong_FromSize_t(plaintext_len);
+    if (value == NULL || PyTuple_SetItem(m->values, m->n_common + 2, value) < 0)
+        return NULL;
+    value = PyLong_FromSize_t(start);
+    if (value == NULL || PyTuple_SetItem(m->values, m->n_common + 3, value) < 0)
+        return NULL;
+    return m->state->tuple_new((PyTypeObject *)m->row_type, m->new_args, NULL);
+}
+
+static void row_maker_end(row_maker *m) { Py_DECREF(m->new_args); }
+
 static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 10, "rows") < 0)
+    row_maker m;
+    if (state == NULL || check_arity(args, 10, "rows") < 0 || row_maker_start(&m, state, args, "rows") < 0)
         return NULL;
-    PyObject *row_type = PyTuple_GetItem(args, 0), *column = PyTuple_GetItem(args, 1);
-    PyObject *common = PyTuple_GetItem(args, 3);
-    if (check_row_type(row_type, "rows") < 0)
-        return NULL;
-    if (!PyList_Check(column) || !PyTuple_Check(common)) {
-        PyErr_SetString(PyExc_TypeError, "rows: column must be a list and common a tuple");
-        return NULL;
-    }
-    Py_ssize_t column_start = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
-    if (column_start == -1 && PyErr_Occurred())
-        return NULL;
+    PyObject *rows = NULL;
     const char *out = (const char *)address_of(PyTuple_GetItem(args, 4), "rows", "out");
     const size_t *out_lens = out == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 5), "rows",
                                                                               "out_lens");
     const size_t *plaintext_lens = out_lens == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 6),
                                                                                          "rows", "plaintext_lens");
     if (plaintext_lens == NULL)
-        return NULL;
+        goto fail;
     Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GetItem(args, 7));
     size_t buffer_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 8));
     size_t shared_request_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 9));
-    if (PyErr_Occurred())
-        return NULL;
-    if (n < 0 || column_start < 0 || PyList_Size(column) - column_start < n) {
-        PyErr_SetString(PyExc_ValueError,
-                        "rows: n and column_start must not be negative, nor n exceed column's items from column_start");
-        return NULL;
-    }
+    if (PyErr_Occurred() || row_maker_check(&m, n, "rows") < 0)
+        goto fail;
     size_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (out_lens[i] > (size_t)PY_SSIZE_T_MAX - total) {
             PyErr_SetString(PyExc_OverflowError, "rows: the requests' total length is too large");
-            return NULL;
+            goto fail;
         }
         total += out_lens[i];
     }
     /* total <= shared_request_bytes * n, without overflow (total + n cannot overflow: both fit in Py_ssize_t) */
     int shared = n > 0 && (total + (size_t)n - 1) / (size_t)n <= shared_request_bytes;
-    /* values: what row i is made of, in one tuple reused from row to row, held by new_args alone (the arguments
-     * of tuple's constructor, which copies it): only the values that change are replaced */
-    Py_ssize_t n_common = PyTuple_Size(common), n_values = n_common + 4;
-    PyObject *rows = PyList_New(n);
-    PyObject *new_args = rows == NULL ? NULL : PyTuple_New(1);
-    PyObject *values = new_args == NULL ? NULL : PyTuple_New(n_values);
-    if (values == NULL) {
-        Py_XDECREF(new_args);
-        Py_XDECREF(rows);
-        return NULL;
-    }
-    /* PyTuple_SetItem steals a reference (also when it fails: when someone else holds the tuple) */
-    PyTuple_SetItem(new_args, 0, values); /* cannot fail: new_args is new */
-    for (Py_ssize_t k = 0; k < n_values; k++) {
-        PyObject *value = k >= 1 && k <= n_common ? PyTuple_GetItem(common, k - 1) : Py_None;
-        Py_INCREF(value);
-        PyTuple_SetItem(values, k, value); /* cannot fail: values is new */
-    }
+    if ((rows = PyList_New(n)) == NULL)
+        goto fail;
     size_t base = 0; /* where the current buffer begins */
     for (Py_ssize_t first = 0; first < n;) {
         /* the requests of this buffer: first .. last - 1 (the first always; others while they end within
@@ -514,28 +573,11 @@ static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
         size_t end = base + out_lens[first];
         while (shared && last < n && end + out_lens[last] - base <= buffer_bytes)
             end += out_lens[last++];
-        PyObject *buffer = bytes_at(out + base, end - base);
-        if (buffer == NULL || PyTuple_SetItem(values, n_common + 1, buffer) < 0)
+        if (row_maker_buffer(&m, bytes_at(out + base, end - base)) < 0)
             goto fail;
         size_t start = 0;
         for (Py_ssize_t i = first; i < last; i++) {
-            /* read again for each row: a collection that runs a finalizer during an allocation could, in theory,
-             * have shortened the list (then an IndexError, not a read past its end) */
-            PyObject *item = PyList_GetItem(column, column_start + i);
-            if (item == NULL)
-                goto fail;
-            if (PyTuple_GetItem(values, 0) != item) {
-                Py_INCREF(item);
-                if (PyTuple_SetItem(values, 0, item) < 0)
-                    goto fail;
-            }
-            PyObject *plaintext_len = PyLong_FromSize_t(plaintext_lens[i]);
-            if (plaintext_len == NULL || PyTuple_SetItem(values, n_common + 2, plaintext_len) < 0)
-                goto fail;
-            PyObject *offset = PyLong_FromSize_t(start);
-            if (offset == NULL || PyTuple_SetItem(values, n_common + 3, offset) < 0)
-                goto fail;
-            PyObject *row = state->tuple_new((PyTypeObject *)row_type, new_args, NULL);
+            PyObject *row = row_maker_row(&m, i, plaintext_lens[i], start);
             if (row == NULL)
                 goto fail;
             PyList_SetItem(rows, i, row); /* steals; cannot fail on a new list */
@@ -544,12 +586,97 @@ static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
         first = last;
         base = end;
     }
-    Py_DECREF(new_args);
+    row_maker_end(&m);
     return rows;
 fail:
-    Py_DECREF(new_args);
-    Py_DECREF(rows); /* the rows not yet made are NULL, which a list's release skips */
+    row_maker_end(&m);
+    Py_XDECREF(rows); /* the rows not yet made are NULL, which a list's release skips */
     return NULL;
+}
+
+/* seal_rows(row_type, column, column_start, common, credentials, ws, timestamp, plaintexts, lens, n, statuses)
+ * -> list of the rows of the items processed: pasarela_seal_batch of n canonical plaintexts (the writer's texts,
+ * back to back at the address plaintexts, lens[i] bytes each; credentials: the address of n pointers to
+ * pasarela_credentials), the GIL released, IVs from ws's pool, each request written straight into the bytes
+ * object that holds it (no copy out of the workspace: for requests large enough to get a bytes object each).
+ * Row i is as rows() makes it, with (that object, lens[i], 0); statuses[i] (an int each, at the address statuses)
+ * says whether item i was sealed, and an item that was not gets b"" and 0. The list is shorter than n when the
+ * pool ran out or the workspace's scratch is too small for the next item (empty: refill or grow, then call again
+ * for the rest). */
+static PyObject *fastcall_seal_rows(PyObject *module, PyObject *args) {
+    static const char name[] = "seal_rows";
+    fastcall_state *state = state_of(module);
+    row_maker m;
+    if (state == NULL || check_arity(args, 11, name) < 0 || row_maker_start(&m, state, args, name) < 0)
+        return NULL;
+    PyObject **requests = NULL, *rows = NULL;
+    char **outs = NULL;
+    Py_ssize_t n = 0, made = 0;
+    const pasarela_credentials *const *credentials = address_of(PyTuple_GetItem(args, 4), name, "credentials");
+    pasarela_workspace *ws = credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 5), name, "ws");
+    unsigned long long timestamp = ws == NULL ? 0 : PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 6));
+    if (ws == NULL || (timestamp == (unsigned long long)-1 && PyErr_Occurred()))
+        goto fail;
+    const uint8_t *plaintexts = address_of(PyTuple_GetItem(args, 7), name, "plaintexts");
+    const size_t *lens = plaintexts == NULL ? NULL : address_of(PyTuple_GetItem(args, 8), name, "lens");
+    int *statuses = lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 10), name, "statuses");
+    if (statuses == NULL)
+        goto fail;
+    n = PyLong_AsSsize_t(PyTuple_GetItem(args, 9));
+    if ((n == -1 && PyErr_Occurred()) || row_maker_check(&m, n, name) < 0)
+        goto fail;
+    if ((size_t)n > PY_SSIZE_T_MAX / (sizeof *requests + sizeof *outs)) {
+        PyErr_Format(PyExc_OverflowError, "%s: n is too large", name);
+        goto fail;
+    }
+    requests = PyMem_Malloc((size_t)n * sizeof *requests + 1);
+    outs = PyMem_Malloc((size_t)n * sizeof *outs + 1);
+    if (requests == NULL || outs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* the bytes objects the requests are written into: the GC does not track bytes, so making them runs no
+     * finalizer; nothing else sees them until their rows are made */
+    for (; made < n; made++) {
+        if (lens[made] > PASARELA_MAX_JSON_LEN) { /* refused by the core (PASARELA_E_TOO_LARGE), which then reads
+                                                   * no buffer; below it, the length is exact in size_t (pasarela.h) */
+            requests[made] = NULL;
+            outs[made] = NULL;
+            continue;
+        }
+        requests[made] = bytes_at(NULL, PASARELA_REQUEST_LEN(lens[made]));
+        if (requests[made] == NULL)
+            goto fail;
+        outs[made] = PyBytes_AsString(requests[made]);
+    }
+    size_t done;
+    seal_batch_fn seal_batch = state->seal_batch;
+    Py_BEGIN_ALLOW_THREADS
+    done = seal_batch(credentials, (uint64_t)timestamp, plaintexts, lens, (size_t)n, NULL, ws, outs, statuses);
+    Py_END_ALLOW_THREADS
+    if ((rows = PyList_New((Py_ssize_t)done)) == NULL)
+        goto fail;
+    for (size_t i = 0; i < done; i++) {
+        int sealed = statuses[i] == PASARELA_OK;
+        PyObject *request = sealed ? requests[i] : PyBytes_FromStringAndSize("", 0);
+        if (sealed)
+            requests[i] = NULL; /* the row holds it now */
+        PyObject *row = row_maker_buffer(&m, request) < 0 ? NULL : row_maker_row(&m, (Py_ssize_t)i,
+                                                                              sealed ? lens[i] : 0, 0);
+        if (row == NULL)
+            goto fail;
+        PyList_SetItem(rows, (Py_ssize_t)i, row); /* steals; cannot fail on a new list */
+    }
+    goto done;
+fail:
+    Py_CLEAR(rows);
+done:
+    for (Py_ssize_t i = 0; i < made; i++)
+        Py_XDECREF(requests[i]);
+    PyMem_Free(requests);
+    PyMem_Free(outs);
+    row_maker_end(&m);
+    return rows;
 }
 
 /* stringify(payload) -> bytes | None: JSON.stringify's text of payload (stringify.c), or None when that writer
@@ -628,7 +755,7 @@ static PyObject *fastcall_parse(PyObject *module, PyObject *text) {
 
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS,
-     "connect(seal_json_address, open_request_address, layout, utf8_address)"},
+     "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address)"},
     {"seal_json", fastcall_seal_json, METH_VARARGS,
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
@@ -639,6 +766,9 @@ static PyMethodDef fastcall_methods[] = {
     {"rows", fastcall_rows, METH_VARARGS,
      "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
      "shared_request_bytes) -> list"},
+    {"seal_rows", fastcall_seal_rows, METH_VARARGS,
+     "seal_rows(row_type, column, column_start, common, credentials, ws, timestamp, plaintexts, lens, n, statuses) "
+     "-> list"},
     {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
     {"stringify_into", fastcall_stringify_into, METH_VARARGS,
@@ -685,6 +815,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
         state->seal_json = NULL;
         state->open_request = NULL;
+        state->seal_batch = NULL;
         state->tuple_new = tuple_new;
         state->utf8_of = NULL;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};

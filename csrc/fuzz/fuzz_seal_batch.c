@@ -10,7 +10,9 @@
  * Checks: every item's status, plaintext length, facts and request bytes (plaintext, signature, body)
  * equal what pasarela_seal_json gives for that item alone, with the same IV (from the pool: one per
  * item processed, in order; items whose signed text and ciphertext cannot fit in ws->plaintext are
- * sealed alone inside the batch); the calls together process every item.
+ * sealed alone inside the batch); the calls together process every item. Then pasarela_seal_batch of the
+ * sealed items' plaintexts, each request into its own buffer of exactly its length, with the same IVs (from an
+ * array, or bit 2: from a pool that holds just enough), gives the same requests.
  */
 #include "fuzz.h"
 
@@ -65,6 +67,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t plaintext_lens[MAX_ITEMS], out_lens[MAX_ITEMS];
     unsigned facts[MAX_ITEMS];
 
+    /* what pasarela_seal_batch is checked with: the plaintexts, IVs and requests of the items sealed */
+    uint8_t *plaintexts = (uint8_t *)fuzz_alloc(6 * total + 32 * MAX_ITEMS); /* canonical forms: at most 6 n + 32 bytes each */
+    const pasarela_credentials *sealed_creds[MAX_ITEMS];
+    size_t sealed_lens[MAX_ITEMS], sealed_n = 0, sealed_total = 0, sealed_max = 0;
+    uint8_t sealed_ivs[16 * MAX_ITEMS];
+    char *requests[MAX_ITEMS];
+
     size_t start = 0, offset = 0, pooled = 0; /* pooled: IVs the batch has taken from the pool */
     while (start < n) {
         size_t done = pasarela_seal_json_batch(item_creds + start, timestamp, json + offset, lens + start, n - start,
@@ -91,6 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            facts[i] == one.json_facts);
                 FUZZ_CHECK(memcmp(ws.out + o, one.out, one.out_len) == 0);
                 o += out_lens[i];
+                sealed_creds[sealed_n] = item_creds[i];
+                sealed_lens[sealed_n] = one.plaintext_len;
+                memcpy(sealed_ivs + 16 * sealed_n, iv, 16);
+                memcpy(plaintexts + sealed_total, one.out, one.plaintext_len);
+                requests[sealed_n] = (char *)fuzz_copy((const uint8_t *)one.out, one.out_len);
+                if (one.plaintext_len > sealed_max) sealed_max = one.plaintext_len;
+                sealed_total += sealed_lens[sealed_n++];
             } else {
                 FUZZ_CHECK(plaintext_lens[i] == 0 && out_lens[i] == 0);
             }
@@ -105,6 +121,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (first < n && statuses[first] == PASARELA_OK && (facts[first] & mask) == 0) first++;
         FUZZ_CHECK(pasarela_batch_first_exception(statuses, facts, n, mask) == first);
     }
+
+    /* the same requests, each sealed into a buffer of its own (the workspace's out unused) */
+    fuzz_workspace_free(&ws);
+    fuzz_workspace_alloc(&ws, PASARELA_JSON_OUT_MAX(sealed_total), PASARELA_WORKSPACE_SCRATCH_SIZE(sealed_max), 1);
+    ws.iv_pool = pool;
+    char *outs[MAX_ITEMS];
+    for (size_t i = 0; i < sealed_n; i++) outs[i] = (char *)fuzz_alloc(PASARELA_REQUEST_LEN(sealed_lens[i]));
+    memcpy(pool, sealed_ivs, 16 * sealed_n);
+    ws.iv_pool_len = 16 * sealed_n;
+    ws.iv_pool_used = 0;
+    for (size_t begin = 0, at = 0; begin < sealed_n;) {
+        size_t done = pasarela_seal_batch(sealed_creds + begin, timestamp, plaintexts + at, sealed_lens + begin,
+                                          sealed_n - begin, (selector & 4) ? NULL : sealed_ivs + 16 * begin, &ws,
+                                          outs + begin, statuses);
+        FUZZ_CHECK(done > 0 && done <= sealed_n - begin);
+        for (size_t i = begin; i < begin + done; i++) {
+            FUZZ_CHECK(statuses[i - begin] == PASARELA_OK);
+            FUZZ_CHECK(memcmp(outs[i], requests[i], PASARELA_REQUEST_LEN(sealed_lens[i])) == 0);
+            at += sealed_lens[i];
+        }
+        begin += done;
+    }
+    if (selector & 4) FUZZ_CHECK(ws.iv_pool_used == 16 * sealed_n);
+    for (size_t i = 0; i < sealed_n; i++) {
+        free(outs[i]);
+        free(requests[i]);
+    }
+    free(plaintexts);
     fuzz_workspace_free(&ws);
     free(json);
     fuzz_credentials_free(&creds[0]);

@@ -495,6 +495,11 @@ static void test_refusals(unsigned cpu, unsigned long long round)
                                        &status, &plaintext_len, &out_len, &facts) <= 1 &&
                   status == PASARELA_E_NO_HW_AES && out_len == 0,
               "no AES: seal_json_batch refused", round);
+        char *const outs[1] = {out};
+        status = PASARELA_OK;
+        check(pasarela_seal_batch(batch_credentials, 1700000000, plaintext, &n, 1, iv, &ws, outs, &status) == 1 &&
+                  status == PASARELA_E_NO_HW_AES,
+              "no AES: seal_batch refused", round);
         pasarela_hex_encode(iv, sizeof iv, data);
         data[32] = ':';
         pasarela_hex_encode(ct, sizeof ct, data + 33);

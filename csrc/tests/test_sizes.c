@@ -97,6 +97,12 @@ static void check_entry_points(size_t n) {
     CHECK(pasarela_seal_json_batch(cs, 1700000000u, in, &len, 1, 0, (const uint8_t *)"0123456789abcdef", &ws,
                                    &status, &plaintext_len, &request_len, &facts) == 1 &&
           status == PASARELA_E_TOO_LARGE && request_len == 0, "seal_json_batch(%zu)", n);
+    /* no buffer is given for an item too large: the core refuses it before it would read outs[0] */
+    char *const outs[1] = {NULL};
+    status = PASARELA_OK;
+    CHECK(pasarela_seal_batch(cs, 1700000000u, in, &len, 1, (const uint8_t *)"0123456789abcdef", &ws, outs,
+                              &status) == 1 &&
+          status == PASARELA_E_TOO_LARGE, "seal_batch(%zu)", n);
 }
 
 int main(void) {
