@@ -470,14 +470,14 @@ static void test_refusals(unsigned cpu, unsigned long long round)
     int status = PASARELA_OK;
     unsigned facts = 0;
     uint8_t *plaintext = (uint8_t *)malloc(n);
-    char *out = (char *)malloc(PASARELA_SEALED_LEN(n));
+    char *out = (char *)malloc(PASARELA_REQUEST_LEN(n)); /* the signature and body of a seal, or a whole request */
     pasarela_workspace ws;
     random_json(&t, 0, 1);
     random_bytes(iv, sizeof iv);
     random_bytes(ct, sizeof ct);
     memset(&ws, 0, sizeof ws);
     ws.plaintext_cap = PASARELA_JSON_OUT_MAX(t.len) + 64;
-    ws.scratch_cap = PASARELA_WORKSPACE_SCRATCH_SIZE(t.len + 64);
+    ws.scratch_cap = PASARELA_WORKSPACE_SCRATCH_SIZE(t.len + 64 > n ? t.len + 64 : n); /* the JSON, or plaintext */
     ws.out_cap = PASARELA_REQUEST_LEN(ws.plaintext_cap);
     ws.plaintext = (uint8_t *)malloc(ws.plaintext_cap);
     ws.scratch = malloc(ws.scratch_cap);
