@@ -434,6 +434,7 @@ def _address() -> int:
     (lambda c, w: (c, w, NOON, {}, b"short", _Row, ()), ValueError, "seal_payload: iv must be 16 bytes"),
     (lambda c, w: (c, w, NOON, {}, "0" * 16, _Row, ()), TypeError, "seal_payload: iv: expected bytes"),
     (lambda c, w: (c, w, NOON, {}, None, tuple, ()), TypeError, "row_type must be a subclass of tuple"),
+    (lambda c, w: (c, w, NOON, {}, None, type(sys.flags), ()), TypeError, "made by a class statement"),  # static
     (lambda c, w: (c, w, NOON, {}, None, _Row, ["h"]), TypeError, "head must be a tuple"),
 ])
 def test_seal_payload_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],

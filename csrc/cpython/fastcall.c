@@ -16,9 +16,11 @@
  * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
  * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
  * included; README: Speed). Requests too large to share buffers need no copy at all: seal_rows() makes their bytes
- * objects first and the core (pasarela_seal_batch) seals each straight into its own. seal_json makes the single seal's Sealed the same way (Python had made a tuple of the
- * request, plaintext length and facts, then the Sealed from it with tuple.__new__). CPython only (PyPy runs cffi
- * natively); private to python/pasarela/_binding.py, which passes the addresses of objects it keeps alive.
+ * objects first and the core (pasarela_seal_batch) seals each straight into its own. seal_json and seal_payload
+ * make the single seal's Sealed as tuple.__new__ would, with the class's own allocator and no tuple in between
+ * (Python had made a tuple of the request, plaintext length and facts, then the Sealed from it with
+ * tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which passes the
+ * addresses of objects it keeps alive.
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
  * since METH_FASTCALL entered the limited API only in 3.10. No mutable globals: the function pointers live in the
@@ -45,7 +47,7 @@ typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
     seal_batch_fn seal_batch;
-    newfunc tuple_new; /* tuple's constructor (tp_new), set at import: seal_json() and rows() make rows with it */
+    newfunc tuple_new; /* tuple's constructor (tp_new), set at import: rows() and seal_rows() make rows with it */
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
     PyObject *get; /* "get": a mapping's method open_post() calls when the headers are not a dict */
@@ -55,7 +57,8 @@ typedef struct {
 static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state != NULL &&
-        (state->seal_json == NULL || state->open_request == NULL || state->seal_batch == NULL || state->utf8_of == NULL)) {
+        (state->seal_json == NULL || state->open_request == NULL || state->seal_batch == NULL ||
+         state->utf8_of == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
     }
@@ -175,41 +178,44 @@ static PyObject *bytes_at(const void *data, size_t len) {
     return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
 }
 
-/* The row_type instance of (*head, *tail) made as rows() makes its rows (tuple's own constructor), tail being n
- * new references, each possibly NULL (then NULL, all of them released). */
-static PyObject *row_of(fastcall_state *state, PyObject *row_type, PyObject *head, Py_ssize_t n,
-                        PyObject *const *tail) {
+/* The row_type instance of (*head, *tail) made as tuple.__new__(row_type, values) makes it, tail being n new
+ * references, each possibly NULL (then NULL, all of them released). tuple's constructor makes an instance of a
+ * class derived from it with the class's tp_alloc, then sets the items: done here directly, without the tuple of
+ * values and the tuple of arguments that calling the constructor takes (two allocations of the three). */
+static PyObject *row_of(PyObject *row_type, PyObject *head, Py_ssize_t n, PyObject *const *tail) {
     int complete = 1;
     for (Py_ssize_t i = 0; i < n; i++)
         complete &= tail[i] != NULL;
     Py_ssize_t n_head = PyTuple_Size(head);
-    PyObject *values = complete && n_head >= 0 ? PyTuple_New(n_head + n) : NULL;
-    if (values == NULL) {
+    /* a heap type's slot (check_row_type), read as connect() reads addresses */
+    allocfunc alloc = (allocfunc)(uintptr_t)PyType_GetSlot((PyTypeObject *)row_type, Py_tp_alloc);
+    PyObject *row = complete && n_head >= 0 && alloc != NULL ? alloc((PyTypeObject *)row_type, n_head + n) : NULL;
+    if (row == NULL) {
         for (Py_ssize_t i = 0; i < n; i++)
             Py_XDECREF(tail[i]);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_SystemError, "pasarela._fastcall: row_type has no tp_alloc");
         return NULL;
     }
-    /* PyTuple_SetItem steals a reference; it cannot fail on a new tuple */
+    /* PyTuple_SetItem steals a reference; it cannot fail on a new instance of a class derived from tuple (which
+     * PyTuple_Check accepts, its reference count 1) */
     for (Py_ssize_t i = 0; i < n_head; i++) {
         PyObject *value = PyTuple_GetItem(head, i);
         Py_INCREF(value);
-        PyTuple_SetItem(values, i, value);
+        PyTuple_SetItem(row, i, value);
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        PyTuple_SetItem(values, n_head + i, tail[i]);
-    PyObject *new_args = PyTuple_Pack(1, values);
-    Py_DECREF(values);
-    PyObject *row = new_args == NULL ? NULL : state->tuple_new((PyTypeObject *)row_type, new_args, NULL);
-    Py_XDECREF(new_args);
+        PyTuple_SetItem(row, n_head + i, tail[i]);
     return row;
 }
 
-/* 0 when row_type is a class derived from tuple (not tuple itself); -1 with a TypeError otherwise. */
+/* 0 when row_type is a class derived from tuple by a class statement (a heap type: not tuple itself, nor a static
+ * type, whose slots the limited API of 3.9 cannot read); -1 with a TypeError otherwise. */
 static int check_row_type(PyObject *row_type, const char *name) {
-    if (PyType_Check(row_type) && row_type != (PyObject *)&PyTuple_Type &&
+    if (PyType_Check(row_type) && (PyType_GetFlags((PyTypeObject *)row_type) & Py_TPFLAGS_HEAPTYPE) &&
         PyType_IsSubtype((PyTypeObject *)row_type, &PyTuple_Type))
         return 0;
-    PyErr_Format(PyExc_TypeError, "%s: row_type must be a subclass of tuple", name);
+    PyErr_Format(PyExc_TypeError, "%s: row_type must be a subclass of tuple made by a class statement", name);
     return -1;
 }
 
@@ -273,14 +279,15 @@ static PyObject *sealed_row(call_target *target, const seal_arguments *a) {
     tail[0] = bytes_at(target->ws->out, target->ws->out_len);
     tail[1] = PyLong_FromSize_t(target->ws->plaintext_len);
     tail[2] = PyLong_FromLong(0);
-    return row_of(target->state, a->row_type, a->head, 3, tail);
+    return row_of(a->row_type, a->head, 3, tail);
 }
 
 /* seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) |
  * status. credentials, ws: addresses of a pasarela_credentials and a pasarela_workspace; json: bytes; iv: 16
  * bytes, or None for the next IV of ws's pool. As pasarela_seal_json, the GIL released during it. On PASARELA_OK,
- * the row is row_type's instance of (*head, request, plaintext_len, 0), made as rows() makes its rows; returned
- * alone unless the text has a fact of check_facts (then with the facts); any other status is returned (an int). */
+ * the row is row_type's instance of (*head, request, plaintext_len, 0), made as tuple.__new__ makes it (row_of);
+ * returned alone unless the text has a fact of check_facts (then with the facts); any other status is returned (an
+ * int). */
 static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     call_target target;
     seal_arguments a;

@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned facts[MAX_ITEMS];
 
     /* what pasarela_seal_batch is checked with: the plaintexts, IVs and requests of the items sealed */
-    uint8_t *plaintexts = (uint8_t *)fuzz_alloc(6 * total + 32 * MAX_ITEMS); /* canonical forms: at most 6 n + 32 bytes each */
+    uint8_t *plaintexts = (uint8_t *)fuzz_alloc(6 * total + 32 * MAX_ITEMS); /* each canonical: <= 6 n + 32 */
     const pasarela_credentials *sealed_creds[MAX_ITEMS];
     size_t sealed_lens[MAX_ITEMS], sealed_n = 0, sealed_total = 0, sealed_max = 0;
     uint8_t sealed_ivs[16 * MAX_ITEMS];
