@@ -73,6 +73,15 @@ def test_seal_batch_opens_with_each_terminal() -> None:
         assert terminal.open("POST", one.headers, one.body, now=NOON) == payload
 
 
+def test_seal_batch_of_large_items_for_many_terminals_matches_seal() -> None:
+    """Items large enough to be sealed straight into their own buffers (about 620 B of JSON and more), the
+    terminals taking turns and runs: each request is the one its own terminal's seal makes with its IV."""
+    pairs = [(TERMINALS[(i // 2) % 3], {"i": i, "pad": "p" * (600 + 97 * (i % 13))}) for i in range(90)]
+    for (terminal, payload), one in zip(pairs, seal_batch(pairs, timestamp=NOON)):
+        _same_as_single(terminal, payload, one, "POST")
+        assert terminal.open("POST", one.headers, one.body, now=NOON) == payload
+
+
 def test_seal_batch_is_exported() -> None:
     assert pasarela.seal_batch is seal_batch
 
