@@ -1,7 +1,7 @@
 """The workload scripts/hardening runs under valgrind for pasarela._fastcall: seals and opens through it (the IV
 pool refilled, the workspace grown, a row returned with its facts), batches (their requests copied out through
-it), a refusal, the reader of opened payloads (parse.c: its key cache, declines, escapes), and calls with bad
-arguments."""
+it, or sealed into their objects), a refusal, the reader of opened payloads (parse.c: its key cache, declines,
+escapes), and calls with bad arguments."""
 
 import contextlib
 
@@ -36,11 +36,21 @@ row = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a"
 flagged = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",),
                               _binding.FACT_NULL)
 assert type(row) is Row and type(flagged) is tuple and flagged[0] == row and row[0] == "h", (row, flagged)
-for size in (64, 1024, 20000):  # a batch's Sealed objects made by _fastcall.rows: shared buffers, one each
+for size in (64, 1024, 20000):  # Sealed objects made by _fastcall.rows (shared buffers) and seal_rows (one each)
     batch = terminal.seal_many([{"n": n, "text": "z" * size} for n in range(40)])
     assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in batch] == list(range(40))
 mixed = terminal.seal_many([{"n": 1}, {"n": 2}, b'{"n": 3}', {"n": 4}])  # an item the batch leaves to seal()
 assert [terminal.open("POST", s.headers, s.body, now=s.timestamp)["n"] for s in mixed] == [1, 2, 3, 4]
+texts = [b'{"a":"' + b"q" * 900 + b'"}', b"[1]"]  # seal_rows: one sealed into its object, one refused (b"")
+blob = _binding.ffi.new("uint8_t[]", b"".join(texts))
+lens = _binding.ffi.new("size_t[]", [len(text) for text in texts])
+statuses = _binding.ffi.new("int[]", 2)
+pair = _binding.ffi.new("pasarela_credentials *[]", [terminal._native.struct] * 2)
+_binding._workspace.buffers.refill_ivs()
+rows = _fastcall.seal_rows(Row, ["a", "b"], 0, (), _binding._address(pair), _binding._workspace.buffers.ws_address,
+                           sealed.timestamp, _binding._address(blob), _binding._address(lens), 2,
+                           _binding._address(statuses))
+assert rows[0][1][:len(texts[0])] == texts[0] and rows[1] == ("b", b"", 0, 0) and list(statuses)[0] == 0, rows
 lens = _binding.ffi.new("size_t[]", [3, 3])
 out = _binding.ffi.new("char[]", b"abcdef")
 rows = _fastcall.rows(Row, ["a", "b"], 0, (1,), _binding._address(out), _binding._address(lens),
