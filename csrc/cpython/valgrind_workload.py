@@ -50,7 +50,7 @@ _binding._workspace.buffers.refill_ivs()
 rows = _fastcall.seal_rows(Row, ["a", "b"], 0, (), _binding._address(pair), _binding._workspace.buffers.ws_address,
                            sealed.timestamp, _binding._address(blob), _binding._address(lens), 2,
                            _binding._address(statuses))
-assert rows[0][1][:len(texts[0])] == texts[0] and rows[1] == ("b", b"", 0, 0) and list(statuses)[0] == 0, rows
+assert rows[0][1][:len(texts[0])] == texts[0] and rows[1] == ("b", b"", 0, 0) and statuses[0] == 0, rows
 lens = _binding.ffi.new("size_t[]", [3, 3])
 out = _binding.ffi.new("char[]", b"abcdef")
 rows = _fastcall.rows(Row, ["a", "b"], 0, (1,), _binding._address(out), _binding._address(lens),
