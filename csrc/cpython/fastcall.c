@@ -47,7 +47,6 @@ typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
     seal_batch_fn seal_batch;
-    newfunc tuple_new; /* tuple's constructor (tp_new), set at import: rows() and seal_rows() make rows with it */
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
     PyObject *get; /* "get": a mapping's method open_post() calls when the headers are not a dict */
@@ -178,27 +177,33 @@ static PyObject *bytes_at(const void *data, size_t len) {
     return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
 }
 
-/* The row_type instance of (*head, *tail) made as tuple.__new__(row_type, values) makes it, tail being n new
- * references, each possibly NULL (then NULL, all of them released). tuple's constructor makes an instance of a
- * class derived from it with the class's tp_alloc, then sets the items: done here directly, without the tuple of
- * values and the tuple of arguments that calling the constructor takes (two allocations of the three). */
+/* A new instance of row_type (a class derived from tuple by a class statement: check_row_type) of n items, all
+ * NULL until set: what tuple.__new__(row_type, values) makes before it sets the items, the class's tp_alloc. A
+ * row is made that way (its items set with PyTuple_SetItem, which steals a reference and cannot fail on it: a
+ * new instance of a class derived from tuple, which PyTuple_Check accepts, its reference count 1), without the
+ * tuple of arguments that calling tuple's constructor takes. NULL with an exception set. */
+static PyObject *new_row(PyObject *row_type, Py_ssize_t n) {
+    /* a heap type's slot, read as connect() reads addresses */
+    allocfunc alloc = (allocfunc)(uintptr_t)PyType_GetSlot((PyTypeObject *)row_type, Py_tp_alloc);
+    PyObject *row = alloc != NULL ? alloc((PyTypeObject *)row_type, n) : NULL;
+    if (row == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_SystemError, "pasarela._fastcall: row_type has no tp_alloc");
+    return row;
+}
+
+/* The row_type instance of (*head, *tail) (new_row), tail being n new references, each possibly NULL (then NULL,
+ * all of them released). */
 static PyObject *row_of(PyObject *row_type, PyObject *head, Py_ssize_t n, PyObject *const *tail) {
     int complete = 1;
     for (Py_ssize_t i = 0; i < n; i++)
         complete &= tail[i] != NULL;
     Py_ssize_t n_head = PyTuple_Size(head);
-    /* a heap type's slot (check_row_type), read as connect() reads addresses */
-    allocfunc alloc = (allocfunc)(uintptr_t)PyType_GetSlot((PyTypeObject *)row_type, Py_tp_alloc);
-    PyObject *row = complete && n_head >= 0 && alloc != NULL ? alloc((PyTypeObject *)row_type, n_head + n) : NULL;
+    PyObject *row = complete && n_head >= 0 ? new_row(row_type, n_head + n) : NULL;
     if (row == NULL) {
         for (Py_ssize_t i = 0; i < n; i++)
             Py_XDECREF(tail[i]);
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_SystemError, "pasarela._fastcall: row_type has no tp_alloc");
         return NULL;
     }
-    /* PyTuple_SetItem steals a reference; it cannot fail on a new instance of a class derived from tuple (which
-     * PyTuple_Check accepts, its reference count 1) */
     for (Py_ssize_t i = 0; i < n_head; i++) {
         PyObject *value = PyTuple_GetItem(head, i);
         Py_INCREF(value);
@@ -451,30 +456,18 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     return payload;
 }
 
-/* rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes,
- * shared_request_bytes) -> list of n rows. A batch's n requests lie back to back at out, out_lens[i] bytes each
- * (plaintext_lens[i] of them the plaintext); row i is the row_type (a class derived in Python from tuple alone)
- * made of (column[column_start + i], *common, buffer, plaintext_lens[i], start), request i being
- * buffer[start:]. Requests of up to shared_request_bytes on average share bytes objects of up to about
- * buffer_bytes each (one copy for many; the first request of each always fits); larger ones get one each,
- * starting at 0. What _binding._rows_py does from _binding._requests_py's buffers and starts, in one call instead
- * of about a dozen Python operations per request: rows are made as tuple.__new__(row_type, values) makes them
- * (tuple's own constructor, read from a subclass at import), without running row_type's __new__. out, out_lens,
- * plaintext_lens: addresses the caller keeps alive. */
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
  * column_start and common): row i is row_type's instance of (column[column_start + i], *common, buffer,
- * plaintext_len, start), made by tuple's own constructor from one tuple of values reused from row to row, held by
- * new_args alone (the arguments of the constructor, which copies it): only the values that change are replaced. */
+ * plaintext_len, start) (new_row), its items copied from one tuple of values reused from row to row, held by the
+ * row_maker alone: only the values that change are replaced. */
 typedef struct {
-    fastcall_state *state;
-    PyObject *row_type, *column, *new_args, *values;
+    PyObject *row_type, *column, *values;
     Py_ssize_t column_start, n_common;
 } row_maker;
 
 /* Reads row_type, column, column_start and common (args[0] to args[3]) and makes the values. 0, or -1 with an
  * exception set (then nothing to release). */
-static int row_maker_start(row_maker *m, fastcall_state *state, PyObject *args, const char *name) {
-    m->state = state;
+static int row_maker_start(row_maker *m, PyObject *args, const char *name) {
     m->row_type = PyTuple_GetItem(args, 0);
     m->column = PyTuple_GetItem(args, 1);
     PyObject *common = PyTuple_GetItem(args, 3);
@@ -489,14 +482,9 @@ static int row_maker_start(row_maker *m, fastcall_state *state, PyObject *args, 
         return -1;
     m->n_common = PyTuple_Size(common);
     Py_ssize_t n_values = m->n_common + 4;
-    m->new_args = PyTuple_New(1);
-    m->values = m->new_args == NULL ? NULL : PyTuple_New(n_values);
-    if (m->values == NULL) {
-        Py_XDECREF(m->new_args);
+    if ((m->values = PyTuple_New(n_values)) == NULL)
         return -1;
-    }
     /* PyTuple_SetItem steals a reference (also when it fails: when someone else holds the tuple) */
-    PyTuple_SetItem(m->new_args, 0, m->values); /* cannot fail: new_args is new */
     for (Py_ssize_t k = 0; k < n_values; k++) {
         PyObject *value = k >= 1 && k <= m->n_common ? PyTuple_GetItem(common, k - 1) : Py_None;
         Py_INCREF(value);
@@ -537,15 +525,31 @@ static PyObject *row_maker_row(row_maker *m, Py_ssize_t i, size_t plaintext_len,
     value = PyLong_FromSize_t(start);
     if (value == NULL || PyTuple_SetItem(m->values, m->n_common + 3, value) < 0)
         return NULL;
-    return m->state->tuple_new((PyTypeObject *)m->row_type, m->new_args, NULL);
+    Py_ssize_t n_values = m->n_common + 4;
+    PyObject *row = new_row(m->row_type, n_values);
+    for (Py_ssize_t k = 0; row != NULL && k < n_values; k++) {
+        value = PyTuple_GetItem(m->values, k);
+        Py_INCREF(value);
+        PyTuple_SetItem(row, k, value); /* cannot fail (new_row) */
+    }
+    return row;
 }
 
-static void row_maker_end(row_maker *m) { Py_DECREF(m->new_args); }
+static void row_maker_end(row_maker *m) { Py_DECREF(m->values); }
 
+/* rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes,
+ * shared_request_bytes) -> list of n rows. A batch's n requests lie back to back at out, out_lens[i] bytes each
+ * (plaintext_lens[i] of them the plaintext); row i is the row_type (a class derived in Python from tuple alone)
+ * made of (column[column_start + i], *common, buffer, plaintext_lens[i], start), request i being
+ * buffer[start:]. Requests of up to shared_request_bytes on average share bytes objects of up to about
+ * buffer_bytes each (one copy for many; the first request of each always fits); larger ones get one each,
+ * starting at 0. What _binding._rows_py does from _binding._requests_py's buffers and starts, in one call instead
+ * of about a dozen Python operations per request: rows are made as tuple.__new__(row_type, values) makes them
+ * (new_row), without running row_type's __new__. out, out_lens, plaintext_lens: addresses the caller keeps alive. */
 static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
-    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     row_maker m;
-    if (state == NULL || check_arity(args, 10, "rows") < 0 || row_maker_start(&m, state, args, "rows") < 0)
+    (void)module;
+    if (check_arity(args, 10, "rows") < 0 || row_maker_start(&m, args, "rows") < 0)
         return NULL;
     PyObject *rows = NULL;
     const char *out = (const char *)address_of(PyTuple_GetItem(args, 4), "rows", "out");
@@ -614,7 +618,7 @@ static PyObject *fastcall_seal_rows(PyObject *module, PyObject *args) {
     static const char name[] = "seal_rows";
     fastcall_state *state = state_of(module);
     row_maker m;
-    if (state == NULL || check_arity(args, 11, name) < 0 || row_maker_start(&m, state, args, name) < 0)
+    if (state == NULL || check_arity(args, 11, name) < 0 || row_maker_start(&m, args, name) < 0)
         return NULL;
     PyObject **requests = NULL, *rows = NULL;
     char **outs = NULL;
@@ -800,30 +804,13 @@ static struct PyModuleDef fastcall_module = {
     (Py_ssize_t)sizeof(fastcall_state), fastcall_methods, NULL, NULL, NULL, fastcall_free,
 };
 
-/* tuple's tp_new, read from a class derived from tuple alone, which inherits it: the limited API of 3.9 reads the
- * slots of heap types only (PyType_GetSlot of &PyTuple_Type itself works from 3.10). NULL with an exception set
- * when it cannot be read. */
-static newfunc tuple_constructor(void) {
-    PyObject *derived = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){s:()}", "row", (PyObject *)&PyTuple_Type,
-                                              "__slots__");
-    if (derived == NULL)
-        return NULL;
-    newfunc tuple_new = (newfunc)(uintptr_t)PyType_GetSlot((PyTypeObject *)derived, Py_tp_new); /* as connect() */
-    Py_DECREF(derived); /* the function is tuple's own, which outlives the class */
-    if (tuple_new == NULL && !PyErr_Occurred())
-        PyErr_SetString(PyExc_ImportError, "pasarela._fastcall: tuple's constructor cannot be read");
-    return tuple_new;
-}
-
 PyMODINIT_FUNC PyInit__fastcall(void) {
-    newfunc tuple_new = tuple_constructor();
-    PyObject *module = tuple_new == NULL ? NULL : PyModule_Create(&fastcall_module);
+    PyObject *module = PyModule_Create(&fastcall_module);
     if (module != NULL) {
         fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
         state->seal_json = NULL;
         state->open_request = NULL;
         state->seal_batch = NULL;
-        state->tuple_new = tuple_new;
         state->utf8_of = NULL;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};
         int made = 1;
