@@ -36,7 +36,7 @@ from urllib.parse import parse_qs
 from .. import _binding
 from ..errors import AuthError, CredentialsError, PayloadError
 from . import reference
-from .inbound import BODY_METHODS, DEFAULT_TOLERANCE, Body, Params, header, read_data
+from .inbound import BODY_METHODS, DEFAULT_TOLERANCE, Body, Params, header, raw_as_text, read_data
 from .request import encode_credential
 from .stringify import canonicalize_text
 
@@ -214,7 +214,7 @@ class _Diagnoser:
     def run(self, method: str, headers: Mapping[str, str], body: Body, params: Params, now: float) -> Diagnosis:
         method = method.upper() if isinstance(method, str) else ""
         # captured JSON may hold numbers; an ASGI server's raw headers are bytes (read as Latin-1, as by open)
-        headers = {_header_text(name): _header_text(value) for name, value in headers.items()}
+        headers = {str(raw_as_text(name)): str(raw_as_text(value)) for name, value in headers.items()}
         if method not in BODY_METHODS and method != "GET":
             return Diagnosis("unsupported_method", f"method {method[:10]!r} is not GET, POST, PUT or PATCH",
                              "Send terminal calls with GET, POST, PUT or PATCH.")
@@ -394,10 +394,6 @@ class _Diagnoser:
             "the payload decrypts, but the signature is not over JSON.stringify of it with key added: the signed "
             "text is not the sent text (the body was serialized twice, or another payload was signed); the "
             "serialization used was not recognized", _SERIALIZE_ONCE)
-
-
-def _header_text(value: object) -> str:
-    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _missing(name: str, what: str) -> Diagnosis:

@@ -85,6 +85,12 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
     return payload
 
 
+def raw_as_text(value: object) -> object:
+    """A header name or value given as bytes or bytearray (an ASGI server's raw headers) as text, read as Latin-1 as
+    Starlette reads them; any other value as it is."""
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else value
+
+
 def header(headers: Mapping[str, str], name: str) -> Optional[str]:
     """Case-insensitive header lookup (HTTP header names are case-insensitive): name as written, else in
     lower case (how ASGI servers and HTTP/2 spell every name), else in any other case. Names and values given
@@ -96,17 +102,15 @@ def header(headers: Mapping[str, str], name: str) -> Optional[str]:
         value = headers.get(lowered)
         if value is None:
             for key, candidate in headers.items():
-                if isinstance(key, (bytes, bytearray)):
-                    key = key.decode("latin-1")
-                if isinstance(key, str) and key.lower() == lowered:
+                key_text = raw_as_text(key)
+                if isinstance(key_text, str) and key_text.lower() == lowered:
                     value = candidate
                     break
             else:
                 return None
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return value.decode("latin-1")
+    text = raw_as_text(value)
+    if text is None or isinstance(text, str):
+        return text
     raise AuthError(f"the {name} header is {type(value).__name__}, not text (str or bytes)")
 
 
