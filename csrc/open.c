@@ -138,8 +138,26 @@ static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_work
     return rc;
 }
 
-int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const char *data,
-                  size_t data_len, const char *signature_hex) {
+/* pasarela_open_request_as_sent's first step, on the n decrypted bytes at ws->out: whether signature_hex signs the
+ * text as it was sent, its padding removed by open_decrypted's rule (found without branches, invalid padding
+ * counting as none; a text too short to be "{}" is signed whole, as open_decrypted signs a refused one). One
+ * SHA-512 whatever the bytes: only the verdict, which needs the key, decides what follows. */
+static int signed_as_sent(unsigned cpu, const pasarela_derived *d, pasarela_workspace *ws, size_t n,
+                          const char *signature_hex) {
+    const uint8_t *text = (const uint8_t *)ws->out;
+    uint32_t bad_padding;
+    size_t text_len = n - padding_length(text, n, &bad_padding);
+    size_t too_short = (size_t)0 - (size_t)(text_len < 2); /* all ones when it is */
+    size_t signed_len = (text_len & ~too_short) | (n & too_short);
+    int matches = signature_matches(cpu, d, text, signed_len, ws->scratch, signature_hex) == PASARELA_OK;
+    if (!matches || bad_padding || too_short) return 0;
+    ws->out_len = text_len;
+    return 1;
+}
+
+/* pasarela_open, or with as_sent pasarela_open_request_as_sent's verdict on data. */
+static int open_data(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const char *data,
+                     size_t data_len, const char *signature_hex, int as_sent) {
     pasarela_sealing_keys local;
     pasarela_sealing_keys *keys;
     size_t n = 0;
@@ -158,9 +176,17 @@ int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
         (ws->plaintext_cap < PASARELA_JSON_OUT_MAX(ct) || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(ct)))
         rc = PASARELA_E_BUFFER_TOO_SMALL;
     if (rc == PASARELA_OK) rc = decrypt_blocks(c->cpu, &keys->schedule, data, data_len, (uint8_t *)ws->out, ws->out_cap, &n);
-    if (rc == PASARELA_OK) rc = open_decrypted(c->cpu, &keys->derived, ws, n, signature_hex);
+    if (rc == PASARELA_OK && as_sent && signed_as_sent(c->cpu, &keys->derived, ws, n, signature_hex))
+        rc = PASARELA_SIGNED_AS_SENT;
+    else if (rc == PASARELA_OK)
+        rc = open_decrypted(c->cpu, &keys->derived, ws, n, signature_hex);
     if (keys == &local) pasarela_wipe(&local, sizeof local);
     return rc;
+}
+
+int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_t timestamp, const char *data,
+                  size_t data_len, const char *signature_hex) {
+    return open_data(c, ws, timestamp, data, data_len, signature_hex, 0);
 }
 
 /* The 10-digit timestamp of timestamp_text when it is within tolerance seconds of now, else 0. */
@@ -176,9 +202,10 @@ static uint64_t timestamp_in_window(const char *text, size_t len, double now, do
     return skew <= tolerance && -skew <= tolerance ? t : 0; /* a NaN now or tolerance: 0 */
 }
 
-int pasarela_open_request(const pasarela_credentials *c, pasarela_workspace *ws, const char *timestamp_text,
-                          size_t timestamp_len, double now, double tolerance, const char *authorization,
-                          size_t authorization_len, const char *body, size_t body_len) {
+/* pasarela_open_request, or with as_sent pasarela_open_request_as_sent. */
+static int open_request(const pasarela_credentials *c, pasarela_workspace *ws, const char *timestamp_text,
+                        size_t timestamp_len, double now, double tolerance, const char *authorization,
+                        size_t authorization_len, const char *body, size_t body_len, int as_sent) {
     static const char basic[] = "Basic ", body_open[] = "{\"data\":\"", body_close[] = "\"}";
     const size_t basic_len = sizeof basic - 1, open_len = sizeof body_open - 1, close_len = sizeof body_close - 1;
     if (ws == NULL) return PASARELA_E_INVALID_ARGUMENT;
@@ -191,5 +218,20 @@ int pasarela_open_request(const pasarela_credentials *c, pasarela_workspace *ws,
         return PASARELA_E_REQUEST_FORM;
     for (size_t i = basic_len; i < authorization_len; i++)
         if ((unsigned char)authorization[i] >= 0x80) return PASARELA_E_REQUEST_FORM;
-    return pasarela_open(c, ws, timestamp, body + open_len, body_len - open_len - close_len, authorization + basic_len);
+    return open_data(c, ws, timestamp, body + open_len, body_len - open_len - close_len, authorization + basic_len,
+                     as_sent);
+}
+
+int pasarela_open_request(const pasarela_credentials *c, pasarela_workspace *ws, const char *timestamp_text,
+                          size_t timestamp_len, double now, double tolerance, const char *authorization,
+                          size_t authorization_len, const char *body, size_t body_len) {
+    return open_request(c, ws, timestamp_text, timestamp_len, now, tolerance, authorization, authorization_len, body,
+                        body_len, 0);
+}
+
+int pasarela_open_request_as_sent(const pasarela_credentials *c, pasarela_workspace *ws, const char *timestamp_text,
+                                  size_t timestamp_len, double now, double tolerance, const char *authorization,
+                                  size_t authorization_len, const char *body, size_t body_len) {
+    return open_request(c, ws, timestamp_text, timestamp_len, now, tolerance, authorization, authorization_len, body,
+                        body_len, 1);
 }

@@ -39,8 +39,11 @@ typedef enum pasarela_status {
     PASARELA_E_JSON_NOT_UTF8 = 15,    /* pasarela_open: the decrypted text is not UTF-8 (ws->error_offset: where) */
     PASARELA_E_TOO_LARGE = 16,        /* an input length whose buffer sizes would not fit in size_t */
     PASARELA_E_PROTO_MEMBER = 17,     /* pasarela_open: the payload has a top-level "__proto__" member */
-    PASARELA_E_REQUEST_FORM = 18      /* pasarela_open_request: a header or the body is not in the form seal writes,
+    PASARELA_E_REQUEST_FORM = 18,     /* pasarela_open_request: a header or the body is not in the form seal writes,
                                          or the timestamp is outside the window (nothing was decrypted) */
+    PASARELA_SIGNED_AS_SENT = 19      /* pasarela_open_request_as_sent: not a refusal, nor yet an acceptance: the
+                                         signature signs the decrypted text as it was sent, whose canonical form
+                                         is the caller's to confirm (see there) */
 } pasarela_status;
 
 /* Sizes. */
@@ -315,6 +318,22 @@ int pasarela_open(const pasarela_credentials *credentials, pasarela_workspace *w
 int pasarela_open_request(const pasarela_credentials *credentials, pasarela_workspace *ws, const char *timestamp_text,
                           size_t timestamp_len, double now, double tolerance, const char *authorization,
                           size_t authorization_len, const char *body, size_t body_len);
+
+/* pasarela_open_request for a caller that can tell, while it reads the text, whether the text is already its
+ * own canonical form (what JavaScript's clients send): after decrypting, it first signs the decrypted text as it
+ * was sent, its padding removed (invalid padding counting as none, as pasarela_open counts it), and compares.
+ * When that signature matches and the padding is valid it returns PASARELA_SIGNED_AS_SENT, with the text in
+ * ws->out (ws->out_len bytes; ws->plaintext_len is 0), without canonicalizing it: the request is genuine if, and
+ * only if, that text is JSON.stringify(JSON.parse(text)), a JSON object with neither a top-level "key" nor a
+ * top-level "__proto__" member (a text that matches as sent but is not canonical was signed by someone who
+ * holds the key yet did not sign what the server checks: the server refuses it). The caller must then confirm
+ * exactly that, or, whenever it cannot, call pasarela_open_request for the verdict. When the signature as sent
+ * does not match, it goes on exactly as pasarela_open_request (same statuses and workspace): the cost of a
+ * refusal is that of pasarela_open_request plus one SHA-512 of the text, whatever the text and its padding. */
+int pasarela_open_request_as_sent(const pasarela_credentials *credentials, pasarela_workspace *ws,
+                                  const char *timestamp_text, size_t timestamp_len, double now, double tolerance,
+                                  const char *authorization, size_t authorization_len, const char *body,
+                                  size_t body_len);
 
 #ifdef __cplusplus
 }

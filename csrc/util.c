@@ -121,6 +121,8 @@ const char *pasarela_strerror(int status)
         return "payload has a top-level \"__proto__\" member";
     case PASARELA_E_REQUEST_FORM:
         return "request headers or body not in the form seal writes, or timestamp outside the window";
+    case PASARELA_SIGNED_AS_SENT:
+        return "signature matches the decrypted text as sent, whose canonical form the caller must confirm";
     default:
         return "unknown status";
     }

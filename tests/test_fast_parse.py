@@ -5,11 +5,12 @@ Its declines must leave the text to that path, and open must read the headers in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import struct
 import sysconfig
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -20,12 +21,14 @@ from starlette.datastructures import Headers
 
 import pasarela
 from finalizers import finalizer_at_each_collection
+from node_oracle import NodeJSONError
 from pasarela import AuthError, _fastcall, canonical_json  # _fastcall: CPython
 from pasarela import reference as reference_impl
 from pasarela.terminal.stringify import format_number
 from strategies import (
     BOUNDARY_FLOATS,
     floats,
+    json_texts,
     keys,
     mutated_json_texts,
     number_texts,
@@ -348,3 +351,135 @@ def test_an_open_from_a_finalizer_during_the_build_does_not_change_the_payload()
     assert len(opened_inside) > 1  # collections ran during the outer open, opening the inner request
     assert all(inside == inner_payload for inside in opened_inside)
     assert opened == outer_payload
+
+
+# --- the canonical reading (pasarela_parse_canonical_json): what open makes of a text signed as it was sent ------
+# Terminal.open first checks the signature of the decrypted text as sent (pasarela_open_request_as_sent) and has
+# the reader confirm, as it builds the payload, that the text is its own JSON.stringify(JSON.parse(text)): the C
+# core then need not canonicalize it. Whatever a holder of the key signed, the reader must confirm nothing else.
+
+def check_canonical(text: bytes, node_stringify: Callable[[bytes], bytes]) -> bool:
+    """Where the canonical reading reads a text, node's JSON.stringify(JSON.parse(text)) is the text itself, the
+    value is orjson's and a payload the server accepts (no top-level "key" or "__proto__"). Returns whether it read
+    the text."""
+    value = _fastcall.parse_canonical(text)
+    if value is None:
+        return False
+    assert node_stringify(text) == text, text
+    assert same(value, orjson.loads(text)), text
+    assert isinstance(value, dict) and "key" not in value and "__proto__" not in value, text
+    return True
+
+
+# texts JSON.stringify writes that the reader confirms, one form of each kind of token at least
+CANONICAL_TEXTS = [
+    b"{}", b'{"a":1}', b'{"a":0}', b'{"a":-5}', b'{"a":123456789012345}', b'{"a":-123456789012345}',
+    b'{"a":100}', b'{"a":1e+21}', b'{"a":1.5}', b'{"a":-0.5}', b'{"a":125.5}', b'{"a":1999.99}',
+    b'{"a":0.000001}', b'{"a":0.0000015}', b'{"a":1.25e-7}', b'{"a":1e-7}', b'{"a":-1.5e+300}',
+    b'{"a":9.99999999999999e+307}', b'{"a":1e-307}',
+    b'{"a":0.123456789012345}', b'{"a":12345678901234.5}', b'{"a":1.23456789012345e+21}',
+    b'{"a":"\\u0000\\u001f\\b\\t\\n\\f\\r\\"\\\\/\x7f"}', '{"a":"\u00e9\u2028\u2029\U0001f600"}'.encode(),
+    b'{"a":true,"b":false,"c":null}', b'{"a":[],"b":{},"c":[[{}]]}', b'{"":1}', b'{"a":{"key":1}}',
+    b'{"01":1,"-1":2,"1.5":3,"4294967295":4}', b'{"sku":"SKU-00001","qty":2,"price":2000.99}',
+]  # fmt: skip
+# texts JSON.stringify writes that the reader leaves to the C core's canonical form (the server's own verdict)
+DECLINED_CANONICAL_TEXTS = [
+    b'{"a":0.30000000000000004}', b'{"a":1234567890123456}', b'{"a":1.7976931348623157e+308}',
+    b'{"a":5e-324}', b'{"a":1e+308}', b'{"a":1e-308}', b'{"a":123456789012345680000}',
+    b'{"a":123456789012345000000}', b'{"a":1000000000000000}',
+    b'{"1":1,"a":2}', b'{"4294967294":1}', b'{"a":{"__proto__":1}}', b'{"a":"\\ud800"}',
+    b'{"a":' + b"[" * 64 + b"]" * 64 + b"}",
+]  # fmt: skip
+# texts that are not their own JSON.stringify (or not JSON, or not an object)
+NOT_CANONICAL_TEXTS = [
+    b'{"a":1.50}', b'{"a":1.0}', b'{"a":-0}', b'{"a":-0.0}', b'{"a":1e21}', b'{"a":1E+21}', b'{"a":1e+021}',
+    b'{"a":10e+20}', b'{"a":0e+21}', b'{"a":1e+20}', b'{"a":1e-6}', b'{"a":0.0000001}', b'{"a":100e0}',
+    b'{"a":"\\/"}', b'{"a":"\\u0041"}', b'{"a":"\\u001F"}', b'{"a":"\\u000a"}', b'{"a":"\\u00e9"}',
+    b'{"a":1,"a":2}', b'{"a":1,"b":2,"a":3}', b'{"a":2,"1":1}', b'{ "a":1}', b'{"a":1}\n', b'{"a":01}',
+    b'[1]', b'"a"', b"1", b"", b"{", b'{"a":1,}', b'{"a":"\x01"}', b'{"a":"\xff"}', b'{"a":"\xed\xa0\x80"}',
+]  # fmt: skip
+# texts JSON.stringify writes that the server refuses as payloads
+REFUSED_TEXTS = [b'{"key":1}', b'{"a":1,"key":"x"}', b'{"__proto__":{"admin":true}}']
+
+
+def test_the_lists_of_texts_say_what_node_says(node_stringify: Callable[[bytes], bytes]) -> None:
+    for text in CANONICAL_TEXTS + DECLINED_CANONICAL_TEXTS + REFUSED_TEXTS:
+        assert node_stringify(text) == text, text
+    for text in NOT_CANONICAL_TEXTS:
+        with contextlib.suppress(NodeJSONError, UnicodeDecodeError):  # not JSON, or not UTF-8 (node is not asked)
+            assert node_stringify(text) != text or not text.startswith(b"{"), text
+
+
+@pytest.mark.parametrize("text", CANONICAL_TEXTS, ids=repr)
+def test_the_canonical_reading_confirms_what_javascript_writes(text: bytes,
+                                                               node_stringify: Callable[[bytes], bytes]) -> None:
+    assert check_canonical(text, node_stringify)
+
+
+@pytest.mark.parametrize("text", DECLINED_CANONICAL_TEXTS + NOT_CANONICAL_TEXTS + REFUSED_TEXTS, ids=repr)
+def test_the_canonical_reading_declines_the_rest(text: bytes) -> None:
+    assert _fastcall.parse_canonical(text) is None
+
+
+@given(text=st.one_of(compact_texts(), mutated_json_texts(), json_texts()), wrapped=st.booleans())
+def test_the_canonical_reading_confirms_only_texts_that_are_their_own_json_stringify(
+        text: str, wrapped: bool, node_stringify: Callable[[bytes], bytes]) -> None:
+    check_canonical(((f'{{"a":{text}}}' if wrapped else text)).encode("utf-8", "surrogatepass"), node_stringify)
+
+
+@given(token=st.one_of(number_texts, floats.map(format_number), floats.map(repr)))
+def test_number_tokens_are_confirmed_only_in_the_form_javascript_writes(
+        token: str, node_stringify: Callable[[bytes], bytes]) -> None:
+    check_canonical(b'{"a":' + token.encode() + b"}", node_stringify)
+
+
+def _significant_digits(token: str) -> int:
+    mantissa = token.lstrip("-").split("e")[0].replace(".", "").strip("0")
+    return len(mantissa)
+
+
+@given(x=floats)
+def test_every_double_of_up_to_15_significant_digits_is_confirmed_as_javascript_writes_it(
+        x: float, node_stringify: Callable[[bytes], bytes]) -> None:
+    token = format_number(x)
+    read = check_canonical(b'{"a":' + token.encode() + b"}", node_stringify)
+    within = x == 0 or 1e-307 <= abs(x) < 1e308
+    integer = "." not in token and "e" not in token
+    assert read == (_significant_digits(token) <= 15 and within and (not integer or len(token.lstrip("-")) <= 15)), \
+        token
+
+
+@given(literal=string_texts())
+def test_strings_are_confirmed_only_as_json_stringify_escapes_them(literal: str,
+                                                                   node_stringify: Callable[[bytes], bytes]) -> None:
+    text = ('{"a":' + literal + "}").encode("utf-8")
+    read = check_canonical(text, node_stringify)
+    assert read or node_stringify(text) != text or b"\\ud" in text.lower(), text
+
+
+def _integer_like(key: str) -> bool:
+    """JavaScript's array index: "0" or [1-9][0-9]* below 2**32 - 1."""
+    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < 2**32 - 1
+
+
+def _declinable(value: Any, depth: int = 0) -> bool:
+    """What the canonical reading may leave to the C core in a payload's JSON.stringify text."""
+    if isinstance(value, dict):
+        return depth >= 64 or any(_integer_like(k) or k == "__proto__" or any(0xD800 <= ord(c) <= 0xDFFF for c in k)
+                                  or _declinable(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return depth >= 64 or any(_declinable(v, depth + 1) for v in value)
+    if isinstance(value, str):
+        return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        token = format_number(float(value)) if isinstance(value, float) or abs(value) > 2**53 else str(value)
+        return not (value == 0 or 1e-307 <= abs(value) < 1e308) or _significant_digits(token) > 15 or (
+            "." not in token and "e" not in token and len(token.lstrip("-")) > 15)
+    return False
+
+
+@given(payload=sealable_objects())
+def test_the_canonical_reading_confirms_every_plain_payloads_text(payload: dict[str, Any],
+                                                                  node_stringify: Callable[[bytes], bytes]) -> None:
+    text = canonical_json(payload)
+    assert check_canonical(text, node_stringify) or _declinable(payload), text

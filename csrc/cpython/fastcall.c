@@ -46,6 +46,7 @@ typedef size_t (*seal_batch_fn)(const pasarela_credentials *const *, uint64_t, c
 typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
+    open_request_fn open_request_as_sent;
     seal_batch_fn seal_batch;
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
@@ -56,8 +57,8 @@ typedef struct {
 static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state != NULL &&
-        (state->seal_json == NULL || state->open_request == NULL || state->seal_batch == NULL ||
-         state->utf8_of == NULL)) {
+        (state->seal_json == NULL || state->open_request == NULL || state->open_request_as_sent == NULL ||
+         state->seal_batch == NULL || state->utf8_of == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
     }
@@ -115,12 +116,13 @@ static const Py_ssize_t layout[] = {
     (Py_ssize_t)offsetof(pasarela_workspace, out_len), (Py_ssize_t)offsetof(pasarela_workspace, json_facts),
 };
 
-/* connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address): layout is the cffi
- * module's (sizeof pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts);
- * utf8_address is PyUnicode_AsUTF8AndSize's (see stringify.h). */
+/* connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address,
+ * open_request_as_sent_address): layout is the cffi module's (sizeof pasarela_workspace, then the offsets of
+ * plaintext, out, plaintext_len, out_len, json_facts); utf8_address is PyUnicode_AsUTF8AndSize's (see
+ * stringify.h). */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 5, "connect") < 0)
+    if (state == NULL || check_arity(args, 6, "connect") < 0)
         return NULL;
     PyObject *given = PyTuple_GetItem(args, 2);
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
@@ -144,11 +146,14 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     void *open_request = seal_json == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), "connect", "open_request");
     void *utf8_of = open_request == NULL ? NULL : address_of(PyTuple_GetItem(args, 3), "connect", "utf8");
     void *seal_batch = utf8_of == NULL ? NULL : address_of(PyTuple_GetItem(args, 4), "connect", "seal_batch");
-    if (seal_batch == NULL)
+    void *as_sent = seal_batch == NULL ? NULL
+                                       : address_of(PyTuple_GetItem(args, 5), "connect", "open_request_as_sent");
+    if (as_sent == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
     state->seal_json = (seal_json_fn)(uintptr_t)seal_json;
     state->open_request = (open_request_fn)(uintptr_t)open_request;
+    state->open_request_as_sent = (open_request_fn)(uintptr_t)as_sent;
     state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
     state->seal_batch = (seal_batch_fn)(uintptr_t)seal_batch;
     Py_RETURN_NONE;
@@ -383,11 +388,41 @@ static const char *header_text(fastcall_state *state, PyObject *value, int ascii
     return text;
 }
 
+/* The C core's open_request (or its as_sent form) with the GIL released. */
+static int open_released(open_request_fn open_request, const call_target *target, const char *timestamp,
+                         Py_ssize_t timestamp_len, double now, double tolerance, const char *authorization,
+                         Py_ssize_t authorization_len, const char *body, Py_ssize_t body_len) {
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = open_request(target->credentials, target->ws, timestamp, (size_t)timestamp_len, now, tolerance,
+                          authorization, (size_t)authorization_len, body, (size_t)body_len);
+    Py_END_ALLOW_THREADS
+    return status;
+}
+
+/* The payload of the opened text[0, len), read from a copy of it: its dicts and lists count towards the cyclic
+ * GC, whose collections may run finalizers, and one that opens a request on this thread reuses the workspace the
+ * text is in. canonical: read by pasarela_parse_canonical_json, NULL with no exception where it declines;
+ * otherwise by pasarela_parse_json, and where it declines the caller reads the text: (plaintext, facts). */
+static PyObject *payload_of(const char *text, size_t len, parse_keys *keys, int canonical, unsigned facts) {
+    char local[4096], *copy = len <= sizeof local ? local : (char *)PyMem_Malloc(len);
+    if (copy == NULL)
+        return PyErr_NoMemory();
+    memcpy(copy, text, len);
+    PyObject *payload = canonical ? pasarela_parse_canonical_json(copy, len, keys) : pasarela_parse_json(copy, len, keys);
+    if (payload == NULL && !PyErr_Occurred() && !canonical)
+        payload = plaintext_and_facts(copy, len, facts);
+    if (copy != local)
+        PyMem_Free(copy);
+    return payload;
+}
+
 /* open_post(credentials, ws, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None: a POST
- * request in the form seal writes, its headers (a mapping of str) and body (bytes) read here, opened by
- * pasarela_open_request with the GIL released. The verified plaintext's payload is built from it (parse.c) unless
- * it has an integer of 17 digits or more or that reader declines it: then the plaintext and its facts are
- * returned. A status (an int) when it is not PASARELA_OK; None when the headers are not in the form read here (no
+ * request in the form seal writes, its headers (a mapping of str) and body (bytes) read here, opened with the GIL
+ * released by pasarela_open_request_as_sent, and when the text signed as sent is not confirmed canonical by the
+ * reader that builds its payload (pasarela_parse_canonical_json), by pasarela_open_request. The verified
+ * plaintext's payload is built from it (parse.c) unless it has an integer of 17 digits or more or that reader
+ * declines it: then the plaintext and its facts are returned. A status (an int) when it is not PASARELA_OK; None when the headers are not in the form read here (no
  * str "timestamp", or one with lone surrogates; no str "Authorization" or "authorization", or one that is not
  * ASCII): the caller then reads the request the slower way, which names what is wrong. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
@@ -425,35 +460,32 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     const char *authorization = timestamp == NULL ? NULL
                                                   : header_text(state, authorization_value, 1, &authorization_len);
     int status = PASARELA_OK;
+    PyObject *payload = NULL;
     if (authorization != NULL) {
-        open_request_fn open_request = state->open_request;
-        Py_BEGIN_ALLOW_THREADS
-        status = open_request(target.credentials, ws, timestamp, (size_t)timestamp_len, now, tolerance, authorization,
-                              (size_t)authorization_len, body, (size_t)body_len);
-        Py_END_ALLOW_THREADS
+        /* first the signature of the text as sent: what a JavaScript client sends is already canonical, and the
+         * reader confirms that as it builds the payload, so the C core need not canonicalize it */
+        status = open_released(state->open_request_as_sent, &target, timestamp, timestamp_len, now, tolerance,
+                               authorization, authorization_len, body, body_len);
+        if (status == PASARELA_SIGNED_AS_SENT) {
+            payload = payload_of(ws->out, ws->out_len, &state->keys, 1, 0);
+            if (payload == NULL && !PyErr_Occurred()) /* not confirmed: the server's own verdict, as before */
+                status = open_released(state->open_request, &target, timestamp, timestamp_len, now, tolerance,
+                                       authorization, authorization_len, body, body_len);
+        }
     }
     Py_DECREF(timestamp_value);
     Py_DECREF(authorization_value);
     if (authorization == NULL)
         Py_RETURN_NONE;
+    if (payload != NULL || PyErr_Occurred())
+        return payload;
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
     unsigned facts = ws->json_facts;
     size_t len = ws->plaintext_len;
     if (facts & PASARELA_JSON_FACT_LONG_INT) /* such integers JSON.parse rounds: the caller reads the text */
         return plaintext_and_facts((const char *)ws->plaintext, len, facts);
-    /* The payload is read from a copy of the plaintext: its dicts and lists count towards the cyclic GC, whose
-     * collections may run finalizers, and one that opens a request on this thread reuses this workspace. */
-    char local[4096], *copy = len <= sizeof local ? local : (char *)PyMem_Malloc(len);
-    if (copy == NULL)
-        return PyErr_NoMemory();
-    memcpy(copy, ws->plaintext, len);
-    PyObject *payload = pasarela_parse_json(copy, len, &state->keys);
-    if (payload == NULL && !PyErr_Occurred()) /* declined: the caller reads the text */
-        payload = plaintext_and_facts(copy, len, facts);
-    if (copy != local)
-        PyMem_Free(copy);
-    return payload;
+    return payload_of((const char *)ws->plaintext, len, &state->keys, 0, facts);
 }
 
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
@@ -764,9 +796,26 @@ static PyObject *fastcall_parse(PyObject *module, PyObject *text) {
     return value;
 }
 
+/* parse_canonical(text): what open_post makes of a text signed as sent (pasarela_parse_canonical_json), or None
+ * where it declines it. For the tests, which hold it to JSON.stringify's own reading. */
+static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    if (state == NULL)
+        return NULL;
+    Py_ssize_t len;
+    const char *bytes = bytes_of(text, &len, "parse_canonical: text");
+    if (bytes == NULL)
+        return NULL;
+    PyObject *value = pasarela_parse_canonical_json(bytes, (size_t)len, &state->keys);
+    if (value == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return value;
+}
+
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS,
-     "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address)"},
+     "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address, "
+     "open_request_as_sent_address)"},
     {"seal_json", fastcall_seal_json, METH_VARARGS,
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
@@ -781,6 +830,7 @@ static PyMethodDef fastcall_methods[] = {
      "seal_rows(row_type, column, column_start, common, credentials, ws, timestamp, plaintexts, lens, n, statuses) "
      "-> list"},
     {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
+    {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
     {"stringify_into", fastcall_stringify_into, METH_VARARGS,
      "stringify_into(payloads, start, stop, out, cap, lens) -> int"},
@@ -810,6 +860,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
         state->seal_json = NULL;
         state->open_request = NULL;
+        state->open_request_as_sent = NULL;
         state->seal_batch = NULL;
         state->utf8_of = NULL;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};

@@ -35,6 +35,7 @@
 typedef struct {
     const char *at, *end;
     parse_keys *keys;
+    int canonical; /* pasarela_parse_canonical_json: declines what it cannot confirm to be canonical */
 } parser;
 
 /* NULL, with no exception left set unless it is a MemoryError (which the caller passes on). */
@@ -79,6 +80,16 @@ static int hex_digit(char c) {
     return -1;
 }
 
+/* Whether JSON.stringify writes the code unit code as the \u escape whose four hex digits are at digits: a control
+ * character without a short escape (\b \t \n \f \r), in lowercase hex. (The lone surrogates it also writes so
+ * are declined anyway: see escaped_string.) */
+static int written_as_u_escape(unsigned code, const char *digits) {
+    if (code >= 0x20 || code == '\b' || code == '\t' || code == '\n' || code == '\f' || code == '\r') return 0;
+    for (int k = 0; k < 4; k++)
+        if (digits[k] >= 'A' && digits[k] <= 'F') return 0;
+    return 1;
+}
+
 /* A string with escapes, p->at just after its opening quote: its text with them replaced (in scratch, or in a
  * heap block when longer), decoded. Declines \u escapes of surrogates (JSON.stringify writes them for lone
  * surrogates only, which a str made from UTF-8 cannot hold: the general path makes them). */
@@ -104,7 +115,10 @@ static PyObject *escaped_string(parser *p) {
         switch (c) {
         case '"': out[n++] = '"'; break;
         case '\\': out[n++] = '\\'; break;
-        case '/': out[n++] = '/'; break;
+        case '/': /* JSON.stringify never writes this escape */
+            if (p->canonical) goto done;
+            out[n++] = '/';
+            break;
         case 'b': out[n++] = '\b'; break;
         case 'f': out[n++] = '\f'; break;
         case 'n': out[n++] = '\n'; break;
@@ -118,6 +132,7 @@ static PyObject *escaped_string(parser *p) {
                 if (d < 0) goto done;
                 code = code << 4 | (unsigned)d;
             }
+            if (p->canonical && !written_as_u_escape(code, p->at)) goto done;
             p->at += 4;
             if (code >= 0xd800 && code <= 0xdfff) goto done;
             if (code < 0x80) {
@@ -159,8 +174,25 @@ static inline int same_bytes(const char *a, const char *b, size_t n) {
     return 1;
 }
 
-/* A key, p->at at its opening quote: one made before when it has the same text (see parse_keys). */
-static PyObject *key(parser *p) {
+/* Whether JavaScript keeps the key text[0, len) out of the order members come in: an integer-like key ("0" or
+ * [1-9][0-9]* below 2**32 - 1, an array index: such keys come first, in numeric order), or "__proto__" (JSON.parse
+ * makes it an own member, which an object literal would not). */
+static unsigned char reordered_key(const char *text, size_t len) {
+    if (len == 9 && same_bytes(text, "__proto__", 9)) return 1;
+    if (len == 0 || len > 10 || (text[0] == '0' && len > 1)) return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)text[i] - '0';
+        if (d > 9) return 0;
+        v = v * 10 + d;
+    }
+    return v < UINT64_C(4294967295);
+}
+
+/* A key, p->at at its opening quote: one made before when it has the same text (see parse_keys). In the
+ * canonical reading, declines a reordered key (reordered_key) and a top-level "key" (depth 1: the payload's own
+ * members). */
+static PyObject *key(parser *p, int depth) {
     const char *start = p->at + 1, *run_end = plain_run(start, p->end);
     size_t len = (size_t)(run_end - start);
     if (run_end >= p->end || *run_end != '"' || len > PARSE_KEY_MAX || len == 0) return string(p);
@@ -168,17 +200,18 @@ static PyObject *key(parser *p) {
                    (unsigned char)start[len / 2] * 131u) % PARSE_KEYS;
     parse_keys *keys = p->keys;
     PyObject *made = keys->key[slot];
-    if (made != NULL && keys->len[slot] == len && same_bytes(keys->text[slot], start, len)) {
-        Py_INCREF(made);
-    } else {
+    if (made == NULL || keys->len[slot] != len || !same_bytes(keys->text[slot], start, len)) {
         made = PyUnicode_DecodeUTF8(start, (Py_ssize_t)len, NULL);
         if (made == NULL) return NULL;
         Py_XDECREF(keys->key[slot]);
-        Py_INCREF(made);
         keys->key[slot] = made;
         keys->len[slot] = len;
         memcpy(keys->text[slot], start, len);
+        keys->reordered[slot] = reordered_key(start, len);
     }
+    if (p->canonical && (keys->reordered[slot] || (depth == 1 && len == 3 && same_bytes(start, "key", 3))))
+        return NULL;
+    Py_INCREF(made);
     p->at = run_end + 1;
     return made;
 }
@@ -190,9 +223,9 @@ static PyObject *object(parser *p, int depth) {
         p->at++;
         return dict;
     }
-    for (;;) {
+    for (Py_ssize_t members = 1;; members++) {
         if (p->at >= p->end || *p->at != '"') break;
-        PyObject *name = key(p);
+        PyObject *name = key(p, depth);
         if (name == NULL) break;
         if (p->at >= p->end || *p->at != ':') {
             Py_DECREF(name);
@@ -205,7 +238,10 @@ static PyObject *object(parser *p, int depth) {
         Py_XDECREF(item);
         if (rc < 0 || p->at >= p->end) break;
         char c = *p->at++;
-        if (c == '}') return dict;
+        if (c == '}') {
+            if (p->canonical && PyDict_Size(dict) != members) break; /* a repeated key */
+            return dict;
+        }
         if (c != ',') break;
     }
     Py_DECREF(dict);
@@ -272,6 +308,41 @@ static int is_digit(const parser *p) {
     return p->at < p->end && (unsigned char)(*p->at - '0') <= 9;
 }
 
+static int digit_at(const char *t, size_t i, size_t len) { return i < len && (unsigned char)(t[i] - '0') <= 9; }
+
+/* Whether the number token t[0, len), well formed, is what JSON.stringify writes for the double it reads as, when
+ * its form shows it. It has at most 15 significant digits: two decimals of up to 15 significant digits are never
+ * the same double (DBL_DIG), so the double's shortest digits, which JavaScript writes, are the token's own. And
+ * they are laid out as Number::toString lays out k digits of value 0.d1..dk * 10**n: for -6 < n <= 21 without an
+ * exponent (the integer's trailing zeros, a fraction without any, "0." and up to 5 zeros below 1; never "-0"),
+ * otherwise as d1[.d2..dk]e+X or e-X, X = n - 1 without leading zeros, kept within 10**+-307 (normal doubles,
+ * where the 15 digits hold, and finite ones). */
+static int canonical_number(const char *t, size_t len) {
+    size_t i = t[0] == '-', int_start = i;
+    while (digit_at(t, i, len)) i++;
+    size_t int_len = i - int_start, frac_start = i, frac_len = 0;
+    int zero_int = t[int_start] == '0'; /* then int_len is 1: number() declines leading zeros */
+    if (i < len && t[i] == '.') {
+        frac_start = ++i;
+        while (digit_at(t, i, len)) i++;
+        frac_len = i - frac_start;
+        if (t[i - 1] == '0') return 0; /* a trailing zero of the fraction */
+    }
+    if (i == len) { /* no exponent */
+        if (frac_len == 0) return zero_int ? t[0] != '-' : int_len <= 15;
+        if (!zero_int) return int_len + frac_len <= 15;
+        size_t zeros = 0;
+        while (t[frac_start + zeros] == '0') zeros++; /* the fraction ends with another digit */
+        return zeros <= 5 && frac_len - zeros <= 15;
+    }
+    if (int_len != 1 || zero_int || frac_len > 14 || t[i] != 'e' || len - i < 3 || len - i > 5) return 0;
+    char sign = t[i + 1];
+    if ((sign != '+' && sign != '-') || t[i + 2] == '0') return 0;
+    unsigned x = 0;
+    for (size_t k = i + 2; k < len; k++) x = x * 10 + (unsigned)(t[k] - '0');
+    return x <= 307 && (sign == '+' ? x >= 21 : x >= 7);
+}
+
 /* A number, p->at at its '-' or first digit (see the notes at the top). */
 static PyObject *number(parser *p) {
     const char *start = p->at;
@@ -323,6 +394,7 @@ static PyObject *number(parser *p) {
             if (e < 100000) e = e * 10 + (*p->at - '0');
         exponent += exponent_negative ? -e : e;
     }
+    if (p->canonical && !canonical_number(start, (size_t)(p->at - start))) return NULL;
     if (integral) {
         if (w_full || digits > PARSE_MAX_DIGITS) return NULL; /* orjson: an int to 2**64, then a float */
         long long v = (long long)w;
@@ -371,7 +443,7 @@ void pasarela_parse_keys_clear(parse_keys *keys) {
     }
 }
 
-PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys) {
+static PyObject *parse(const char *text, size_t len, parse_keys *keys, int canonical) {
     parse_keys own;
 #if defined(Py_GIL_DISABLED)
     keys = NULL; /* see parse_keys */
@@ -384,11 +456,18 @@ PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys) {
     p.at = text;
     p.end = text + len;
     p.keys = keys;
+    p.canonical = canonical;
     PyObject *result = value(&p, 0);
     if (keys == &own) pasarela_parse_keys_clear(&own);
-    if (result != NULL && p.at != p.end) { /* something after the value */
+    if (result != NULL && (p.at != p.end || (canonical && !PyDict_Check(result)))) { /* something after the value */
         Py_DECREF(result);
         result = NULL;
     }
     return result == NULL ? declined() : result;
+}
+
+PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys) { return parse(text, len, keys, 0); }
+
+PyObject *pasarela_parse_canonical_json(const char *text, size_t len, parse_keys *keys) {
+    return len > 0 && text[0] == '{' ? parse(text, len, keys, 1) : NULL;
 }

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from typing import Any, Optional, TypeVar, Union
 
 def connect(seal_json_address: int, open_request_address: int, layout: tuple[int, ...], utf8_address: int,
-            seal_batch_address: int, /) -> None: ...
+            seal_batch_address: int, open_request_as_sent_address: int, /) -> None: ...
 _Row = TypeVar("_Row", bound=tuple[Any, ...])
 
 def seal_json(credentials: int, ws: int, timestamp: int, json: bytes, flags: int, iv: Optional[bytes],
@@ -15,6 +15,7 @@ def seal_payload(credentials: int, ws: int, timestamp: int, payload: object, iv:
 def open_post(credentials: int, ws: int, headers: Mapping[str, str], body: bytes, now: float, tolerance: float, /
               ) -> Union[Any, tuple[bytes, int], int, None]: ...
 def parse(text: bytes, /) -> Any: ...
+def parse_canonical(text: bytes, /) -> Any: ...
 
 def rows(row_type: type[_Row], column: list[Any], column_start: int, common: tuple[Any, ...], out: int,
          out_lens: int, plaintext_lens: int, n: int, buffer_bytes: int, shared_request_bytes: int, /
