@@ -1,6 +1,6 @@
 """Is padding validity visible in the time Terminal.open takes to refuse a request? (issue 11, item 2)
 
-Run: python3 benchmarks/padding_timing.py [--rounds N] [--implementation c|reference|core]
+Run: python3 benchmarks/padding_timing.py [--rounds N] [--implementation c|reference|core|core-as-sent]
 
 Two refusals of the same payload, timed in one run, interleaved round by round:
   bad padding      the canonical plaintext encrypted with an invalid PKCS#7 tail (what a padding oracle
@@ -59,17 +59,24 @@ def _cases(size: int) -> dict[str, tuple[dict[str, str], bytes]]:
     return {"bad padding": (headers, _bad_padding_body(sealed.plaintext)), "bad signature": (wrong, sealed.body)}
 
 
-def _core_opener() -> Callable[[dict[str, str], bytes], Any]:
-    """pasarela_open itself, with the calling thread's workspace: the C core without the Python around it."""
+def _core_opener(as_sent: bool) -> Callable[[dict[str, str], bytes], Any]:
+    """The C core without the Python around it, with the calling thread's workspace: pasarela_open, or (as_sent)
+    pasarela_open_request_as_sent, which Terminal.open calls first."""
     from pasarela import _binding
     from pasarela._native import lib
 
     native = pasarela.Terminal(BUSINESS_CODE, SERIAL)._native
 
     def open_(headers: dict[str, str], body: bytes) -> Any:
-        data = orjson.loads(body)["data"].encode("ascii")
-        status = lib.pasarela_open(native.struct, _binding._buffers(len(data) // 2).ws, TIMESTAMP, data, len(data),
-                                   headers["Authorization"][6:].encode("ascii"))
+        if as_sent:
+            timestamp, authorization = headers["timestamp"].encode("ascii"), headers["Authorization"].encode("ascii")
+            status = lib.pasarela_open_request_as_sent(native.struct, _binding._buffers(len(body) // 2).ws, timestamp,
+                                                       len(timestamp), TIMESTAMP, 300, authorization,
+                                                       len(authorization), body, len(body))
+        else:
+            data = orjson.loads(body)["data"].encode("ascii")
+            status = lib.pasarela_open(native.struct, _binding._buffers(len(data) // 2).ws, TIMESTAMP, data,
+                                       len(data), headers["Authorization"][6:].encode("ascii"))
         if status != lib.PASARELA_OK:
             raise AuthError(_binding.strerror(status))
 
@@ -77,8 +84,8 @@ def _core_opener() -> Callable[[dict[str, str], bytes], Any]:
 
 
 def _opener(implementation: str) -> Callable[[dict[str, str], bytes], Any]:
-    if implementation == "core":
-        return _core_opener()
+    if implementation in ("core", "core-as-sent"):
+        return _core_opener(implementation == "core-as-sent")
     cls = pasarela.Terminal if implementation == "c" else reference.Terminal
     terminal = cls(BUSINESS_CODE, SERIAL)
     return lambda headers, body: terminal.open("POST", headers, body, now=TIMESTAMP)
@@ -115,9 +122,10 @@ def measure(implementation: str, size: int, rounds: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--implementation", choices=("c", "reference", "core"), default="c",
-                        help="c: Terminal.open; reference: pasarela.reference.Terminal.open; core: the C call alone "
-                             "(its data parsed from the body beforehand in each call, as in the others)")
+    parser.add_argument("--implementation", choices=("c", "reference", "core", "core-as-sent"), default="c",
+                        help="c: Terminal.open; reference: pasarela.reference.Terminal.open; core: pasarela_open "
+                             "alone (its data parsed from the body beforehand in each call, as in the others); "
+                             "core-as-sent: pasarela_open_request_as_sent alone, which Terminal.open calls first")
     args = parser.parse_args()
     print(f"pasarela {pasarela.__version__} from {Path(pasarela.__file__).parent}, {args.implementation} path, "
           f"{args.rounds} interleaved rounds")

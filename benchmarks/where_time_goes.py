@@ -4,10 +4,12 @@
 
 For each size, each round times: orjson.dumps of the payload (what seal serializes), the C call of seal
 alone (pasarela_seal_json on that text, no Python around it but the cffi call), Terminal.seal, orjson.loads
-of the canonical text (what open builds), the C call of open alone (pasarela_open_request), Terminal.open,
-and the primitives' floor (`openssl speed`, report.py). Prints the medians over rounds and each part as a
-multiple of the floor, taken within a round (this machine's speed swings too much for absolute times to
-compare across runs). Not a gate: it says which part to work on.
+of the canonical text and the reader that builds open's payload from it (pasarela._fastcall.parse_canonical),
+the C call of open alone (pasarela_open_request, which canonicalizes the text, and pasarela_open_request_as_sent,
+which Terminal.open calls first), Terminal.open, and the primitives' floor (`openssl speed`, report.py). Prints
+the medians over rounds and each part as a multiple of the floor and of Terminal.seal, taken within a round
+(this machine's speed swings too much for absolute times to compare across runs). Not a gate: it says which part
+to work on.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import orjson
 
 import pasarela
 from gate import _ns_per_request
-from pasarela import _binding
+from pasarela import _binding, _fastcall  # _fastcall: CPython
 from payloads import payload_of_size
 from report import BUSINESS_CODE, SERIAL, TIMESTAMP, primitives_sum_ns
 
@@ -50,12 +52,22 @@ def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], obj
         assert lib.pasarela_open_request(credentials, buffers.ws, timestamp_text, 10, TIMESTAMP, 300, authorization,
                                          len(authorization), body, len(body)) == lib.PASARELA_OK
 
+    def c_open_as_sent() -> None:
+        assert lib.pasarela_open_request_as_sent(credentials, buffers.ws, timestamp_text, 10, TIMESTAMP, 300,
+                                                 authorization, len(authorization), body,
+                                                 len(body)) == lib.PASARELA_SIGNED_AS_SENT
+
+    plaintext = sealed.plaintext
+    assert _fastcall.parse_canonical(plaintext) == orjson.loads(plaintext)
+
     return {
         "orjson.dumps": lambda: orjson.dumps(payload),
         "C seal call": c_seal,
         "Terminal.seal": lambda: terminal.seal(payload, timestamp=TIMESTAMP),
-        "orjson.loads": lambda: orjson.loads(sealed.plaintext),
-        "C open call": c_open,
+        "orjson.loads": lambda: orjson.loads(plaintext),
+        "the reader (parse.c, canonical)": lambda: _fastcall.parse_canonical(plaintext),
+        "C open call (canonicalizes)": c_open,
+        "C open call, as sent": c_open_as_sent,
         "Terminal.open": lambda: terminal.open("POST", headers, body, now=TIMESTAMP),
     }
 
@@ -76,12 +88,13 @@ def main() -> int:
         rounds.append(row)
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
     names = [*parts[SIZES[0]], "floor"]
-    print("| ns (median) / x floor (median of the ratios within a round) | "
+    print("| ns (median) / x floor / x Terminal.seal (medians of the ratios within a round) | "
           + " | ".join(f"{size:,} B" for size in SIZES) + " |")
     print("|---|" + "---|" * len(SIZES))
     for name in names:
         cells = [f"{statistics.median(row[size][name] for row in rounds):,.0f} / "
-                 f"{statistics.median(row[size][name] / row[size]['floor'] for row in rounds):.2f}x"
+                 f"{statistics.median(row[size][name] / row[size]['floor'] for row in rounds):.2f}x / "
+                 f"{statistics.median(row[size][name] / row[size]['Terminal.seal'] for row in rounds):.2f}x"
                  for size in SIZES]
         print(f"| {name} | " + " | ".join(cells) + " |")
     return 0

@@ -147,8 +147,8 @@ def test_aes256_cbc_decrypt_refuses_bad_length(length: int) -> None:
 
 
 def test_strerror_names_every_status() -> None:
-    messages = {_binding.strerror(status) for status in range(lib.PASARELA_E_SIGNATURE + 1)}
-    assert len(messages) == lib.PASARELA_E_SIGNATURE + 1
+    messages = {_binding.strerror(status) for status in range(lib.PASARELA_SIGNED_AS_SENT + 1)}
+    assert len(messages) == lib.PASARELA_SIGNED_AS_SENT + 1 and "unknown status" not in messages
     assert _binding.strerror(999) == "unknown status"
 
 

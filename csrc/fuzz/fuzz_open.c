@@ -6,7 +6,8 @@
  * as headers and a body.
  * Input: selector, timestamp (8 bytes), iv[16], business code and terminal serial (one length byte
  * each), then the rest. Selector bit 0 chooses the mode, bit 1 folds the timestamp into the valid
- * range, bit 2 corrupts the signature (sealed mode).
+ * range, bit 2 corrupts the signature (sealed mode), bit 3 signs the plaintext as sent (sealed mode: a holder of the
+ * key signing a text that need not be canonical, which only pasarela_open_request_as_sent takes as signed).
  *  - raw mode (bit 0 set): the rest is the 128-char signature then the data string, as received;
  *    only documented statuses, an OK must also pass pasarela_verify, pasarela_decrypt_data must
  *    agree with the decryption inside pasarela_open, and pasarela_verify takes arbitrary text.
@@ -14,6 +15,8 @@
  *    canonicalizer sees arbitrary decrypted bytes; the signature is the right one for its
  *    canonical form (or one character off with bit 2). The status must be what canonicalizing the
  *    plaintext predicts, and an OK must give back the canonical text and the plaintext.
+ * In both modes pasarela_open_request_as_sent answers PASARELA_SIGNED_AS_SENT exactly for a text signed as sent,
+ * and otherwise what pasarela_open_request answers, with the same workspace.
  * In both modes a refusal leaves ws->out wiped, a text that is not UTF-8 (checked here by an independent
  * decoder) is refused as such at its first bad byte, and a bad padding is refused as such, also after
  * the slower path when the text needs it (PASARELA_OPEN_BAD_PADDING).
@@ -72,6 +75,79 @@ static int open_request(const pasarela_credentials *c, uint64_t timestamp, const
     return rc;
 }
 
+/* A request as pasarela_open_request reads it: the timestamp's 10 digits, "Basic <signature>" and the body. */
+typedef struct post {
+    char timestamp[10];
+    char *authorization;
+    char *body;
+    size_t body_len;
+} post;
+
+static post post_of(const request *q, uint64_t timestamp)
+{
+    post p;
+    uint64_t t = timestamp;
+    for (int i = 9; i >= 0; i--, t /= 10) p.timestamp[i] = (char)('0' + t % 10);
+    p.authorization = (char *)fuzz_alloc(6 + PASARELA_SIGNATURE_HEX_LEN);
+    memcpy(p.authorization, "Basic ", 6);
+    memcpy(p.authorization + 6, q->signature, PASARELA_SIGNATURE_HEX_LEN);
+    p.body_len = q->data_len + 11;
+    p.body = (char *)fuzz_alloc(p.body_len);
+    memcpy(p.body, "{\"data\":\"", 9);
+    memcpy(p.body + 9, q->data, q->data_len);
+    memcpy(p.body + 9 + q->data_len, "\"}", 2);
+    return p;
+}
+
+static void post_free(post *p)
+{
+    free(p->body);
+    free(p->authorization);
+}
+
+typedef int (*open_request_fn)(const pasarela_credentials *, pasarela_workspace *, const char *, size_t, double,
+                               double, const char *, size_t, const char *, size_t);
+
+static int open_post(open_request_fn open, const pasarela_credentials *c, pasarela_workspace *ws, const post *p,
+                     double now)
+{
+    return open(c, ws, p->timestamp, 10, now, 300.0, p->authorization, 6 + PASARELA_SIGNATURE_HEX_LEN, p->body,
+                p->body_len);
+}
+
+/* pasarela_open_request_as_sent of the request: PASARELA_SIGNED_AS_SENT exactly when the signature signs the text
+ * as sent (signed_as_sent: 1 or 0, or -1 when the caller cannot tell), with that text, which pasarela_verify then
+ * accepts as it is, and which is the canonical text when pasarela_open_request accepted the request (rc, its
+ * workspace ws); otherwise exactly what pasarela_open_request answered: the same status, the same texts. */
+static void check_as_sent(const pasarela_credentials *c, uint64_t timestamp, const request *q, const post *p,
+                          const pasarela_workspace *ws, int rc, int signed_as_sent)
+{
+    pasarela_workspace as_ws;
+    fuzz_workspace_alloc(&as_ws, ws->plaintext_cap, ws->scratch_cap, ws->out_cap);
+    int as_rc = open_post(pasarela_open_request_as_sent, c, &as_ws, p, (double)timestamp);
+    FUZZ_CHECK(signed_as_sent < 0 || (as_rc == PASARELA_SIGNED_AS_SENT) == signed_as_sent);
+    if (as_rc == PASARELA_SIGNED_AS_SENT) {
+        FUZZ_CHECK(as_ws.plaintext_len == 0 && as_ws.out_len >= 2);
+        if (rc == PASARELA_OK)
+            FUZZ_CHECK(ws->plaintext_len == as_ws.out_len && memcmp(ws->plaintext, as_ws.out, as_ws.out_len) == 0);
+        pasarela_workspace verify_ws;
+        fuzz_workspace_alloc(&verify_ws, 1, PASARELA_SEAL_SCRATCH_SIZE(as_ws.out_len), 1);
+        FUZZ_CHECK(pasarela_verify(c, &verify_ws, timestamp, (const uint8_t *)as_ws.out, as_ws.out_len,
+                                   q->signature) == PASARELA_OK);
+        fuzz_workspace_free(&verify_ws);
+    } else {
+        FUZZ_CHECK(as_rc == rc && as_ws.out_len == ws->out_len && as_ws.plaintext_len == ws->plaintext_len &&
+                   as_ws.json_facts == ws->json_facts);
+        FUZZ_CHECK(memcmp(as_ws.out, ws->out, ws->out_len) == 0 &&
+                   memcmp(as_ws.plaintext, ws->plaintext, ws->plaintext_len) == 0);
+        int decrypted = rc != PASARELA_E_TIMESTAMP && rc != PASARELA_E_BAD_HEX && rc != PASARELA_E_BAD_LENGTH &&
+                        rc != PASARELA_E_REQUEST_FORM && rc != PASARELA_E_NO_HW_AES;
+        if (refusal(rc) && decrypted) /* out is exactly as large as the ciphertext: all of it was wiped */
+            for (size_t i = 0; i < as_ws.out_cap; i++) FUZZ_CHECK(as_ws.out[i] == 0);
+    }
+    fuzz_workspace_free(&as_ws);
+}
+
 static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_reader *r)
 {
     request q;
@@ -92,19 +168,11 @@ static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_rea
 
     /* pasarela_open_request on the same request, as headers and a body, answers what pasarela_open answered */
     if (fuzz_timestamp_valid(timestamp)) {
-        char ts_text[10], *auth = (char *)fuzz_alloc(6 + PASARELA_SIGNATURE_HEX_LEN);
-        char *body = (char *)fuzz_alloc(q.data_len + 11);
-        uint64_t t = timestamp;
-        for (int i = 9; i >= 0; i--, t /= 10) ts_text[i] = (char)('0' + t % 10);
-        memcpy(auth, "Basic ", 6);
-        memcpy(auth + 6, q.signature, PASARELA_SIGNATURE_HEX_LEN);
-        memcpy(body, "{\"data\":\"", 9);
-        memcpy(body + 9, q.data, q.data_len);
-        memcpy(body + 9 + q.data_len, "\"}", 2);
+        post p = post_of(&q, timestamp);
         pasarela_workspace post_ws;
         fuzz_workspace_alloc(&post_ws, ws.plaintext_cap, ws.scratch_cap, ws.out_cap);
-        int post_rc = pasarela_open_request(c, &post_ws, ts_text, 10, (double)timestamp, 300.0, auth,
-                                            6 + PASARELA_SIGNATURE_HEX_LEN, body, q.data_len + 11);
+        int post_rc = open_post(pasarela_open_request, c, &post_ws, &p, (double)timestamp);
+        check_as_sent(c, timestamp, &q, &p, &post_ws, post_rc, -1);
         int non_ascii = 0;
         for (size_t i = 0; i < PASARELA_SIGNATURE_HEX_LEN; i++) non_ascii |= (unsigned char)q.signature[i] >= 0x80;
         if (non_ascii) {
@@ -116,12 +184,12 @@ static void raw_mode(const pasarela_credentials *c, uint64_t timestamp, fuzz_rea
                            memcmp(post_ws.plaintext, ws.plaintext, ws.plaintext_len) == 0);
         }
         /* a timestamp outside the window is left to the caller, before any key is derived */
-        FUZZ_CHECK(pasarela_open_request(c, &post_ws, ts_text, 10, (double)timestamp + 301.0, 300.0, auth,
-                                         6 + PASARELA_SIGNATURE_HEX_LEN, body, q.data_len + 11) ==
+        FUZZ_CHECK(open_post(pasarela_open_request, c, &post_ws, &p, (double)timestamp + 301.0) ==
+                   PASARELA_E_REQUEST_FORM);
+        FUZZ_CHECK(open_post(pasarela_open_request_as_sent, c, &post_ws, &p, (double)timestamp + 301.0) ==
                    PASARELA_E_REQUEST_FORM);
         fuzz_workspace_free(&post_ws);
-        free(body);
-        free(auth);
+        post_free(&p);
     }
 
     /* pasarela_decrypt_data on the same data agrees with the decryption inside pasarela_open */
@@ -192,7 +260,7 @@ static expectation expect(const uint8_t *plaintext, size_t n)
 }
 
 static void sealed_mode(const pasarela_credentials *c, uint64_t timestamp, const uint8_t iv[16], int corrupt,
-                        fuzz_reader *r)
+                        int sign_as_sent, fuzz_reader *r)
 {
     size_t n = r->size, ct_len = PASARELA_CIPHERTEXT_LEN(n), ct_written = 0;
     uint8_t *plaintext = fuzz_copy(r->data, n);
@@ -216,17 +284,26 @@ static void sealed_mode(const pasarela_credentials *c, uint64_t timestamp, const
     memset(q.signature, '0', PASARELA_SIGNATURE_HEX_LEN);
 
     expectation e = expect(plaintext, n);
-    if (e.rc == PASARELA_OK && fuzz_timestamp_valid(timestamp)) { /* the signature the client would send */
-        char *sealed = (char *)fuzz_alloc(PASARELA_SEALED_LEN(e.canonical_len));
+    int canonical = e.rc == PASARELA_OK && e.canonical_len == n && memcmp(e.canonical, plaintext, n) == 0;
+    int object_text = n >= 2 && plaintext[0] == '{' && plaintext[n - 1] == '}';
+    /* the signature the client would send; or (sign_as_sent) one a holder of the key made over the text as sent,
+     * whatever it is, which is genuine only when the text is canonical */
+    const uint8_t *signed_text = sign_as_sent ? plaintext : e.canonical;
+    size_t signed_len = sign_as_sent ? n : e.canonical_len;
+    int signs = fuzz_timestamp_valid(timestamp) && (sign_as_sent ? object_text : e.rc == PASARELA_OK);
+    if (signs) {
+        char *sealed = (char *)fuzz_alloc(PASARELA_SEALED_LEN(signed_len));
         size_t sealed_len = 0;
-        FUZZ_CHECK(seal_check_seal(c, timestamp, e.canonical, e.canonical_len, iv, sealed,
-                                 PASARELA_SEALED_LEN(e.canonical_len), &sealed_len) == PASARELA_OK);
+        FUZZ_CHECK(seal_check_seal(c, timestamp, signed_text, signed_len, iv, sealed, PASARELA_SEALED_LEN(signed_len),
+                                   &sealed_len) == PASARELA_OK);
         memcpy(q.signature, sealed, PASARELA_SIGNATURE_HEX_LEN);
         free(sealed);
-        if (corrupt) {
+        if (corrupt)
             q.signature[n % PASARELA_SIGNATURE_HEX_LEN] ^= 1; /* '0'<->'1', 'a'<->'`', ...: always different */
+        if (e.rc == PASARELA_OK && (corrupt || (sign_as_sent && !canonical)))
             e.rc = PASARELA_E_SIGNATURE;
-        }
+    } else if (e.rc == PASARELA_OK) { /* to be signed as sent, but not an object's text: unsigned */
+        e.rc = PASARELA_E_SIGNATURE;
     }
 
     int rc = open_request(c, timestamp, &q, &ws);
@@ -247,6 +324,9 @@ static void sealed_mode(const pasarela_credentials *c, uint64_t timestamp, const
         FUZZ_CHECK(pasarela_decrypt_data(c, timestamp, q.data, q.data_len, decrypted, ct_len, &decrypted_len) ==
                    PASARELA_OK && decrypted_len == n && memcmp(decrypted, plaintext, n) == 0);
         free(decrypted);
+        post p = post_of(&q, timestamp);
+        check_as_sent(c, timestamp, &q, &p, &ws, rc, signs && !corrupt && (sign_as_sent || canonical));
+        post_free(&p);
     }
     fuzz_workspace_free(&ws);
     free(e.canonical);
@@ -267,7 +347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (selector & 1)
         raw_mode(&c, timestamp, &r);
     else
-        sealed_mode(&c, timestamp, iv, selector & 4, &r);
+        sealed_mode(&c, timestamp, iv, selector & 4, selector & 8, &r);
     fuzz_credentials_free(&c);
     return 0;
 }

@@ -151,7 +151,7 @@ KNOWN_DATA = b"000102030405060708090a0b0c0d0e0f:c51548a3153f167d59a02dc7b490c99d
 
 def open_() -> dict[str, bytes]:
     """Header, then: raw mode (selector bit 0) the signature and the data string; sealed mode a plaintext
-    (bit 2: a corrupted signature)."""
+    (bit 2: a corrupted signature; bit 3: the plaintext signed as sent, canonical or not)."""
     known = _header(0b001, 1_700_000_000, b"demo-business-code", b"DEMO-0001")
     seeds = {
         "raw-valid": known + KNOWN_SIGNATURE + KNOWN_DATA,
@@ -163,6 +163,8 @@ def open_() -> dict[str, bytes]:
     }
     for name, text in JSON_TEXTS.items():
         seeds[f"sealed-{name}"] = _header(0b010, 1_700_000_000, b"demo-business-code", b"DEMO-0001") + text
+    for name in ("charge", "whitespace", "numbers", "duplicate-keys", "strings"):
+        seeds[f"sealed-as-sent-{name}"] = _header(0b1010, 1_700_000_000, b"b", b"s") + JSON_TEXTS[name]
     seeds["sealed-corrupt-signature"] = _header(0b110, 1_700_000_000, b"b", b"s") + JSON_TEXTS["charge"]
     seeds["sealed-bad-timestamp"] = _header(0b000, 1_700_000_000_000, b"b", b"s") + JSON_TEXTS["charge"]
     seeds["sealed-fnv1a-colliding-keys"] = (_header(0b010, 1_700_000_000, b"demo-business-code", b"DEMO-0001")

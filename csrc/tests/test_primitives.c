@@ -788,7 +788,7 @@ static void test_util(void)
     pasarela_wipe(NULL, 0);
 
     ok = 1;
-    for (st = PASARELA_OK; st <= PASARELA_E_REQUEST_FORM; st++) {
+    for (st = PASARELA_OK; st <= PASARELA_SIGNED_AS_SENT; st++) {
         const char *m = pasarela_strerror(st);
         if (m == NULL || strcmp(m, "unknown status") == 0 || m[0] == '\0') {
             ok = 0;
@@ -796,7 +796,7 @@ static void test_util(void)
     }
     check(ok, "strerror covers every status");
     check(strcmp(pasarela_strerror(-1), "unknown status") == 0 &&
-              strcmp(pasarela_strerror(PASARELA_E_REQUEST_FORM + 1), "unknown status") == 0,
+              strcmp(pasarela_strerror(PASARELA_SIGNED_AS_SENT + 1), "unknown status") == 0,
           "strerror unknown");
     check(strcmp(pasarela_version(), "0.0.0") == 0, "version");
 }
