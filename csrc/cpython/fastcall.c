@@ -409,7 +409,8 @@ static PyObject *payload_of(const char *text, size_t len, parse_keys *keys, int 
     if (copy == NULL)
         return PyErr_NoMemory();
     memcpy(copy, text, len);
-    PyObject *payload = canonical ? pasarela_parse_canonical_json(copy, len, keys) : pasarela_parse_json(copy, len, keys);
+    PyObject *payload =
+        canonical ? pasarela_parse_canonical_json(copy, len, keys) : pasarela_parse_json(copy, len, keys);
     if (payload == NULL && !PyErr_Occurred() && !canonical)
         payload = plaintext_and_facts(copy, len, facts);
     if (copy != local)
@@ -422,9 +423,10 @@ static PyObject *payload_of(const char *text, size_t len, parse_keys *keys, int 
  * released by pasarela_open_request_as_sent, and when the text signed as sent is not confirmed canonical by the
  * reader that builds its payload (pasarela_parse_canonical_json), by pasarela_open_request. The verified
  * plaintext's payload is built from it (parse.c) unless it has an integer of 17 digits or more or that reader
- * declines it: then the plaintext and its facts are returned. A status (an int) when it is not PASARELA_OK; None when the headers are not in the form read here (no
- * str "timestamp", or one with lone surrogates; no str "Authorization" or "authorization", or one that is not
- * ASCII): the caller then reads the request the slower way, which names what is wrong. */
+ * declines it: then the plaintext and its facts are returned. A status (an int) when it is not PASARELA_OK; None
+ * when the headers are not in the form read here (no str "timestamp", or one with lone surrogates; no str
+ * "Authorization" or "authorization", or one that is not ASCII): the caller then reads the request the slower way,
+ * which names what is wrong. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     call_target target;
     if (begin_call(module, args, 6, "open_post", &target) < 0)

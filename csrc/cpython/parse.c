@@ -459,7 +459,8 @@ static PyObject *parse(const char *text, size_t len, parse_keys *keys, int canon
     p.canonical = canonical;
     PyObject *result = value(&p, 0);
     if (keys == &own) pasarela_parse_keys_clear(&own);
-    if (result != NULL && (p.at != p.end || (canonical && !PyDict_Check(result)))) { /* something after the value */
+    /* something after the value; or, read canonically, a value that is not an object */
+    if (result != NULL && (p.at != p.end || (canonical && !PyDict_Check(result)))) {
         Py_DECREF(result);
         result = NULL;
     }
