@@ -378,13 +378,14 @@ CANONICAL_TEXTS = [
     b'{"a":0.000001}', b'{"a":0.0000015}', b'{"a":1.25e-7}', b'{"a":1e-7}', b'{"a":-1.5e+300}',
     b'{"a":9.99999999999999e+307}', b'{"a":1e-307}',
     b'{"a":0.123456789012345}', b'{"a":12345678901234.5}', b'{"a":1.23456789012345e+21}',
+    b'{"a":0.30000000000000004}', b'{"a":1.2345678901234568e+21}', b'{"a":0.0000012345678901234567}',
     b'{"a":"\\u0000\\u001f\\b\\t\\n\\f\\r\\"\\\\/\x7f"}', '{"a":"\u00e9\u2028\u2029\U0001f600"}'.encode(),
     b'{"a":true,"b":false,"c":null}', b'{"a":[],"b":{},"c":[[{}]]}', b'{"":1}', b'{"a":{"key":1}}',
     b'{"01":1,"-1":2,"1.5":3,"4294967295":4}', b'{"sku":"SKU-00001","qty":2,"price":2000.99}',
 ]  # fmt: skip
 # texts JSON.stringify writes that the reader leaves to the C core's canonical form (the server's own verdict)
 DECLINED_CANONICAL_TEXTS = [
-    b'{"a":0.30000000000000004}', b'{"a":1234567890123456}', b'{"a":1.7976931348623157e+308}',
+    b'{"a":1234567890123456}', b'{"a":1.7976931348623157e+308}',
     b'{"a":5e-324}', b'{"a":1e+308}', b'{"a":1e-308}', b'{"a":123456789012345680000}',
     b'{"a":123456789012345000000}', b'{"a":1000000000000000}',
     b'{"1":1,"a":2}', b'{"4294967294":1}', b'{"a":{"__proto__":1}}', b'{"a":"\\ud800"}',
@@ -394,6 +395,7 @@ DECLINED_CANONICAL_TEXTS = [
 NOT_CANONICAL_TEXTS = [
     b'{"a":1.50}', b'{"a":1.0}', b'{"a":-0}', b'{"a":-0.0}', b'{"a":1e21}', b'{"a":1E+21}', b'{"a":1e+021}',
     b'{"a":10e+20}', b'{"a":0e+21}', b'{"a":1e+20}', b'{"a":1e-6}', b'{"a":0.0000001}', b'{"a":100e0}',
+    b'{"a":0.30000000000000003}', b'{"a":1.2345678901234567e+21}', b'{"a":0.300000000000000044}',
     b'{"a":"\\/"}', b'{"a":"\\u0041"}', b'{"a":"\\u001F"}', b'{"a":"\\u000a"}', b'{"a":"\\u00e9"}',
     b'{"a":1,"a":2}', b'{"a":1,"b":2,"a":3}', b'{"a":2,"1":1}', b'{ "a":1}', b'{"a":1}\n', b'{"a":01}',
     b'[1]', b'"a"', b"1", b"", b"{", b'{"a":1,}', b'{"a":"\x01"}', b'{"a":"\xff"}', b'{"a":"\xed\xa0\x80"}',
@@ -433,20 +435,15 @@ def test_number_tokens_are_confirmed_only_in_the_form_javascript_writes(
     check_canonical(b'{"a":' + token.encode() + b"}", node_stringify)
 
 
-def _significant_digits(token: str) -> int:
-    mantissa = token.lstrip("-").split("e")[0].replace(".", "").strip("0")
-    return len(mantissa)
-
-
-@given(x=floats)
-def test_every_double_of_up_to_15_significant_digits_is_confirmed_as_javascript_writes_it(
-        x: float, node_stringify: Callable[[bytes], bytes]) -> None:
+@given(x=st.one_of(floats, st.sampled_from([0.1 + 0.2, 1 / 3, 2 / 3 * 1e-7, 1.2345678901234568e21])))
+def test_every_double_is_confirmed_as_javascript_writes_it(x: float, node_stringify: Callable[[bytes], bytes]) -> None:
+    """Up to 15 significant digits by the form alone, 16 and 17 against repr's shortest digits; left out: integers
+    of more than 15 digits and magnitudes beyond 10**+-307 (the C core's canonicalizer confirms those)."""
     token = format_number(x)
     read = check_canonical(b'{"a":' + token.encode() + b"}", node_stringify)
     within = x == 0 or 1e-307 <= abs(x) < 1e308
     integer = "." not in token and "e" not in token
-    assert read == (_significant_digits(token) <= 15 and within and (not integer or len(token.lstrip("-")) <= 15)), \
-        token
+    assert read == (within and (not integer or len(token.lstrip("-")) <= 15)), token
 
 
 @given(literal=string_texts())
@@ -473,7 +470,7 @@ def _declinable(value: Any, depth: int = 0) -> bool:
         return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         token = format_number(float(value)) if isinstance(value, float) or abs(value) > 2**53 else str(value)
-        return not (value == 0 or 1e-307 <= abs(value) < 1e308) or _significant_digits(token) > 15 or (
+        return not (value == 0 or 1e-307 <= abs(value) < 1e308) or (
             "." not in token and "e" not in token and len(token.lstrip("-")) > 15)
     return False
 

@@ -40,6 +40,8 @@ typedef int (*seal_json_fn)(const pasarela_credentials *, pasarela_workspace *, 
                             unsigned, const uint8_t *);
 typedef int (*open_request_fn)(const pasarela_credentials *, pasarela_workspace *, const char *, size_t, double,
                                double, const char *, size_t, const char *, size_t);
+typedef int (*canonicalize_fn)(const uint8_t *, size_t, unsigned, uint8_t *, size_t, size_t *, void *, size_t,
+                               size_t *, unsigned *);
 typedef size_t (*seal_batch_fn)(const pasarela_credentials *const *, uint64_t, const uint8_t *, const size_t *, size_t,
                                 const uint8_t *, pasarela_workspace *, char *const *, int *);
 
@@ -47,6 +49,7 @@ typedef struct {
     seal_json_fn seal_json;
     open_request_fn open_request;
     open_request_fn open_request_as_sent;
+    canonicalize_fn canonicalize;
     seal_batch_fn seal_batch;
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
@@ -58,7 +61,7 @@ static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state != NULL &&
         (state->seal_json == NULL || state->open_request == NULL || state->open_request_as_sent == NULL ||
-         state->seal_batch == NULL || state->utf8_of == NULL)) {
+         state->canonicalize == NULL || state->seal_batch == NULL || state->utf8_of == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
     }
@@ -117,12 +120,12 @@ static const Py_ssize_t layout[] = {
 };
 
 /* connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address,
- * open_request_as_sent_address): layout is the cffi module's (sizeof pasarela_workspace, then the offsets of
- * plaintext, out, plaintext_len, out_len, json_facts); utf8_address is PyUnicode_AsUTF8AndSize's (see
- * stringify.h). */
+ * open_request_as_sent_address, canonicalize_address): layout is the cffi module's (sizeof pasarela_workspace,
+ * then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
+ * PyUnicode_AsUTF8AndSize's (see stringify.h). */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 6, "connect") < 0)
+    if (state == NULL || check_arity(args, 7, "connect") < 0)
         return NULL;
     PyObject *given = PyTuple_GetItem(args, 2);
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
@@ -148,12 +151,14 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     void *seal_batch = utf8_of == NULL ? NULL : address_of(PyTuple_GetItem(args, 4), "connect", "seal_batch");
     void *as_sent = seal_batch == NULL ? NULL
                                        : address_of(PyTuple_GetItem(args, 5), "connect", "open_request_as_sent");
-    if (as_sent == NULL)
+    void *canonicalize = as_sent == NULL ? NULL : address_of(PyTuple_GetItem(args, 6), "connect", "canonicalize");
+    if (canonicalize == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
     state->seal_json = (seal_json_fn)(uintptr_t)seal_json;
     state->open_request = (open_request_fn)(uintptr_t)open_request;
     state->open_request_as_sent = (open_request_fn)(uintptr_t)as_sent;
+    state->canonicalize = (canonicalize_fn)(uintptr_t)canonicalize;
     state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
     state->seal_batch = (seal_batch_fn)(uintptr_t)seal_batch;
     Py_RETURN_NONE;
@@ -400,19 +405,47 @@ static int open_released(open_request_fn open_request, const call_target *target
     return status;
 }
 
+/* Whether the C core's canonicalizer (with the GIL released) finds text[0, len) to be its own canonical form,
+ * without a top-level "key" or "__proto__" and without the long integers the caller reads itself: then, signed as
+ * sent, the text is what pasarela_open_request would have accepted, with the payload read from it. The
+ * workspace's plaintext and scratch serve as its buffers (as large as pasarela_open_request_as_sent required for
+ * this text; their contents are no longer in use). */
+static int canonical_as_sent(canonicalize_fn canonicalize, pasarela_workspace *ws, const char *text, size_t len) {
+    size_t canonical_len = 0, error_offset = 0;
+    unsigned facts = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = canonicalize((const uint8_t *)text, len, 0, ws->plaintext, ws->plaintext_cap, &canonical_len, ws->scratch,
+                      ws->scratch_cap, &error_offset, &facts);
+    Py_END_ALLOW_THREADS
+    return rc == PASARELA_OK && canonical_len == len && memcmp(ws->plaintext, text, len) == 0 &&
+           !(facts & (PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_PROTO | PASARELA_JSON_FACT_LONG_INT));
+}
+
 /* The payload of the opened text[0, len), read from a copy of it: its dicts and lists count towards the cyclic
  * GC, whose collections may run finalizers, and one that opens a request on this thread reuses the workspace the
- * text is in. canonical: read by pasarela_parse_canonical_json, NULL with no exception where it declines;
- * otherwise by pasarela_parse_json, and where it declines the caller reads the text: (plaintext, facts). */
-static PyObject *payload_of(const char *text, size_t len, parse_keys *keys, int canonical, unsigned facts) {
+ * text is in. as_sent (a text signed as sent, PASARELA_SIGNED_AS_SENT): the payload when the text is genuine,
+ * confirmed canonical by the reader (pasarela_parse_canonical_json) or else by canonical_as_sent; NULL with no
+ * exception otherwise, for the caller to ask pasarela_open_request. Otherwise (a verified plaintext) read by
+ * pasarela_parse_json, and where it declines the caller reads the text: (plaintext, facts). */
+static PyObject *payload_of(fastcall_state *state, pasarela_workspace *ws, const char *text, size_t len,
+                            int as_sent, unsigned facts) {
     char local[4096], *copy = len <= sizeof local ? local : (char *)PyMem_Malloc(len);
     if (copy == NULL)
         return PyErr_NoMemory();
     memcpy(copy, text, len);
-    PyObject *payload =
-        canonical ? pasarela_parse_canonical_json(copy, len, keys) : pasarela_parse_json(copy, len, keys);
-    if (payload == NULL && !PyErr_Occurred() && !canonical)
-        payload = plaintext_and_facts(copy, len, facts);
+    PyObject *payload;
+    if (as_sent) {
+        int confirmed = 0;
+        payload = pasarela_parse_canonical_json(copy, len, &state->keys, &confirmed);
+        if (payload != NULL && !confirmed &&
+            !(PyDict_Check(payload) && canonical_as_sent(state->canonicalize, ws, copy, len)))
+            Py_CLEAR(payload);
+    } else {
+        payload = pasarela_parse_json(copy, len, &state->keys);
+        if (payload == NULL && !PyErr_Occurred())
+            payload = plaintext_and_facts(copy, len, facts);
+    }
     if (copy != local)
         PyMem_Free(copy);
     return payload;
@@ -465,11 +498,12 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     PyObject *payload = NULL;
     if (authorization != NULL) {
         /* first the signature of the text as sent: what a JavaScript client sends is already canonical, and the
-         * reader confirms that as it builds the payload, so the C core need not canonicalize it */
+         * reader confirms that as it builds the payload, so the C core need not canonicalize it (for what the reader
+         * cannot confirm, the canonicalizer alone: no second decryption or signature) */
         status = open_released(state->open_request_as_sent, &target, timestamp, timestamp_len, now, tolerance,
                                authorization, authorization_len, body, body_len);
         if (status == PASARELA_SIGNED_AS_SENT) {
-            payload = payload_of(ws->out, ws->out_len, &state->keys, 1, 0);
+            payload = payload_of(state, ws, ws->out, ws->out_len, 1, 0);
             if (payload == NULL && !PyErr_Occurred()) /* not confirmed: the server's own verdict, as before */
                 status = open_released(state->open_request, &target, timestamp, timestamp_len, now, tolerance,
                                        authorization, authorization_len, body, body_len);
@@ -487,7 +521,7 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     size_t len = ws->plaintext_len;
     if (facts & PASARELA_JSON_FACT_LONG_INT) /* such integers JSON.parse rounds: the caller reads the text */
         return plaintext_and_facts((const char *)ws->plaintext, len, facts);
-    return payload_of((const char *)ws->plaintext, len, &state->keys, 0, facts);
+    return payload_of(state, ws, (const char *)ws->plaintext, len, 0, facts);
 }
 
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
@@ -798,8 +832,8 @@ static PyObject *fastcall_parse(PyObject *module, PyObject *text) {
     return value;
 }
 
-/* parse_canonical(text): what open_post makes of a text signed as sent (pasarela_parse_canonical_json), or None
- * where it declines it. For the tests, which hold it to JSON.stringify's own reading. */
+/* parse_canonical(text): the value of a text the reader confirms canonical (pasarela_parse_canonical_json), or
+ * None. For the tests, which hold it to JSON.stringify's own reading. */
 static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state == NULL)
@@ -808,7 +842,10 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
     const char *bytes = bytes_of(text, &len, "parse_canonical: text");
     if (bytes == NULL)
         return NULL;
-    PyObject *value = pasarela_parse_canonical_json(bytes, (size_t)len, &state->keys);
+    int confirmed = 0;
+    PyObject *value = pasarela_parse_canonical_json(bytes, (size_t)len, &state->keys, &confirmed);
+    if (value != NULL && !confirmed)
+        Py_CLEAR(value);
     if (value == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
     return value;
@@ -817,7 +854,7 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS,
      "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address, "
-     "open_request_as_sent_address)"},
+     "open_request_as_sent_address, canonicalize_address)"},
     {"seal_json", fastcall_seal_json, METH_VARARGS,
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
@@ -863,6 +900,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->seal_json = NULL;
         state->open_request = NULL;
         state->open_request_as_sent = NULL;
+        state->canonicalize = NULL;
         state->seal_batch = NULL;
         state->utf8_of = NULL;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};

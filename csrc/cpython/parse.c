@@ -35,8 +35,11 @@
 typedef struct {
     const char *at, *end;
     parse_keys *keys;
-    int canonical; /* pasarela_parse_canonical_json: declines what it cannot confirm to be canonical */
+    int canonical; /* pasarela_parse_canonical_json, until the text is found not to be confirmed canonical */
 } parser;
+
+/* The canonical reading cannot confirm the text: it reads on as pasarela_parse_json, checking nothing more. */
+static void unconfirmed(parser *p) { p->canonical = 0; }
 
 /* NULL, with no exception left set unless it is a MemoryError (which the caller passes on). */
 static PyObject *declined(void) {
@@ -116,7 +119,7 @@ static PyObject *escaped_string(parser *p) {
         case '"': out[n++] = '"'; break;
         case '\\': out[n++] = '\\'; break;
         case '/': /* JSON.stringify never writes this escape */
-            if (p->canonical) goto done;
+            if (p->canonical) unconfirmed(p);
             out[n++] = '/';
             break;
         case 'b': out[n++] = '\b'; break;
@@ -132,7 +135,7 @@ static PyObject *escaped_string(parser *p) {
                 if (d < 0) goto done;
                 code = code << 4 | (unsigned)d;
             }
-            if (p->canonical && !written_as_u_escape(code, p->at)) goto done;
+            if (p->canonical && !written_as_u_escape(code, p->at)) unconfirmed(p);
             p->at += 4;
             if (code >= 0xd800 && code <= 0xdfff) goto done;
             if (code < 0x80) {
@@ -189,9 +192,8 @@ static unsigned char reordered_key(const char *text, size_t len) {
     return v < UINT64_C(4294967295);
 }
 
-/* A key, p->at at its opening quote: one made before when it has the same text (see parse_keys). In the
- * canonical reading, declines a reordered key (reordered_key) and a top-level "key" (depth 1: the payload's own
- * members). */
+/* A key, p->at at its opening quote: one made before when it has the same text (see parse_keys). A reordered key
+ * (reordered_key) and a top-level "key" (depth 1: the payload's own members) are not confirmed canonical. */
 static PyObject *key(parser *p, int depth) {
     const char *start = p->at + 1, *run_end = plain_run(start, p->end);
     size_t len = (size_t)(run_end - start);
@@ -210,7 +212,7 @@ static PyObject *key(parser *p, int depth) {
         keys->reordered[slot] = reordered_key(start, len);
     }
     if (p->canonical && (keys->reordered[slot] || (depth == 1 && len == 3 && same_bytes(start, "key", 3))))
-        return NULL;
+        unconfirmed(p);
     Py_INCREF(made);
     p->at = run_end + 1;
     return made;
@@ -239,7 +241,7 @@ static PyObject *object(parser *p, int depth) {
         if (rc < 0 || p->at >= p->end) break;
         char c = *p->at++;
         if (c == '}') {
-            if (p->canonical && PyDict_Size(dict) != members) break; /* a repeated key */
+            if (p->canonical && PyDict_Size(dict) != members) unconfirmed(p); /* a repeated key */
             return dict;
         }
         if (c != ',') break;
@@ -310,15 +312,16 @@ static int is_digit(const parser *p) {
 
 static int digit_at(const char *t, size_t i, size_t len) { return i < len && (unsigned char)(t[i] - '0') <= 9; }
 
-/* Whether the number token t[0, len), well formed, is what JSON.stringify writes for the double it reads as, when
- * its form shows it. It has at most 15 significant digits: two decimals of up to 15 significant digits are never
- * the same double (DBL_DIG), so the double's shortest digits, which JavaScript writes, are the token's own. And
- * they are laid out as Number::toString lays out k digits of value 0.d1..dk * 10**n: for -6 < n <= 21 without an
- * exponent (the integer's trailing zeros, a fraction without any, "0." and up to 5 zeros below 1; never "-0"),
- * otherwise as d1[.d2..dk]e+X or e-X, X = n - 1 without leading zeros, kept within 10**+-307 (normal doubles,
- * where the 15 digits hold, and finite ones). */
+/* What the number token t[0, len), well formed, shows of being what JSON.stringify writes for the double it reads
+ * as: 1 when it is, 2 when it is if its digits are the double's shortest (checked_by_repr), 0 when it is not known
+ * to be. Its digits must be laid out as Number::toString lays out k digits of value 0.d1..dk * 10**n: for
+ * -6 < n <= 21 without an exponent (the integer's trailing zeros, a fraction without any, "0." and up to 5 zeros
+ * below 1; never "-0"), otherwise as d1[.d2..dk]e+X or e-X, X = n - 1 without leading zeros, kept within 10**+-307.
+ * With at most 15 significant digits that is all (1): two decimals of up to 15 significant digits are never the
+ * same double (DBL_DIG), so the double's shortest digits, which JavaScript writes, are the token's own. With 16 or
+ * 17 (a double's shortest digits are never more) it is 2; integers of more than 15 digits are left out (0). */
 static int canonical_number(const char *t, size_t len) {
-    size_t i = t[0] == '-', int_start = i;
+    size_t i = t[0] == '-', int_start = i, k;
     while (digit_at(t, i, len)) i++;
     size_t int_len = i - int_start, frac_start = i, frac_len = 0;
     int zero_int = t[int_start] == '0'; /* then int_len is 1: number() declines leading zeros */
@@ -330,17 +333,73 @@ static int canonical_number(const char *t, size_t len) {
     }
     if (i == len) { /* no exponent */
         if (frac_len == 0) return zero_int ? t[0] != '-' : int_len <= 15;
-        if (!zero_int) return int_len + frac_len <= 15;
-        size_t zeros = 0;
-        while (t[frac_start + zeros] == '0') zeros++; /* the fraction ends with another digit */
-        return zeros <= 5 && frac_len - zeros <= 15;
+        if (zero_int) {
+            size_t zeros = 0;
+            while (t[frac_start + zeros] == '0') zeros++; /* the fraction ends with another digit */
+            if (zeros > 5) return 0;
+            k = frac_len - zeros;
+        } else {
+            k = int_len + frac_len;
+        }
+    } else {
+        if (int_len != 1 || zero_int || t[i] != 'e' || len - i < 3 || len - i > 5) return 0;
+        char sign = t[i + 1];
+        if ((sign != '+' && sign != '-') || t[i + 2] == '0') return 0;
+        unsigned x = 0;
+        for (size_t e = i + 2; e < len; e++) x = x * 10 + (unsigned)(t[e] - '0');
+        if (x > 307 || (sign == '+' ? x < 21 : x < 7)) return 0;
+        k = 1 + frac_len;
     }
-    if (int_len != 1 || zero_int || frac_len > 14 || t[i] != 'e' || len - i < 3 || len - i > 5) return 0;
-    char sign = t[i + 1];
-    if ((sign != '+' && sign != '-') || t[i + 2] == '0') return 0;
-    unsigned x = 0;
-    for (size_t k = i + 2; k < len; k++) x = x * 10 + (unsigned)(t[k] - '0');
-    return x <= 307 && (sign == '+' ? x >= 21 : x >= 7);
+    return k <= 15 ? 1 : k <= 17 ? 2 : 0;
+}
+
+/* The significant digits of the decimal s[0, len) (leading and trailing zeros left out; at most cap) and the n
+ * of its value 0.d1..dk * 10**n: 0 when it has more digits than cap. */
+static int decimal_of(const char *s, size_t len, char *digits, size_t cap, size_t *k, long *n) {
+    size_t count = 0, i = 0;
+    long before_point = 0, zeros_after_point = 0, e = 0;
+    int after_point = 0, leading = 1;
+    for (; i < len && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] == '.') {
+            after_point = 1;
+        } else if (leading && s[i] == '0') {
+            zeros_after_point += after_point;
+        } else {
+            if (count == cap) return 0;
+            leading = 0;
+            digits[count++] = s[i];
+            before_point += !after_point;
+        }
+    }
+    if (i < len) { /* the exponent: e, a sign or none, digits (a few: from repr, or checked by canonical_number) */
+        int negative = ++i < len && s[i] == '-';
+        if (i < len && (s[i] == '-' || s[i] == '+')) i++;
+        for (; i < len; i++) e = e * 10 + (s[i] - '0');
+        if (negative) e = -e;
+    }
+    while (count > 0 && digits[count - 1] == '0') count--;
+    *k = count;
+    *n = (before_point > 0 ? before_point : -zeros_after_point) + e;
+    return 1;
+}
+
+/* Whether the token t[0, len), JavaScript's layout of a double x (canonical_number: 2), has x's shortest digits:
+ * those of repr(x) (PyOS_double_to_string, mode 'r'), which are JavaScript's (both take the fewest digits that read
+ * back as x and, of those, the nearest to x; the tests hold Python's layout of them to node's). */
+static int checked_by_repr(double x, const char *t, size_t len) {
+    char *shortest = PyOS_double_to_string(x < 0 ? -x : x, 'r', 0, 0, NULL);
+    if (shortest == NULL) {
+        PyErr_Clear(); /* no memory for it: not confirmed */
+        return 0;
+    }
+    char a[32], b[32];
+    size_t ka, kb;
+    long na, nb;
+    size_t sign = t[0] == '-';
+    int same = decimal_of(shortest, strlen(shortest), a, sizeof a, &ka, &na) &&
+               decimal_of(t + sign, len - sign, b, sizeof b, &kb, &nb) && ka == kb && na == nb && memcmp(a, b, ka) == 0;
+    PyMem_Free(shortest);
+    return same;
 }
 
 /* A number, p->at at its '-' or first digit (see the notes at the top). */
@@ -394,23 +453,30 @@ static PyObject *number(parser *p) {
             if (e < 100000) e = e * 10 + (*p->at - '0');
         exponent += exponent_negative ? -e : e;
     }
-    if (p->canonical && !canonical_number(start, (size_t)(p->at - start))) return NULL;
+    int form = p->canonical ? canonical_number(start, (size_t)(p->at - start)) : 1;
+    if (form == 0) unconfirmed(p);
     if (integral) {
         if (w_full || digits > PARSE_MAX_DIGITS) return NULL; /* orjson: an int to 2**64, then a float */
         long long v = (long long)w;
         return PyLong_FromLongLong(negative ? -v : v);
     }
     double x;
+    int read = 0;
 #if defined(PARSE_FAST_DOUBLES)
     if (!w_full && w <= (UINT64_C(1) << 53) && exponent >= -22 && exponent <= 22) {
         x = exponent < 0 ? (double)w / exact_powers[-exponent] : (double)w * exact_powers[exponent];
-        return PyFloat_FromDouble(negative ? -x : x);
+        x = negative ? -x : x;
+        read = 1;
     }
 #endif
-    if (p->at >= p->end) return NULL; /* strtod reads up to a byte that ends the number: there must be one */
-    char *stop = NULL;
-    x = PyOS_string_to_double(start, &stop, NULL);
-    if ((x == -1.0 && PyErr_Occurred()) || stop != p->at || x - x != 0.0) return NULL; /* infinities: orjson refuses */
+    if (!read) {
+        if (p->at >= p->end) return NULL; /* strtod reads up to a byte that ends the number: there must be one */
+        char *stop = NULL;
+        x = PyOS_string_to_double(start, &stop, NULL);
+        if ((x == -1.0 && PyErr_Occurred()) || stop != p->at || x - x != 0.0)
+            return NULL; /* infinities: orjson refuses them */
+    }
+    if (form == 2 && p->canonical && !checked_by_repr(x, start, (size_t)(p->at - start))) unconfirmed(p);
     return PyFloat_FromDouble(x);
 }
 
@@ -443,7 +509,9 @@ void pasarela_parse_keys_clear(parse_keys *keys) {
     }
 }
 
-static PyObject *parse(const char *text, size_t len, parse_keys *keys, int canonical) {
+/* pasarela_parse_json, and with confirmed (not NULL) the canonical reading: *confirmed says whether it confirmed
+ * the text. */
+static PyObject *parse(const char *text, size_t len, parse_keys *keys, int *confirmed) {
     parse_keys own;
 #if defined(Py_GIL_DISABLED)
     keys = NULL; /* see parse_keys */
@@ -456,19 +524,19 @@ static PyObject *parse(const char *text, size_t len, parse_keys *keys, int canon
     p.at = text;
     p.end = text + len;
     p.keys = keys;
-    p.canonical = canonical;
+    p.canonical = confirmed != NULL && len > 0 && text[0] == '{'; /* an object's text, or nothing to confirm */
     PyObject *result = value(&p, 0);
     if (keys == &own) pasarela_parse_keys_clear(&own);
-    /* something after the value; or, read canonically, a value that is not an object */
-    if (result != NULL && (p.at != p.end || (canonical && !PyDict_Check(result)))) {
+    if (result != NULL && p.at != p.end) { /* something after the value */
         Py_DECREF(result);
         result = NULL;
     }
+    if (confirmed != NULL) *confirmed = result != NULL && p.canonical;
     return result == NULL ? declined() : result;
 }
 
-PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys) { return parse(text, len, keys, 0); }
+PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys) { return parse(text, len, keys, NULL); }
 
-PyObject *pasarela_parse_canonical_json(const char *text, size_t len, parse_keys *keys) {
-    return len > 0 && text[0] == '{' ? parse(text, len, keys, 1) : NULL;
+PyObject *pasarela_parse_canonical_json(const char *text, size_t len, parse_keys *keys, int *confirmed) {
+    return parse(text, len, keys, confirmed);
 }

@@ -20,7 +20,7 @@ typedef struct parse_keys {
     size_t len[PARSE_KEYS];
     char text[PARSE_KEYS][PARSE_KEY_MAX];
     unsigned char reordered[PARSE_KEYS]; /* JavaScript would not keep the key where it is: integer-like, or
-                                            "__proto__" (pasarela_parse_canonical_json declines it) */
+                                            "__proto__" (pasarela_parse_canonical_json does not confirm it) */
 } parse_keys;
 
 /* Releases the keys (then empty). */
@@ -36,14 +36,14 @@ void pasarela_parse_keys_clear(parse_keys *keys);
  * its own. */
 PyObject *pasarela_parse_json(const char *text, size_t len, parse_keys *keys);
 
-/* pasarela_parse_json of a text it also confirms to be its own canonical form, JSON.stringify(JSON.parse(text)),
- * and an object that JavaScript's server would accept as a payload: for pasarela_open_request_as_sent, which
- * leaves exactly that to its caller. Declines (NULL, no exception) whatever it cannot confirm cheaply while it
- * reads, besides what pasarela_parse_json declines: a value that is not an object; a number of more than 15
- * significant digits, or not in the form JavaScript's Number::toString gives it; an escape JSON.stringify would
- * not write; an integer-like key or a "__proto__" member anywhere (JavaScript moves the first and treats the
- * second apart), a repeated key, and a top-level "key". A declined text is not necessarily refused: the caller
- * asks pasarela_open_request. */
-PyObject *pasarela_parse_canonical_json(const char *text, size_t len, parse_keys *keys);
+/* pasarela_parse_json's value of text, and in *confirmed whether the text is also certainly its own canonical form,
+ * JSON.stringify(JSON.parse(text)), and an object that JavaScript's server would accept as a payload: for
+ * pasarela_open_request_as_sent, which leaves exactly that to its caller. Not confirmed (besides what
+ * pasarela_parse_json declines) is what it cannot confirm cheaply while it reads: a value that is not an object; a
+ * number of more than 15 significant digits, or not in the form JavaScript's Number::toString gives it; an escape
+ * JSON.stringify would not write; an integer-like key or a "__proto__" member anywhere (JavaScript moves the first
+ * and treats the second apart), a repeated key, and a top-level "key". From there it reads on without those checks.
+ * A text not confirmed is not necessarily refused: the caller asks the C core's canonicalizer. */
+PyObject *pasarela_parse_canonical_json(const char *text, size_t len, parse_keys *keys, int *confirmed);
 
 #endif

@@ -87,8 +87,10 @@ for text in (b'{"a":"\\ud800"}', b'{"a":1', b'{"a":1} ', b'{"a":1234567890123456
              b'{"a":"\xff"}', b'{"a":1e400}', b'{"' + b"k" * 100 + b'":"' + b"\\n" * 300 + b'"}'):
     _fastcall.parse(text)
     _fastcall.parse_canonical(text)
-# the canonical reading of a text signed as sent: confirmed, and declined part way (then open_request's verdict)
-for value in ({"a": 0.1 + 0.2, "b": [1] * 50}, {"b": [{"c": 1.5}] * 50, "1": 2}, {"a": [{"__proto__": 1}] * 9}):
+# the canonical reading of a text signed as sent: confirmed (a 17-digit double against repr's digits), not confirmed
+# (the canonicalizer alone then confirms it), and declined (then open_request's verdict)
+for value in ({"a": 0.1 + 0.2, "b": [1] * 50}, {"b": [{"c": 1.5}] * 50, "1": 2}, {"a": [{"__proto__": 1}] * 9},
+              {"a": [2**60] * 9}):
     sealed = terminal.seal(value)
     assert terminal.open("POST", sealed.headers, sealed.body, now=sealed.timestamp) == value
 for text in (b'{"a":1.50}', b'{"a":1,"a":2}', b'{"a":"\\u0041"}', b'{"key":1}', b'{"a":1e21}', b'[1]', b"{"):

@@ -80,6 +80,7 @@ if sys.implementation.name == "cpython":  # seal_json and open_post through pasa
         ctypes.cast(ctypes.pythonapi.PyUnicode_AsUTF8AndSize, ctypes.c_void_p).value or 0,  # 0: refused
         _address(ffi.addressof(lib, "pasarela_seal_batch")),
         _address(ffi.addressof(lib, "pasarela_open_request_as_sent")),
+        _address(ffi.addressof(lib, "pasarela_json_canonicalize")),
     )
 else:  # PyPy and others: cffi is their native way into C
     _fast_seal_json = _fast_seal_payload = _fast_open_post = _fast_rows = None  # type: ignore[assignment]

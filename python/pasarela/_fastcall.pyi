@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from typing import Any, Optional, TypeVar, Union
 
 def connect(seal_json_address: int, open_request_address: int, layout: tuple[int, ...], utf8_address: int,
-            seal_batch_address: int, open_request_as_sent_address: int, /) -> None: ...
+            seal_batch_address: int, open_request_as_sent_address: int, canonicalize_address: int, /) -> None: ...
 _Row = TypeVar("_Row", bound=tuple[Any, ...])
 
 def seal_json(credentials: int, ws: int, timestamp: int, json: bytes, flags: int, iv: Optional[bytes],
