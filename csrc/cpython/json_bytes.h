@@ -17,6 +17,21 @@ static inline int json_special_mask16(__m128i v) {
     __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"')), backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
     return _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash)));
 }
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
+/* The index of the lowest set bit of a mask that has one. */
+static inline unsigned json_lowest_bit(unsigned mask) {
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+    _BitScanForward(&i, mask);
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctz(mask);
+#endif
+}
 #endif
 
 #define JSON_BYTES_ONES UINT64_C(0x0101010101010101)
