@@ -178,11 +178,16 @@ static PAS_B64_AVX2_FN void b64_avx2_block24(const uint8_t *in, char *out)
     _mm256_storeu_si256((__m256i *)(void *)out, b64_avx2_chars(v));
 }
 
-static PAS_B64_AVX2_FN size_t b64_avx2(const uint8_t *in, size_t n, char *out)
+/* The whole 3-byte groups of in[0, n) from the first 24 bytes on, when there are that many: the bytes done, and
+ * in *o_out the characters written (0 and 0 below 24 bytes). Register operations only (the characters are looked
+ * up with pshufb, within a register), at addresses that depend on n alone: constant-time, as secret-derived bytes
+ * need (pasarela_base64_encode_secret). */
+static PAS_B64_AVX2_FN size_t b64_avx2_groups(const uint8_t *in, size_t n, char *out, size_t *o_out)
 {
     size_t i = 24, o = 32, whole = n - n % 3;
+    *o_out = 0;
     if (n < 24)
-        return b64_table(in, n, 0, out, 0);
+        return 0;
     b64_avx2_block24(in, out);
     /* Then 32-byte loads from in + i - 4 (bytes i-4 .. i+27): the low lane's group starts at offset 4. */
     while (n - i >= 28) {
@@ -204,10 +209,17 @@ static PAS_B64_AVX2_FN size_t b64_avx2(const uint8_t *in, size_t n, char *out)
         o = whole / 3 * 4;
         i = whole;
     }
-    /* gcc makes this call a jump, without the VZEROUPPER it puts before calls and returns: the SSE code after
-     * it (the next batch item's canonical text check) then took about three times as long on Zen 3.
-     * scripts/hardening's upper step checks every AVX function for this. */
+    /* explicit: gcc once made the call after it a jump without the VZEROUPPER it puts before calls and returns,
+     * and the SSE code after it (the next batch item's canonical text check) then took about three times as long
+     * on Zen 3. scripts/hardening's upper step checks every AVX function for this. */
     _mm256_zeroupper();
+    *o_out = o;
+    return i;
+}
+
+static size_t b64_avx2(const uint8_t *in, size_t n, char *out)
+{
+    size_t o, i = b64_avx2_groups(in, n, out, &o);
     return b64_table(in, n, i, out, o);
 }
 
@@ -257,6 +269,18 @@ static PAS_B64_AVX512_FN size_t b64_avx512(const uint8_t *in, size_t n, char *ou
     return b64_table(in, n, i, out, o);
 }
 #endif
+
+size_t pasarela_base64_encode_secret(unsigned cpu, const uint8_t *in, size_t n, char *out)
+{
+#if defined(PAS_B64_X86)
+    if (cpu & PASARELA_CPU_AVX2) { /* the groups AVX2 takes, then the rest (0..23 bytes) constant-time too */
+        size_t o, i = b64_avx2_groups(in, n, out, &o);
+        return o + pasarela_base64_encode(in + i, n - i, out + o);
+    }
+#endif
+    (void)cpu;
+    return pasarela_base64_encode(in, n, out);
+}
 
 size_t pasarela_base64_encode_public(unsigned cpu, const uint8_t *in, size_t n, char *out)
 {

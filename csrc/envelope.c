@@ -202,11 +202,11 @@ static size_t key_tail(const pasarela_derived *d, int empty, uint8_t *tail) {
 /* keys->key_tails[a] (a = 0..2), made now if it was not yet: the Base64 of the key tail
  * ,"key":"<encodedKey>"} from its byte 3 - a on, what follows the first group it shares with a bytes of
  * the plaintext. */
-static const char *key_tail_base64(pasarela_sealing_keys *keys, size_t a) {
+static const char *key_tail_base64(unsigned cpu, pasarela_sealing_keys *keys, size_t a) {
     if (!((keys->key_tails_ready >> a) & 1u)) {
         uint8_t tail[PASARELA_KEY_TAIL_LEN];
         size_t t = key_tail(&keys->derived, 0, tail);
-        pasarela_base64_encode(tail + (3 - a), t - (3 - a), keys->key_tails[a]);
+        pasarela_base64_encode_secret(cpu, tail + (3 - a), t - (3 - a), keys->key_tails[a]);
         pasarela_wipe(tail, sizeof tail);
         keys->key_tails_ready |= 1u << a;
     }
@@ -227,7 +227,7 @@ static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, co
     *secret_from = written;
     memcpy(tail, plaintext + whole, a);
     if (keys == NULL || empty) {
-        written += pasarela_base64_encode(tail, a + key_tail(d, empty, tail + a), text + written);
+        written += pasarela_base64_encode_secret(cpu, tail, a + key_tail(d, empty, tail + a), text + written);
         pasarela_wipe(tail, sizeof tail);
         return written;
     }
@@ -235,7 +235,7 @@ static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, co
     memcpy(tail + a, key_open, 3 - a);
     written += pasarela_base64_encode_public(cpu, tail, 3, text + written);
     size_t rest = PASARELA_KEY_TAIL_LEN - (3 - a), rest_len = 4 * ((rest + 2) / 3);
-    memcpy(text + written, key_tail_base64(keys, a), rest_len);
+    memcpy(text + written, key_tail_base64(cpu, keys, a), rest_len);
     return written + rest_len;
 }
 
@@ -417,7 +417,7 @@ static int group_add(group *g, pasarela_workspace *ws, const pasarela_credential
         int rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
         if (rc == PASARELA_OK) {
             /* made in ws's cache, this item's key tail serves the groups and calls that follow */
-            (void)key_tail_base64(keys, (n - 1) % 3);
+            (void)key_tail_base64(c->cpu, keys, (n - 1) % 3);
             memcpy(&g->keys[k], keys, sizeof *keys);
             g->keys_id[k] = c->id;
             g->keys_timestamp[k] = timestamp;

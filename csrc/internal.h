@@ -18,6 +18,10 @@ PASARELA_INTERNAL void pasarela_wipe(void *p, size_t n);
 /* base64.c: Base64 of public bytes: AVX-512BW or AVX2 as cpu allows, else a table (pasarela_base64_encode
  * is the constant-time one, for secret-derived bytes). */
 PASARELA_INTERNAL size_t pasarela_base64_encode_public(unsigned cpu, const uint8_t *in, size_t n, char *out);
+/* base64.c: pasarela_base64_encode's output, in time that depends on n only, with AVX2 for the whole 3-byte groups
+ * from 24 bytes on when cpu has PASARELA_CPU_AVX2 (x86-64): for secret-derived bytes (the key tail of a signed
+ * text). */
+PASARELA_INTERNAL size_t pasarela_base64_encode_secret(unsigned cpu, const uint8_t *in, size_t n, char *out);
 
 /* hex.c: pasarela_hex_encode / pasarela_hex_decode with AVX2 when cpu has PASARELA_CPU_AVX2 (x86-64), else the
  * portable code; the same output and the same refusals either way, in time that depends on n only. */

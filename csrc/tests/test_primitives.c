@@ -430,30 +430,35 @@ static void test_base64(void)
     }
 }
 
-/* pasarela_base64_encode_public(cpu, ...) at one cpu level on the n bytes at src: the input copied to the
- * very end of a malloc'd block (so ASan catches any read past it), the output into a block with one guard
- * byte after 4*ceil(n/3) chars; 1 when it matches pasarela_base64_encode byte for byte. */
+/* pasarela_base64_encode_public and pasarela_base64_encode_secret at one cpu level on the n bytes at src: the input
+ * copied to the very end of a malloc'd block (so ASan catches any read past it), each output into a block with one
+ * guard byte after 4*ceil(n/3) chars; 1 when both match pasarela_base64_encode byte for byte. */
 static int b64_public_matches(unsigned cpu, const uint8_t *src, size_t n)
 {
-    size_t len = 4 * ((n + 2) / 3), got, want;
+    size_t len = 4 * ((n + 2) / 3), got, got_secret, want;
     uint8_t *block = (uint8_t *)malloc(n + 1);
-    char *o1 = (char *)malloc(len + 1), *o2 = (char *)malloc(len + 1);
+    char *o1 = (char *)malloc(len + 1), *o2 = (char *)malloc(len + 1), *o3 = (char *)malloc(len + 1);
     int ok;
-    if (block == NULL || o1 == NULL || o2 == NULL) {
+    if (block == NULL || o1 == NULL || o2 == NULL || o3 == NULL) {
         free(block);
         free(o1);
         free(o2);
+        free(o3);
         return 0;
     }
     if (n > 0)
         memcpy(block + 1, src, n);
     memset(o1, '#', len + 1);
+    memset(o3, '#', len + 1);
     got = pasarela_base64_encode_public(cpu, block + 1, n, o1);
+    got_secret = pasarela_base64_encode_secret(cpu, block + 1, n, o3);
     want = pasarela_base64_encode(block + 1, n, o2);
-    ok = got == len && want == len && memcmp(o1, o2, len) == 0 && o1[len] == '#';
+    ok = got == len && want == len && got_secret == len && memcmp(o1, o2, len) == 0 && memcmp(o3, o2, len) == 0 &&
+         o1[len] == '#' && o3[len] == '#';
     free(block);
     free(o1);
     free(o2);
+    free(o3);
     return ok;
 }
 
@@ -515,11 +520,11 @@ static void test_base64_public(void)
         }
         sprintf(what, "base64 public, cpu %u: RFC 4648 section 10", cpus[c]);
         check(vec_ok, what);
-        sprintf(what, "base64 public, cpu %u: full alphabet", cpus[c]);
+        sprintf(what, "base64 public and secret, cpu %u: full alphabet", cpus[c]);
         check(alpha_ok, what);
-        sprintf(what, "base64 public, cpu %u: random, every length 0..300", cpus[c]);
+        sprintf(what, "base64 public and secret, cpu %u: random, every length 0..300", cpus[c]);
         check(small_ok, what);
-        sprintf(what, "base64 public, cpu %u: random lengths up to 5000", cpus[c]);
+        sprintf(what, "base64 public and secret, cpu %u: random lengths up to 5000", cpus[c]);
         check(rand_ok, what);
     }
     printf("base64 public encoder levels under test: %u (cpu bits:", (unsigned)ncpus);
