@@ -5,6 +5,8 @@
 For each size, each round times: orjson.dumps of the payload (what seal serializes), the C call of seal
 alone (pasarela_seal_json on that text, no Python around it but the cffi call), Terminal.seal, orjson.loads
 of the canonical text and the reader that builds open's payload from it (pasarela._fastcall.parse_canonical),
+marshal.loads of the payload (CPython's own quickest maker of these objects, from its binary form: no text to read,
+what making the payload's objects costs at the least),
 the C call of open alone (pasarela_open_request, which canonicalizes the text, and pasarela_open_request_as_sent,
 which Terminal.open calls first), Terminal.open, and the primitives' floor (`openssl speed`, report.py). Prints
 the medians over rounds and each part as a multiple of the floor and of Terminal.seal, taken within a round
@@ -15,6 +17,7 @@ to work on.
 from __future__ import annotations
 
 import argparse
+import marshal
 import statistics
 import sys
 from pathlib import Path
@@ -59,6 +62,7 @@ def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], obj
 
     plaintext = sealed.plaintext
     assert _fastcall.parse_canonical(plaintext) == orjson.loads(plaintext)
+    marshalled = marshal.dumps(payload)
 
     return {
         "orjson.dumps": lambda: orjson.dumps(payload),
@@ -66,6 +70,7 @@ def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], obj
         "Terminal.seal": lambda: terminal.seal(payload, timestamp=TIMESTAMP),
         "orjson.loads": lambda: orjson.loads(plaintext),
         "the reader (parse.c, canonical)": lambda: _fastcall.parse_canonical(plaintext),
+        "marshal.loads (the objects alone)": lambda: marshal.loads(marshalled),  # noqa: S302 (its own bytes)
         "C open call (canonicalizes)": c_open,
         "C open call, as sent": c_open_as_sent,
         "Terminal.open": lambda: terminal.open("POST", headers, body, now=TIMESTAMP),
