@@ -89,8 +89,9 @@ size_t pasarela_base64_encode(const uint8_t *in, size_t n, char *out)
 
 /* ---- Base64 of public bytes (the request plaintext) ----
  *
- * Public data, so table lookups and data-dependent shuffles are fine here; pasarela_base64_encode
- * above stays in use for everything derived from a secret. Dispatch on the caller's cpu bits:
+ * Public data, so table lookups are fine here; pasarela_base64_encode above encodes what is derived from
+ * a secret, and pasarela_base64_encode_secret (below) hands it all but its last 0..23 bytes to the AVX2
+ * code, whose lookups (pshufb) stay within a register. Dispatch on the caller's cpu bits:
  *  - PASARELA_CPU_AVX512 (F+BW): the AVX2 algorithm below on 512-bit vectors, 48 input bytes -> 64
  *    chars per step; the last < 64 bytes with masked loads and stores (no access beyond in + n or past
  *    the output).
