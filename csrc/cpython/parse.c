@@ -302,45 +302,35 @@ static const double exact_powers[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,
 
 static int digit_at(const char *t, size_t i, size_t len) { return i < len && (unsigned char)(t[i] - '0') <= 9; }
 
-/* What the number token t[0, len), well formed, shows of being what JSON.stringify writes for the double it reads
- * as: 1 when it is, 2 when it is if its digits are the double's shortest (checked_by_repr), 0 when it is not known
- * to be. Its digits must be laid out as Number::toString lays out k digits of value 0.d1..dk * 10**n: for
- * -6 < n <= 21 without an exponent (the integer's trailing zeros, a fraction without any, "0." and up to 5 zeros
- * below 1; never "-0"), otherwise as d1[.d2..dk]e+X or e-X, X = n - 1 without leading zeros, kept within 10**+-307.
- * With at most 15 significant digits that is all (1): two decimals of up to 15 significant digits are never the
- * same double (DBL_DIG), so the double's shortest digits, which JavaScript writes, are the token's own. With 16 or
- * 17 (a double's shortest digits are never more) it is 2; integers of more than 15 digits are left out (0). */
-static int canonical_number(const char *t, size_t len) {
-    size_t i = t[0] == '-', int_start = i, k;
+/* What a number token shows of being what JSON.stringify writes for the double it reads as: 1 when it is, 2 when it
+ * is if its digits are the double's shortest (checked_by_repr), 0 when it is not known to be. Its digits must be
+ * laid out as Number::toString lays out k digits of value 0.d1..dk * 10**n: for -6 < n <= 21 without an exponent
+ * (canonical_plain_number: the integer's trailing zeros, a fraction without any, "0." and up to 5 zeros below 1;
+ * never "-0"), otherwise as d1[.d2..dk]e+X or e-X, X = n - 1 without leading zeros, kept within 10**+-307
+ * (canonical_exponent_number). With at most 15 significant digits that is all (1): two decimals of up to 15
+ * significant digits are never the same double (DBL_DIG), so the double's shortest digits, which JavaScript writes,
+ * are the token's own. With 16 or 17 (a double's shortest digits are never more) it is 2; integers of more than 15
+ * digits are left out (0). This is the verdict on the layout's k significant digits. */
+static int form_of_digits(size_t k) { return k <= 15 ? 1 : k <= 17 ? 2 : 0; }
+
+/* The verdict (form_of_digits) on the well-formed number token t[0, len), which has an exponent. */
+static int canonical_exponent_number(const char *t, size_t len) {
+    size_t i = t[0] == '-', int_start = i, frac_len = 0;
     while (digit_at(t, i, len)) i++;
-    size_t int_len = i - int_start, frac_start = i, frac_len = 0;
-    int zero_int = t[int_start] == '0'; /* then int_len is 1: number() declines leading zeros */
-    if (i < len && t[i] == '.') {
-        frac_start = ++i;
+    if (i - int_start != 1 || t[int_start] == '0') return 0; /* one digit, not 0, before the point */
+    if (t[i] == '.') {
+        size_t frac_start = ++i;
         while (digit_at(t, i, len)) i++;
         frac_len = i - frac_start;
         if (t[i - 1] == '0') return 0; /* a trailing zero of the fraction */
     }
-    if (i == len) { /* no exponent */
-        if (frac_len == 0) return zero_int ? t[0] != '-' : int_len <= 15;
-        if (zero_int) {
-            size_t zeros = 0;
-            while (t[frac_start + zeros] == '0') zeros++; /* the fraction ends with another digit */
-            if (zeros > 5) return 0;
-            k = frac_len - zeros;
-        } else {
-            k = int_len + frac_len;
-        }
-    } else {
-        if (int_len != 1 || zero_int || t[i] != 'e' || len - i < 3 || len - i > 5) return 0;
-        char sign = t[i + 1];
-        if ((sign != '+' && sign != '-') || t[i + 2] == '0') return 0;
-        unsigned x = 0;
-        for (size_t e = i + 2; e < len; e++) x = x * 10 + (unsigned)(t[e] - '0');
-        if (x > 307 || (sign == '+' ? x < 21 : x < 7)) return 0;
-        k = 1 + frac_len;
-    }
-    return k <= 15 ? 1 : k <= 17 ? 2 : 0;
+    if (t[i] != 'e' || len - i < 3 || len - i > 5) return 0;
+    char sign = t[i + 1];
+    if ((sign != '+' && sign != '-') || t[i + 2] == '0') return 0;
+    unsigned x = 0;
+    for (size_t e = i + 2; e < len; e++) x = x * 10 + (unsigned)(t[e] - '0');
+    if (x > 307 || (sign == '+' ? x < 21 : x < 7)) return 0;
+    return form_of_digits(1 + frac_len);
 }
 
 /* The significant digits of the decimal s[0, len) (leading and trailing zeros left out; at most cap) and the n
@@ -361,7 +351,7 @@ static int decimal_of(const char *s, size_t len, char *digits, size_t cap, size_
             before_point += !after_point;
         }
     }
-    if (i < len) { /* the exponent: e, a sign or none, digits (a few: from repr, or checked by canonical_number) */
+    if (i < len) { /* the exponent: e, a sign or none, digits (a few: from repr, or checked by canonical_exponent_number) */
         int negative = ++i < len && s[i] == '-';
         if (i < len && (s[i] == '-' || s[i] == '+')) i++;
         for (; i < len; i++) e = e * 10 + (s[i] - '0');
@@ -373,7 +363,7 @@ static int decimal_of(const char *s, size_t len, char *digits, size_t cap, size_
     return 1;
 }
 
-/* Whether the token t[0, len), JavaScript's layout of a double x (canonical_number: 2), has x's shortest digits:
+/* Whether the token t[0, len), JavaScript's layout of a double x (form_of_digits: 2), has x's shortest digits:
  * those of repr(x) (PyOS_double_to_string, mode 'r'), which are JavaScript's (both take the fewest digits that read
  * back as x and, of those, the nearest to x; the tests hold Python's layout of them to node's). */
 static int checked_by_repr(double x, const char *t, size_t len) {
@@ -394,20 +384,20 @@ static int checked_by_repr(double x, const char *t, size_t len) {
 
 static int is_digit_char(char c) { return (unsigned char)(c - '0') <= 9; }
 
-/* canonical_number's verdict on a number token without an exponent, from what number() found as it read it:
+/* The verdict (form_of_digits) on a number token without an exponent, from what number() found as it read it:
  * whether it is negative, its integer part "0", its integer digits, its fraction digits (none: an integer), the
  * fraction's last digit, the zeros that lead the fraction of a number below 1, and its significant digits as it
  * counted them (k; 18 when it left digits out, past 19). */
 static int canonical_plain_number(int negative, int zero_int, size_t int_len, size_t frac_len, char last,
-                                  size_t fraction_zeros, int k) {
+                                  size_t fraction_zeros, size_t k) {
     if (frac_len == 0) return zero_int ? !negative : int_len <= 15;
     if (last == '0' || fraction_zeros > 5) return 0;
-    return k <= 15 ? 1 : k <= 17 ? 2 : 0;
+    return form_of_digits(k);
 }
 
 /* A number, p->at at its '-' or first digit (see the notes at the top). Read with its position in a local, and the
  * canonical form of one without an exponent judged from what the reading found, not by a second scan (number() and
- * that scan took a tenth of the reader's time at 1 KiB, in perf). */
+ * that scan took a tenth of the reader's time at 1 KiB, in perf); one with an exponent is scanned again. */
 static PyObject *number(parser *p) {
     const char *start = p->at, *s = start, *end = p->end;
     int negative = *s == '-';
@@ -465,9 +455,9 @@ static PyObject *number(parser *p) {
     p->at = s;
     int form = 1;
     if (p->canonical) {
-        form = exponent_form ? canonical_number(start, (size_t)(s - start))
+        form = exponent_form ? canonical_exponent_number(start, (size_t)(s - start))
                              : canonical_plain_number(negative, zero_int, int_len, frac_len, s[-1], fraction_zeros,
-                                                      w_full ? 18 : digits);
+                                                      w_full ? 18 : (size_t)digits);
         if (form == 0) unconfirmed(p);
     }
     if (integral) {

@@ -433,7 +433,7 @@ static void test_base64(void)
 /* pasarela_base64_encode_public and pasarela_base64_encode_secret at one cpu level on the n bytes at src: the input
  * copied to the very end of a malloc'd block (so ASan catches any read past it), each output into a block with one
  * guard byte after 4*ceil(n/3) chars; 1 when both match pasarela_base64_encode byte for byte. */
-static int b64_public_matches(unsigned cpu, const uint8_t *src, size_t n)
+static int b64_encoders_match(unsigned cpu, const uint8_t *src, size_t n)
 {
     size_t len = 4 * ((n + 2) / 3), got, got_secret, want;
     uint8_t *block = (uint8_t *)malloc(n + 1);
@@ -507,16 +507,16 @@ static void test_base64_public(void)
             buf[i + 2] = (uint8_t)x;
         }
         for (n = 0; n <= 192; n += 3) {
-            alpha_ok &= b64_public_matches(cpus[c], buf, n);
+            alpha_ok &= b64_encoders_match(cpus[c], buf, n);
         }
         for (n = 0; n <= 300; n++) {
             rng_fill(&s, buf, n);
-            small_ok &= b64_public_matches(cpus[c], buf, n);
+            small_ok &= b64_encoders_match(cpus[c], buf, n);
         }
         for (i = 0; i < 300; i++) {
             n = (size_t)(rng_next(&s) % 5001);
             rng_fill(&s, buf, n);
-            rand_ok &= b64_public_matches(cpus[c], buf, n);
+            rand_ok &= b64_encoders_match(cpus[c], buf, n);
         }
         sprintf(what, "base64 public, cpu %u: RFC 4648 section 10", cpus[c]);
         check(vec_ok, what);
