@@ -40,3 +40,17 @@ def test_it_stops_on_text_the_c_core_refuses(seal_speed: Path, tmp_path: Path, t
     run = subprocess.run([str(seal_speed), "--rounds", "1", str(tmp_path / "refused.json")], capture_output=True,
                          text=True)
     assert run.returncode == 1 and "refused" in run.stderr, (run.returncode, run.stderr)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's allocator (CI runs Linux with glibc)")
+def test_heap_trim_shows_the_batch_faulting_its_memory_in_again_unless_the_process_keeps_it() -> None:
+    """What README (Speed: batches and glibc's heap) says of glibc: a batch of 16 KiB payloads dropped, the next one
+    faults its pages in again (about 2,900 per batch of 256); with the tunables the script sets, it does not."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "heap_trim.py"), "--pairs", "1", "--rounds", "1",
+                          "--case", "seal_many 16 KiB"], capture_output=True, text=True, check=True)
+    row = re.search(r"^\| seal_many 16 KiB \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+)x \|$",
+                    run.stdout, re.M)
+    assert row is not None, run.stdout
+    default_ns, default_faults, tuned_ns, tuned_faults = (int(cell.replace(",", "")) for cell in row.groups()[:4])
+    assert min(default_ns, tuned_ns) > 0 and float(row.group(5)) > 0
+    assert default_faults > 1000 and tuned_faults < default_faults // 100, run.stdout
