@@ -5,7 +5,8 @@ pasarela._fastcall (one C-API call instead of cffi's call, field reads and copy)
 A batch's requests are copied out into their Sealed objects by _fastcall.rows, elsewhere by _binding._requests_py
 and _binding._rows_py; requests too large to share buffers are sealed straight into theirs by _fastcall.seal_rows
 (elsewhere sealed in the workspace and copied out like the others). Both ways run here: the other one with
-_binding's _fast_seal_json, _fast_open_post, _fast_rows and _fast_seal_rows set to None.
+_binding's _fast_seal_json, _fast_open_post, _fast_rows and _fast_seal_rows set to None, and its seal_payload (on
+CPython the C function itself, which Terminal.seal calls) set to the one that declines every payload.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import gc
 import json
 import subprocess
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
@@ -35,7 +37,7 @@ NOON = 1_764_072_000  # 2025-11-25 12:00:00 UTC
 def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """_binding calls the C core through cffi, as on PyPy."""
     monkeypatch.setattr(_binding, "_fast_seal_json", None)
-    monkeypatch.setattr(_binding, "_fast_seal_payload", None)
+    monkeypatch.setattr(_binding, "seal_payload", _binding._seal_payload_declined)
     monkeypatch.setattr(_binding, "_fast_open_post", None)
     monkeypatch.setattr(_binding, "_fast_rows", None)
     monkeypatch.setattr(_binding, "_fast_seal_rows", None)
@@ -45,9 +47,9 @@ def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _both_ways(call: Callable[[], Any]) -> tuple[Any, Any]:
     """call() through _fastcall, then through cffi (exceptions returned, not raised)."""
     results = []
-    names = ("_fast_seal_json", "_fast_seal_payload", "_fast_open_post", "_fast_rows", "_fast_seal_rows")
+    names = ("_fast_seal_json", "seal_payload", "_fast_open_post", "_fast_rows", "_fast_seal_rows")
     for fast in ((_fastcall.seal_json, _fastcall.seal_payload, _fastcall.open_post, _fastcall.rows,
-                  _fastcall.seal_rows), (None,) * len(names)):
+                  _fastcall.seal_rows), (None, _binding._seal_payload_declined, None, None, None)):
         saved = [getattr(_binding, name) for name in names]
         for name, value in zip(names, fast):
             setattr(_binding, name, value)
@@ -71,7 +73,7 @@ def test_cpython_seals_and_opens_through_fastcall(monkeypatch: pytest.MonkeyPatc
         return call
 
     monkeypatch.setattr(_binding, "_fast_seal_json", counted("seal_json", _fastcall.seal_json))
-    monkeypatch.setattr(_binding, "_fast_seal_payload", counted("seal_payload", _fastcall.seal_payload))
+    monkeypatch.setattr(_binding, "seal_payload", counted("seal_payload", _fastcall.seal_payload))
     monkeypatch.setattr(_binding, "_fast_open_post", counted("open_post", _fastcall.open_post))
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     terminal.seal({})  # fills this thread's IV pool (an empty pool costs a second call)
@@ -92,8 +94,8 @@ def test_seal_payload_leaves_an_empty_iv_pool_and_a_small_workspace_to_the_two_c
 
     def in_a_fresh_thread() -> None:  # (a thread's workspace starts small, its IV pool empty)
         buffers = _binding._workspace.buffers
-        result.append(_binding.seal_payload(terminal._native, NOON, payload, None, _Row, ()))
-        result.append(_binding.seal_payload(terminal._native, NOON, {"a": 1}, None, _Row, ()))
+        result.append(_binding.seal_payload(terminal._native.address, NOON, payload, None, _Row, ()))
+        result.append(_binding.seal_payload(terminal._native.address, NOON, {"a": 1}, None, _Row, ()))
         result.append(terminal.seal(payload, timestamp=NOON))
         result.append(_binding._workspace.buffers is not buffers)
 
@@ -105,7 +107,7 @@ def test_seal_payload_leaves_an_empty_iv_pool_and_a_small_workspace_to_the_two_c
     too_small, empty, sealed, grown = result
     assert too_small == _binding.lib.PASARELA_E_BUFFER_TOO_SMALL and empty == _binding.lib.PASARELA_E_IV_POOL_EMPTY
     assert grown and terminal.open("POST", sealed.headers, sealed.body, now=NOON) == payload
-    assert _binding.seal_payload(terminal._native, NOON, {"key": 1}, None, _Row, ()) is None  # declined
+    assert _binding.seal_payload(terminal._native.address, NOON, {"key": 1}, None, _Row, ()) is None  # declined
 
 
 @given(sealable_objects(), st.binary(min_size=16, max_size=16), st.integers(min_value=0, max_value=3))
@@ -427,21 +429,69 @@ def _address() -> int:
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
-    (lambda c, w: (c, w, NOON, {}, None, _Row), TypeError, "takes 7 arguments"),
-    (lambda c, w: (0, w, NOON, {}, None, _Row, ()), TypeError, "credentials: expected a non-zero address"),
-    (lambda c, w: (c, 0, NOON, {}, None, _Row, ()), TypeError, "ws: expected a non-zero address"),
-    (lambda c, w: (c, w, -1, {}, None, _Row, ()), OverflowError, None),
-    (lambda c, w: (c, w, NOON, {}, b"short", _Row, ()), ValueError, "seal_payload: iv must be 16 bytes"),
-    (lambda c, w: (c, w, NOON, {}, "0" * 16, _Row, ()), TypeError, "seal_payload: iv: expected bytes"),
-    (lambda c, w: (c, w, NOON, {}, None, tuple, ()), TypeError, "row_type must be a subclass of tuple"),
-    (lambda c, w: (c, w, NOON, {}, None, type(sys.flags), ()), TypeError, "made by a class statement"),  # static
-    (lambda c, w: (c, w, NOON, {}, None, _Row, ["h"]), TypeError, "head must be a tuple"),
+    (lambda c: (c, NOON, {}, None, _Row), TypeError, "takes 6 arguments"),
+    (lambda c: (0, NOON, {}, None, _Row, ()), TypeError, "credentials: expected a non-zero address"),
+    (lambda c: (c, -1, {}, None, _Row, ()), OverflowError, None),
+    (lambda c: (c, "now", {}, None, _Row, ()), TypeError, None),
+    (lambda c: (c, NOON, {}, b"short", _Row, ()), ValueError, "seal_payload: iv must be 16 bytes"),
+    (lambda c: (c, NOON, {}, "0" * 16, _Row, ()), TypeError, "seal_payload: iv: expected bytes"),
+    (lambda c: (c, NOON, {}, None, tuple, ()), TypeError, "row_type must be a subclass of tuple"),
+    (lambda c: (c, NOON, {}, None, type(sys.flags), ()), TypeError, "made by a class statement"),  # static
+    (lambda c: (c, NOON, {}, None, _Row, ["h"]), TypeError, "head must be a tuple"),
 ])
-def test_seal_payload_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
+def test_seal_payload_refuses_bad_arguments_with_type_errors(args: Callable[[int], tuple[Any, ...]],
                                                              error: type[Exception], words: Optional[str]) -> None:
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(error, match=words):
-        _fastcall.seal_payload(*args(terminal._native.address, _address()))
+        _fastcall.seal_payload(*args(terminal._native.address))
+
+
+def test_seal_payload_reads_the_clock_when_no_timestamp_is_given_and_puts_it_in_the_row() -> None:
+    """timestamp None: the C call reads the time itself (time(): whole seconds, as int(time.time())) and the row
+    holds it before the request, as it holds a timestamp given; the request is the one sealed at that second."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    iv = bytes(range(16))
+    for _ in range(3):  # a second may turn between the readings: then once more
+        before = int(time.time())
+        row = _fastcall.seal_payload(terminal._native.address, None, {"a": 1}, iv, _Row, ("head",))
+        after = int(time.time())
+        if before == after:
+            break
+    assert type(row) is _Row and row[0] == "head" and row[1] == before == after, (row[:2], before, after)
+    given = _fastcall.seal_payload(terminal._native.address, before, {"a": 1}, iv, _Row, ("head",))
+    assert given == row and type(given[1]) is int
+    sealed = terminal.seal({"a": 1}, iv=iv)  # Terminal.seal lets the C call read the clock
+    assert terminal.open("POST", sealed.headers, sealed.body) == {"a": 1}
+    assert abs(sealed.timestamp - time.time()) < 5 and sealed == terminal.seal({"a": 1}, timestamp=sealed.timestamp,
+                                                                                 iv=iv)
+
+
+def test_seal_payload_finds_each_threads_own_workspace() -> None:
+    """The workspace seal_payload works in is the calling thread's (_binding._workspace, a threading.local given to
+    connect()): a thread's first seal makes that thread's workspace, its IVs come from that thread's pool (the
+    main thread's is untouched), and threads sealing at once get what each would alone."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payloads = [{"n": n, "text": "t" * (n * 37 % 3000)} for n in range(200)]
+    expected = [terminal.seal(p, timestamp=NOON, iv=bytes(16)) for p in payloads]
+    main = _binding._workspace.buffers.ws
+    main_used = main.iv_pool_used
+    results: dict[int, list[Any]] = {}
+    pools: dict[int, int] = {}
+    import threading
+
+    def work(k: int) -> None:
+        results[k] = [terminal.seal(p, timestamp=NOON, iv=bytes(16)) for p in payloads]
+        for _ in range(5):  # IVs from the pool: the first seal finds it empty, the slower way fills it
+            terminal.seal({"k": k})
+        pools[k] = _binding._workspace.buffers.ws.iv_pool_used
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(results[k] == expected for k in range(4))
+    assert pools == {k: 5 * _binding.IV_LEN for k in range(4)} and main.iv_pool_used == main_used
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
@@ -532,12 +582,12 @@ fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
 for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.open_post(1, 1, {{}}, b"{{}}", 0.0, 300.0),
-             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1, 1),
-             lambda: fastcall.connect(1, 1, (0, 0), 1, 1, 1, 1),
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1, 1, None),
+             lambda: fastcall.connect(1, 1, (0, 0), 1, 1, 1, 1, None),
              lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.stringify({{}}),
              lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1),
-             lambda: fastcall.seal_payload(1, 1, {NOON}, {{}}, None, tuple, ())):
+             lambda: fastcall.seal_payload(1, {NOON}, {{}}, None, tuple, ())):
     try:
         call()
     except Exception as exc:
@@ -554,7 +604,7 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     assert lines[3].startswith("TypeError ") and "layout must be a tuple of 6 ints" in lines[3]
     assert lines[4] == lines[0]  # still not connected
     assert lines[5].startswith("RuntimeError ") and "not connected" in lines[5]
-    assert lines[6] == "TypeError connect takes 7 arguments"
+    assert lines[6] == "TypeError connect takes 8 arguments"
     assert lines[7].startswith("RuntimeError ") and "not connected" in lines[7]
 
 

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "pasarela.h"
 #include "parse.h"
@@ -54,6 +55,9 @@ typedef struct {
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
     PyObject *get; /* "get": a mapping's method open_post() calls when the headers are not a dict */
+    PyObject *workspace; /* pasarela._binding's threading.local of workspaces, given to connect(): seal_payload()
+                          * reads the thread's workspace address from it (.buffers.ws_address) */
+    PyObject *buffers_name, *ws_address_name; /* "buffers", "ws_address", made once */
     parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
 } fastcall_state;
 
@@ -61,7 +65,8 @@ static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state != NULL &&
         (state->seal_json == NULL || state->open_request == NULL || state->open_request_as_sent == NULL ||
-         state->canonicalize == NULL || state->seal_batch == NULL || state->utf8_of == NULL)) {
+         state->canonicalize == NULL || state->seal_batch == NULL || state->utf8_of == NULL ||
+         state->workspace == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
     }
@@ -94,7 +99,7 @@ static int check_arity(PyObject *args, Py_ssize_t n, const char *name) {
     return -1;
 }
 
-/* What seal_json and open_post act on: the module's state and the two addresses their arguments begin with. */
+/* What seal_json, seal_payload and open_post act on: the module's state, the credentials and the workspace. */
 typedef struct {
     fastcall_state *state;
     pasarela_credentials *credentials;
@@ -120,12 +125,13 @@ static const Py_ssize_t layout[] = {
 };
 
 /* connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address,
- * open_request_as_sent_address, canonicalize_address): layout is the cffi module's (sizeof pasarela_workspace,
- * then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
- * PyUnicode_AsUTF8AndSize's (see stringify.h). */
+ * open_request_as_sent_address, canonicalize_address, workspace): layout is the cffi module's (sizeof
+ * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
+ * PyUnicode_AsUTF8AndSize's (see stringify.h); workspace, the object whose buffers.ws_address is the address of the
+ * calling thread's workspace (pasarela._binding's threading.local), which seal_payload() reads. */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 7, "connect") < 0)
+    if (state == NULL || check_arity(args, 8, "connect") < 0)
         return NULL;
     PyObject *given = PyTuple_GetItem(args, 2);
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
@@ -161,6 +167,10 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     state->canonicalize = (canonicalize_fn)(uintptr_t)canonicalize;
     state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
     state->seal_batch = (seal_batch_fn)(uintptr_t)seal_batch;
+    PyObject *workspace = PyTuple_GetItem(args, 7), *previous = state->workspace;
+    Py_INCREF(workspace);
+    state->workspace = workspace;
+    Py_XDECREF(previous);
     Py_RETURN_NONE;
 }
 
@@ -242,14 +252,9 @@ typedef struct {
     PyObject *row_type, *head;
 } seal_arguments;
 
-/* Reads the timestamp (args[2]), then iv, row_type and head (args[iv_at], and the two after it). 0, or -1 with an
- * exception set. */
-static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *name, const char *iv_what,
-                               seal_arguments *out) {
-    unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 2));
-    if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
-        return -1;
-    out->timestamp = (uint64_t)timestamp;
+/* Reads iv, row_type and head (args[iv_at], and the two after it). 0, or -1 with an exception set. */
+static int read_row_arguments(PyObject *args, Py_ssize_t iv_at, const char *name, const char *iv_what,
+                              seal_arguments *out) {
     PyObject *iv_object = PyTuple_GetItem(args, iv_at);
     out->iv = NULL;
     if (iv_object != Py_None) {
@@ -272,6 +277,16 @@ static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *nam
     return 0;
 }
 
+/* Reads the timestamp (args[2]), then what read_row_arguments reads. 0, or -1 with an exception set. */
+static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *name, const char *iv_what,
+                               seal_arguments *out) {
+    unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 2));
+    if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    out->timestamp = (uint64_t)timestamp;
+    return read_row_arguments(args, iv_at, name, iv_what, out);
+}
+
 /* pasarela_seal_json of json[0, json_len) with the GIL released (json must stay valid and unchanged: immutable
  * bytes, or memory of the caller's own); the status, then the request in ws. */
 static int seal_released(call_target *target, const seal_arguments *a, const char *json, size_t json_len,
@@ -285,16 +300,20 @@ static int seal_released(call_target *target, const seal_arguments *a, const cha
     return status;
 }
 
-/* The row of the request in ws: row_type's instance of (*head, request, plaintext_len, 0). What it reads of ws it
+/* The row of the request in ws: row_type's instance of (*head, request, plaintext_len, 0), or of (*head, timestamp,
+ * request, plaintext_len, 0) when timestamp is not NULL (a new reference, which this takes). What it reads of ws it
  * reads before the row's tuples are made: their allocation may start a collection of the cyclic GC, whose
  * finalizers may seal or open on this thread, in this workspace (the request's bytes and the ints are not
  * objects the GC counts). */
-static PyObject *sealed_row(call_target *target, const seal_arguments *a) {
-    PyObject *tail[3]; /* assigned one by one: MSVC's /W4 warns of a non-constant aggregate initializer */
-    tail[0] = bytes_at(target->ws->out, target->ws->out_len);
-    tail[1] = PyLong_FromSize_t(target->ws->plaintext_len);
-    tail[2] = PyLong_FromLong(0);
-    return row_of(a->row_type, a->head, 3, tail);
+static PyObject *sealed_row(call_target *target, const seal_arguments *a, PyObject *timestamp) {
+    PyObject *tail[4]; /* assigned one by one: MSVC's /W4 warns of a non-constant aggregate initializer */
+    Py_ssize_t n = 0;
+    if (timestamp != NULL)
+        tail[n++] = timestamp;
+    tail[n++] = bytes_at(target->ws->out, target->ws->out_len);
+    tail[n++] = PyLong_FromSize_t(target->ws->plaintext_len);
+    tail[n++] = PyLong_FromLong(0);
+    return row_of(a->row_type, a->head, n, tail);
 }
 
 /* seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) |
@@ -323,7 +342,7 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     if (status != PASARELA_OK)
         return PyLong_FromLong(status);
     unsigned facts = target.ws->json_facts; /* read first: making the row may run a finalizer (sealed_row) */
-    PyObject *row = sealed_row(&target, &a);
+    PyObject *row = sealed_row(&target, &a, NULL);
     if (row == NULL || !(facts & check_facts))
         return row;
     PyObject *result[2];
@@ -332,29 +351,86 @@ static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
     return tuple_of(2, result);
 }
 
-/* seal_payload(credentials, ws, timestamp, payload, iv, row_type, head) -> row | None | status: seal_json of
- * stringify(payload)'s text (PASARELA_JSON_STRINGIFIED) in one call, the text made in this call's own buffer and
- * never a bytes object (seal at 256 B had spent about 250 ns in the Python and the bytes between the two calls).
- * None when the writer declines payload; any status but PASARELA_OK is returned (an int: the caller then takes the
- * two calls, which see to an empty IV pool or a workspace too small). */
+/* The timestamp of a seal as a new reference to an int, its value in *value: the int given, or when it is None the
+ * C library's time() (whole UTC seconds: what int(time.time()) gives, read without a Python call). NULL with an
+ * exception set otherwise. */
+static PyObject *timestamp_of(PyObject *given, const char *name, uint64_t *value) {
+    if (given == Py_None) {
+        time_t now = time(NULL);
+        if (now <= 0) {
+            PyErr_Format(PyExc_OSError, "%s: the system clock could not be read", name);
+            return NULL;
+        }
+        *value = (uint64_t)now;
+        return PyLong_FromUnsignedLongLong((unsigned long long)now);
+    }
+    unsigned long long timestamp = PyLong_AsUnsignedLongLong(given);
+    if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    *value = (uint64_t)timestamp;
+    Py_INCREF(given);
+    return given;
+}
+
+/* The calling thread's workspace, through the object connect() was given (a threading.local: the first reading on
+ * a thread makes that thread's workspace, in Python). Its buffers object, a new reference that keeps the workspace's
+ * memory alive while the caller works in it, and the workspace in *ws; NULL with an exception set otherwise. */
+static PyObject *thread_buffers(fastcall_state *state, const char *name, pasarela_workspace **ws) {
+    PyObject *buffers = PyObject_GetAttr(state->workspace, state->buffers_name);
+    PyObject *address = buffers == NULL ? NULL : PyObject_GetAttr(buffers, state->ws_address_name);
+    *ws = address == NULL ? NULL : (pasarela_workspace *)address_of(address, name, "workspace");
+    Py_XDECREF(address);
+    if (*ws == NULL)
+        Py_CLEAR(buffers);
+    return buffers;
+}
+
+/* seal_payload(credentials, timestamp, payload, iv, row_type, head) -> row | None | status: seal_json of
+ * stringify(payload)'s text (PASARELA_JSON_STRINGIFIED) in one call, in the calling thread's workspace
+ * (thread_buffers), at timestamp, or now when it is None (timestamp_of), the text made in this call's own buffer
+ * and never a bytes object (seal at 256 B had spent about 250 ns in the Python and the bytes between the two
+ * calls). On PASARELA_OK the row is row_type's instance of (*head, timestamp, request, plaintext_len, 0). None when
+ * the writer declines payload; any status but PASARELA_OK is returned (an int: the caller then takes the two calls,
+ * which see to an empty IV pool or a workspace too small). Terminal.seal calls it directly: reading the clock,
+ * finding the thread's workspace and a Python function around this call had taken 15% of a seal at 256 B (README:
+ * Speed). */
 static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     call_target target;
     seal_arguments a;
-    if (begin_call(module, args, 7, "seal_payload", &target) < 0 ||
-        read_seal_arguments(args, 4, "seal_payload", "seal_payload: iv", &a) < 0)
+    if ((target.state = state_of(module)) == NULL || check_arity(args, 6, "seal_payload") < 0 ||
+        (target.credentials = address_of(PyTuple_GetItem(args, 0), "seal_payload", "credentials")) == NULL ||
+        read_row_arguments(args, 3, "seal_payload", "seal_payload: iv", &a) < 0)
         return NULL;
+    PyObject *timestamp = timestamp_of(PyTuple_GetItem(args, 1), "seal_payload", &a.timestamp);
+    if (timestamp == NULL)
+        return NULL;
+    PyObject *buffers = thread_buffers(target.state, "seal_payload", &target.ws);
+    if (buffers == NULL) {
+        Py_DECREF(timestamp);
+        return NULL;
+    }
     char first[2048]; /* most payloads fit: no heap block for them */
     stringify_writer writer;
     pasarela_stringify_start(&writer, target.state->utf8_of, first, sizeof first, 1);
-    int rc = pasarela_stringify_dict(&writer, PyTuple_GetItem(args, 3));
+    int rc = pasarela_stringify_dict(&writer, PyTuple_GetItem(args, 2));
     int status = rc != STRINGIFY_DONE ? PASARELA_OK
                                       : seal_released(&target, &a, writer.w.out, writer.w.len, PASARELA_JSON_STRINGIFIED);
     PyMem_Free(writer.w.heap);
-    if (rc == STRINGIFY_ERROR)
-        return NULL;
-    if (rc != STRINGIFY_DONE)
-        Py_RETURN_NONE;
-    return status == PASARELA_OK ? sealed_row(&target, &a) : PyLong_FromLong(status);
+    PyObject *result;
+    if (rc == STRINGIFY_ERROR) {
+        result = NULL;
+    } else if (rc != STRINGIFY_DONE) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else if (status == PASARELA_OK) {
+        result = sealed_row(&target, &a, timestamp);
+        timestamp = NULL; /* taken */
+    } else {
+        result = PyLong_FromLong(status);
+    }
+    Py_XDECREF(timestamp);
+    Py_DECREF(buffers);
+    return result;
 }
 
 /* (plaintext, facts), the plaintext copied from text[0, len). */
@@ -854,12 +930,12 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS,
      "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address, "
-     "open_request_as_sent_address, canonicalize_address)"},
+     "open_request_as_sent_address, canonicalize_address, workspace)"},
     {"seal_json", fastcall_seal_json, METH_VARARGS,
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
     {"seal_payload", fastcall_seal_payload, METH_VARARGS,
-     "seal_payload(credentials, ws, timestamp, payload, iv, row_type, head) -> row | None | status"},
+     "seal_payload(credentials, timestamp, payload, iv, row_type, head) -> row | None | status"},
     {"open_post", fastcall_open_post, METH_VARARGS,
      "open_post(credentials, ws, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None"},
     {"rows", fastcall_rows, METH_VARARGS,
@@ -883,6 +959,9 @@ static void fastcall_free(void *module) {
     for (int i = 0; i < 3; i++)
         Py_CLEAR(state->header_names[i]);
     Py_CLEAR(state->get);
+    Py_CLEAR(state->workspace);
+    Py_CLEAR(state->buffers_name);
+    Py_CLEAR(state->ws_address_name);
     pasarela_parse_keys_clear(&state->keys);
 }
 
@@ -903,11 +982,14 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->canonicalize = NULL;
         state->seal_batch = NULL;
         state->utf8_of = NULL;
+        state->workspace = NULL;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};
         int made = 1;
         for (int i = 0; i < 3; i++)
             made &= (state->header_names[i] = PyUnicode_InternFromString(names[i])) != NULL;
         made &= (state->get = PyUnicode_InternFromString("get")) != NULL;
+        made &= (state->buffers_name = PyUnicode_InternFromString("buffers")) != NULL;
+        made &= (state->ws_address_name = PyUnicode_InternFromString("ws_address")) != NULL;
         if (!made)
             Py_CLEAR(module); /* fastcall_free releases the names made */
     }

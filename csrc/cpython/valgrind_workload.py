@@ -24,13 +24,15 @@ for args in [(1,), (terminal._native.address, ws, 1, "x", 0, None, Row, (), 0),
              (terminal._native.address, ws, sealed.timestamp, b"{}", 0, None, Row, [], 0)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_json(*args)
-for args in [(1,), (terminal._native.address, ws, sealed.timestamp, {"a": 1}, b"short", Row, ()),
-             (terminal._native.address, ws, sealed.timestamp, {"a": 1}, None, tuple, ())]:
+for args in [(1,), (terminal._native.address, sealed.timestamp, {"a": 1}, b"short", Row, ()),
+             (terminal._native.address, sealed.timestamp, {"a": 1}, None, tuple, ()),
+             (terminal._native.address, "now", {"a": 1}, None, Row, ())]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_payload(*args)
-assert _fastcall.seal_payload(terminal._native.address, ws, sealed.timestamp, {"key": 1}, None, Row, ()) is None
-assert type(_fastcall.seal_payload(terminal._native.address, ws, sealed.timestamp, {"t": "w" * 9000}, bytes(16), Row,
+assert _fastcall.seal_payload(terminal._native.address, sealed.timestamp, {"key": 1}, None, Row, ()) is None
+assert type(_fastcall.seal_payload(terminal._native.address, sealed.timestamp, {"t": "w" * 9000}, bytes(16), Row,
                                    ())) is Row  # its text grown past the writer's first block
+assert type(_fastcall.seal_payload(terminal._native.address, None, {"a": 1}, bytes(16), Row, ())) is Row  # now
 iv = bytes(16)
 row = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",), 0)
 flagged = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",),

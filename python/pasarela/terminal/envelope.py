@@ -70,7 +70,6 @@ _dumps = orjson.dumps
 _loads = orjson.loads
 _seal_json = _binding.seal_json
 _open_post = _binding.open_post
-_seal_payload = _binding.seal_payload
 _FACT_LONG_INT = _binding.FACT_LONG_INT
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
@@ -199,15 +198,19 @@ class Terminal:
         """
         if method != "POST":
             method = check_method(method)
-        ts = _whole(_now()) if timestamp is None else check_timestamp(timestamp)
+        if timestamp is not None:
+            timestamp = check_timestamp(timestamp)
         if iv is not None:
             iv = check_iv(iv)
-        if not _HAS_HW_AES:
-            return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-        if type(payload) is dict:  # its exact text written, signed and encrypted in one C call
-            row = _seal_payload(self._native, ts, payload, iv, Sealed, (self, method, ts))
+        if type(payload) is dict and _HAS_HW_AES:  # its exact text written, signed and encrypted in one C call
+            # (which reads the clock when timestamp is None), the row made there: no other Python call
+            row = _binding.seal_payload(self._native.address, timestamp, payload, iv, Sealed, (self, method))
             if type(row) is Sealed:
                 return row
+        ts = _whole(_now()) if timestamp is None else timestamp
+        if not _HAS_HW_AES:
+            return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
+        if type(payload) is dict:
             # a status (an empty IV pool, a workspace too small): the text, then a C call that sees to it; None:
             # the writer declined the payload (a top-level "key" or "__proto__" among what it declines: refused below)
             text = None if row is None else _stringify(payload)
