@@ -5,8 +5,9 @@ pasarela._fastcall (one C-API call instead of cffi's call, field reads and copy)
 A batch's requests are copied out into their Sealed objects by _fastcall.rows, elsewhere by _binding._requests_py
 and _binding._rows_py; requests too large to share buffers are sealed straight into theirs by _fastcall.seal_rows
 (elsewhere sealed in the workspace and copied out like the others). Both ways run here: the other one with
-_binding's _fast_seal_json, _fast_open_post, _fast_rows and _fast_seal_rows set to None, and its seal_payload (on
-CPython the C function itself, which Terminal.seal calls) set to the one that declines every payload.
+_binding's _fast_seal_json, _fast_rows and _fast_seal_rows set to None, its seal_payload (on CPython the C function
+itself, which Terminal.seal calls) set to the one that declines every payload, and its open_post (the C function
+itself, which Terminal.open calls) set to the cffi one.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """_binding calls the C core through cffi, as on PyPy."""
     monkeypatch.setattr(_binding, "_fast_seal_json", None)
     monkeypatch.setattr(_binding, "seal_payload", _binding._seal_payload_declined)
-    monkeypatch.setattr(_binding, "_fast_open_post", None)
+    monkeypatch.setattr(_binding, "open_post", _binding._open_post_cffi)
     monkeypatch.setattr(_binding, "_fast_rows", None)
     monkeypatch.setattr(_binding, "_fast_seal_rows", None)
     yield
@@ -47,9 +48,9 @@ def cffi_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _both_ways(call: Callable[[], Any]) -> tuple[Any, Any]:
     """call() through _fastcall, then through cffi (exceptions returned, not raised)."""
     results = []
-    names = ("_fast_seal_json", "seal_payload", "_fast_open_post", "_fast_rows", "_fast_seal_rows")
+    names = ("_fast_seal_json", "seal_payload", "open_post", "_fast_rows", "_fast_seal_rows")
     for fast in ((_fastcall.seal_json, _fastcall.seal_payload, _fastcall.open_post, _fastcall.rows,
-                  _fastcall.seal_rows), (None, _binding._seal_payload_declined, None, None, None)):
+                  _fastcall.seal_rows), (None, _binding._seal_payload_declined, _binding._open_post_cffi, None, None)):
         saved = [getattr(_binding, name) for name in names]
         for name, value in zip(names, fast):
             setattr(_binding, name, value)
@@ -74,7 +75,7 @@ def test_cpython_seals_and_opens_through_fastcall(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(_binding, "_fast_seal_json", counted("seal_json", _fastcall.seal_json))
     monkeypatch.setattr(_binding, "seal_payload", counted("seal_payload", _fastcall.seal_payload))
-    monkeypatch.setattr(_binding, "_fast_open_post", counted("open_post", _fastcall.open_post))
+    monkeypatch.setattr(_binding, "open_post", counted("open_post", _fastcall.open_post))
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     terminal.seal({})  # fills this thread's IV pool (an empty pool costs a second call)
     calls.clear()
@@ -520,19 +521,42 @@ def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[int, i
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
-    (lambda c, w: (c, w, {}, b"{}", NOON), TypeError, "takes 6 arguments"),
-    (lambda c, w: (c, w, {}, "{}", NOON, 300.0), TypeError, "body: expected bytes"),
-    (lambda c, w: (c, w, {}, memoryview(b"{}"), NOON, 300.0), TypeError, "body: expected bytes"),
-    (lambda c, w: (c, w, {}, b"{}", "noon", 300.0), TypeError, None),
-    (lambda c, w: (c, w, {}, b"{}", NOON, None), TypeError, None),
-    (lambda c, w: (c, w, None, b"{}", NOON, 300.0), AttributeError, "get"),  # headers: a mapping
-    (lambda c, w: (c, 0, {}, b"{}", NOON, 300.0), TypeError, "ws: expected a non-zero"),
+    (lambda c: (c, {}, b"{}", NOON), TypeError, "takes 5 arguments"),
+    (lambda c: (c, {}, "{}", NOON, 300.0), TypeError, "body: expected bytes"),
+    (lambda c: (c, {}, memoryview(b"{}"), NOON, 300.0), TypeError, "body: expected bytes"),
+    (lambda c: (c, {}, b"{}", "noon", 300.0), TypeError, None),
+    (lambda c: (c, {}, b"{}", NOON, None), TypeError, None),
+    (lambda c: (c, None, b"{}", NOON, 300.0), AttributeError, "get"),  # headers: a mapping
+    (lambda c: (0, {}, b"{}", NOON, 300.0), TypeError, "credentials: expected a non-zero"),
 ])
-def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
+def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[int], tuple[Any, ...]],
                                                           error: type[Exception], words: Optional[str]) -> None:
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(error, match=words):
-        _fastcall.open_post(*args(terminal._native.address, _address()))
+        _fastcall.open_post(*args(terminal._native.address))
+
+
+def test_open_post_leaves_a_workspace_too_small_to_the_caller_which_grows_it() -> None:
+    """open_post works in the calling thread's workspace and returns PASARELA_E_BUFFER_TOO_SMALL when the body does
+    not fit it (a fresh thread's starts small); Terminal.open then grows it (_binding.settle_open_post) and opens
+    the request again."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payload = {"text": "x" * 20000}
+    sealed = terminal.seal(payload, timestamp=NOON)
+    result: list[Any] = []
+
+    def in_a_fresh_thread() -> None:
+        buffers = _binding._workspace.buffers
+        result.append(_fastcall.open_post(terminal._native.address, sealed.headers, sealed.body, NOON, 300.0))
+        result.append(terminal.open("POST", sealed.headers, sealed.body, now=NOON))
+        result.append(_binding._workspace.buffers is not buffers)
+
+    import threading
+
+    thread = threading.Thread(target=in_a_fresh_thread)
+    thread.start()
+    thread.join()
+    assert result == [_binding.lib.PASARELA_E_BUFFER_TOO_SMALL, payload, True]
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
@@ -581,7 +605,7 @@ spec = importlib.util.spec_from_file_location("_fastcall", {_fastcall.__file__!r
 fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
 for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
-             lambda: fastcall.open_post(1, 1, {{}}, b"{{}}", 0.0, 300.0),
+             lambda: fastcall.open_post(1, {{}}, b"{{}}", 0.0, 300.0),
              lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1, 1, None),
              lambda: fastcall.connect(1, 1, (0, 0), 1, 1, 1, 1, None),
              lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),

@@ -56,7 +56,7 @@ typedef struct {
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
     PyObject *get; /* "get": a mapping's method open_post() calls when the headers are not a dict */
     PyObject *workspace; /* pasarela._binding's threading.local of workspaces, given to connect(): seal_payload()
-                          * reads the thread's workspace address from it (.buffers.ws_address) */
+                          * and open_post() read the thread's workspace address from it (.buffers.ws_address) */
     PyObject *buffers_name, *ws_address_name; /* "buffers", "ws_address", made once */
     parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
 } fastcall_state;
@@ -128,7 +128,7 @@ static const Py_ssize_t layout[] = {
  * open_request_as_sent_address, canonicalize_address, workspace): layout is the cffi module's (sizeof
  * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
  * PyUnicode_AsUTF8AndSize's (see stringify.h); workspace, the object whose buffers.ws_address is the address of the
- * calling thread's workspace (pasarela._binding's threading.local), which seal_payload() reads. */
+ * calling thread's workspace (pasarela._binding's threading.local), which seal_payload() and open_post() read. */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state == NULL || check_arity(args, 8, "connect") < 0)
@@ -392,7 +392,7 @@ static PyObject *thread_buffers(fastcall_state *state, const char *name, pasarel
  * calls). On PASARELA_OK the row is row_type's instance of (*head, timestamp, request, plaintext_len, 0). None when
  * the writer declines payload; any status but PASARELA_OK is returned (an int: the caller then takes the two calls,
  * which see to an empty IV pool or a workspace too small). Terminal.seal calls it directly: reading the clock,
- * finding the thread's workspace and a Python function around this call had taken 15% of a seal at 256 B (README:
+ * finding the thread's workspace and a Python function around this call had taken 16% of a seal at 256 B (README:
  * Speed). */
 static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     call_target target;
@@ -527,30 +527,31 @@ static PyObject *payload_of(fastcall_state *state, pasarela_workspace *ws, const
     return payload;
 }
 
-/* open_post(credentials, ws, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None: a POST
- * request in the form seal writes, its headers (a mapping of str) and body (bytes) read here, opened with the GIL
- * released by pasarela_open_request_as_sent, and when the text signed as sent is not confirmed canonical by the
- * reader that builds its payload (pasarela_parse_canonical_json), by pasarela_open_request. The verified
- * plaintext's payload is built from it (parse.c) unless it has an integer of 17 digits or more or that reader
- * declines it: then the plaintext and its facts are returned. A status (an int) when it is not PASARELA_OK; None
- * when the headers are not in the form read here (no str "timestamp", or one with lone surrogates; no str
- * "Authorization" or "authorization", or one that is not ASCII): the caller then reads the request the slower way,
- * which names what is wrong. */
+/* open_post(credentials, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None: a POST
+ * request in the form seal writes, its headers (a mapping of str) and body (bytes) read here, opened in the calling
+ * thread's workspace (thread_buffers) with the GIL released by pasarela_open_request_as_sent, and when the text
+ * signed as sent is not confirmed canonical by the reader that builds its payload (pasarela_parse_canonical_json),
+ * by pasarela_open_request. The verified plaintext's payload is built from it (parse.c) unless it has an integer of
+ * 17 digits or more or that reader declines it: then the plaintext and its facts are returned. A status (an int)
+ * when it is not PASARELA_OK (PASARELA_E_BUFFER_TOO_SMALL: a workspace too small for the body, which the caller
+ * grows); None when the headers are not in the form read here (no str "timestamp", or one with lone surrogates; no
+ * str "Authorization" or "authorization", or one that is not ASCII): the caller then reads the request the slower
+ * way, which names what is wrong. Terminal.open calls it directly. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     call_target target;
-    if (begin_call(module, args, 6, "open_post", &target) < 0)
+    if ((target.state = state_of(module)) == NULL || check_arity(args, 5, "open_post") < 0 ||
+        (target.credentials = address_of(PyTuple_GetItem(args, 0), "open_post", "credentials")) == NULL)
         return NULL;
     fastcall_state *state = target.state;
-    pasarela_workspace *ws = target.ws;
-    PyObject *headers = PyTuple_GetItem(args, 2);
+    PyObject *headers = PyTuple_GetItem(args, 1);
     Py_ssize_t body_len;
-    const char *body = bytes_of(PyTuple_GetItem(args, 3), &body_len, "open_post: body");
+    const char *body = bytes_of(PyTuple_GetItem(args, 2), &body_len, "open_post: body");
     if (body == NULL)
         return NULL;
-    double now = PyFloat_AsDouble(PyTuple_GetItem(args, 4));
+    double now = PyFloat_AsDouble(PyTuple_GetItem(args, 3));
     if (now == -1.0 && PyErr_Occurred())
         return NULL;
-    double tolerance = PyFloat_AsDouble(PyTuple_GetItem(args, 5));
+    double tolerance = PyFloat_AsDouble(PyTuple_GetItem(args, 4));
     if (tolerance == -1.0 && PyErr_Occurred())
         return NULL;
     PyObject *timestamp_value = header(headers, state->get, state->header_names[0]);
@@ -570,16 +571,19 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     const char *timestamp = header_text(state, timestamp_value, 0, &timestamp_len);
     const char *authorization = timestamp == NULL ? NULL
                                                   : header_text(state, authorization_value, 1, &authorization_len);
+    /* the workspace found after the headers are read (a mapping's get may run Python code, which may seal on this
+     * thread and grow its workspace) */
+    PyObject *buffers = authorization == NULL ? NULL : thread_buffers(state, "open_post", &target.ws);
     int status = PASARELA_OK;
     PyObject *payload = NULL;
-    if (authorization != NULL) {
+    if (buffers != NULL) {
         /* first the signature of the text as sent: what a JavaScript client sends is already canonical, and the
          * reader confirms that as it builds the payload, so the C core need not canonicalize it (for what the reader
          * cannot confirm, the canonicalizer alone: no second decryption or signature) */
         status = open_released(state->open_request_as_sent, &target, timestamp, timestamp_len, now, tolerance,
                                authorization, authorization_len, body, body_len);
         if (status == PASARELA_SIGNED_AS_SENT) {
-            payload = payload_of(state, ws, ws->out, ws->out_len, 1, 0);
+            payload = payload_of(state, target.ws, target.ws->out, target.ws->out_len, 1, 0);
             if (payload == NULL && !PyErr_Occurred()) /* not confirmed: the server's own verdict, as before */
                 status = open_released(state->open_request, &target, timestamp, timestamp_len, now, tolerance,
                                        authorization, authorization_len, body, body_len);
@@ -587,17 +591,24 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     }
     Py_DECREF(timestamp_value);
     Py_DECREF(authorization_value);
-    if (authorization == NULL)
-        Py_RETURN_NONE;
-    if (payload != NULL || PyErr_Occurred())
-        return payload;
-    if (status != PASARELA_OK)
-        return PyLong_FromLong(status);
-    unsigned facts = ws->json_facts;
-    size_t len = ws->plaintext_len;
-    if (facts & PASARELA_JSON_FACT_LONG_INT) /* such integers JSON.parse rounds: the caller reads the text */
-        return plaintext_and_facts((const char *)ws->plaintext, len, facts);
-    return payload_of(state, ws, (const char *)ws->plaintext, len, 0, facts);
+    PyObject *result;
+    if (authorization == NULL) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else if (payload != NULL || PyErr_Occurred()) { /* (thread_buffers failed: its exception) */
+        result = payload;
+    } else if (status != PASARELA_OK) {
+        result = PyLong_FromLong(status);
+    } else if (target.ws->json_facts & PASARELA_JSON_FACT_LONG_INT) { /* such integers JSON.parse rounds: the caller
+                                                                         * reads the text */
+        result = plaintext_and_facts((const char *)target.ws->plaintext, target.ws->plaintext_len,
+                                     target.ws->json_facts);
+    } else {
+        result = payload_of(state, target.ws, (const char *)target.ws->plaintext, target.ws->plaintext_len, 0,
+                            target.ws->json_facts);
+    }
+    Py_XDECREF(buffers);
+    return result;
 }
 
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
@@ -937,7 +948,7 @@ static PyMethodDef fastcall_methods[] = {
     {"seal_payload", fastcall_seal_payload, METH_VARARGS,
      "seal_payload(credentials, timestamp, payload, iv, row_type, head) -> row | None | status"},
     {"open_post", fastcall_open_post, METH_VARARGS,
-     "open_post(credentials, ws, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None"},
+     "open_post(credentials, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None"},
     {"rows", fastcall_rows, METH_VARARGS,
      "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
      "shared_request_bytes) -> list"},

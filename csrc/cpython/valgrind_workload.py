@@ -33,6 +33,11 @@ assert _fastcall.seal_payload(terminal._native.address, sealed.timestamp, {"key"
 assert type(_fastcall.seal_payload(terminal._native.address, sealed.timestamp, {"t": "w" * 9000}, bytes(16), Row,
                                    ())) is Row  # its text grown past the writer's first block
 assert type(_fastcall.seal_payload(terminal._native.address, None, {"a": 1}, bytes(16), Row, ())) is Row  # now
+for args in [(terminal._native.address, None, sealed.body, 0.0, 300.0), (terminal._native.address, {}, "x", 0.0, 1.0),
+             (1, 2)]:
+    with contextlib.suppress(TypeError, AttributeError):
+        _fastcall.open_post(*args)
+assert _fastcall.open_post(terminal._native.address, {}, sealed.body, 0.0, 1.0) is None  # no headers: the slower way
 iv = bytes(16)
 row = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",), 0)
 flagged = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",),

@@ -81,6 +81,7 @@ HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
 
 _OK = lib.PASARELA_OK
 _JSON_UNSUPPORTED = lib.PASARELA_E_JSON_UNSUPPORTED
+_BUFFER_TOO_SMALL = lib.PASARELA_E_BUFFER_TOO_SMALL
 _IV_POOL_EMPTY = lib.PASARELA_E_IV_POOL_EMPTY
 SHORTEST_DIGITS: int = lib.PASARELA_JSON_SHORTEST_DIGITS
 STRINGIFIED: int = lib.PASARELA_JSON_STRINGIFIED
@@ -252,7 +253,7 @@ if _connect_fastcall is not None:
         _address(ffi.addressof(lib, "pasarela_seal_batch")),
         _address(ffi.addressof(lib, "pasarela_open_request_as_sent")),
         _address(ffi.addressof(lib, "pasarela_json_canonicalize")),
-        _workspace,  # seal_payload finds the calling thread's workspace through it
+        _workspace,  # seal_payload and open_post find the calling thread's workspace through it
     )
 
 
@@ -632,39 +633,50 @@ _READ_THE_SLOWER_WAY = frozenset({
 })
 
 
-def open_post(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float
-              ) -> Union[Any, tuple[bytes, int], None]:
-    """open_request of a POST request in the form seal writes, its headers (the str values of "timestamp" and
-    "Authorization", or else "authorization", as ASGI servers spell it) and body read by the C core too: the
-    payload of the verified canonical text (as orjson.loads returns it, built by pasarela._fastcall), or (that
-    text, its FACT_* bits) when it is left to the caller to read (without pasarela._fastcall; a text with an
-    integer of 17 digits or more, which JSON.parse rounds; what that reader declines), or None when the request
-    is to be read the slower way (read_request_bytes, then open_request), which gives the precise refusal: the
-    headers not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is not
-    ASCII), or a status that needs it. Refusals raise AuthError."""
-    n = len(body)
+def _open_post_cffi(credentials: int, headers: Mapping[str, str], body: bytes, now: float, tolerance: float
+                    ) -> Union[tuple[bytes, int], int, None]:
+    """open_post where pasarela._fastcall is not built (PyPy): the headers read here (_post_headers), the request
+    opened through cffi in this thread's workspace; the verified text and its facts (the payload is left to the
+    caller), a status, or None."""
+    read = _post_headers(headers)
+    if read is None:
+        return None
+    timestamp_text, authorization = read
     b = _workspace.buffers
-    if n // 2 > b.json_capacity:
-        b = _workspace.grow(n // 2)
-    if _fast_open_post is not None:
-        out = _fast_open_post(credentials.address, b.ws_address, headers, body, now, tolerance)
-        if type(out) is not int:  # the payload (a dict: the plaintext is an object), its text and facts, or None
+    ws = b.ws
+    status: int = _open_request(ffi.cast("pasarela_credentials *", credentials), ws, timestamp_text,
+                                len(timestamp_text), now, tolerance, authorization, len(authorization), body, len(body))
+    if status == _OK:
+        return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
+    return status
+
+
+open_post = _fast_open_post if _fast_open_post is not None else _open_post_cffi
+"""open_post(credentials, headers, body, now, tolerance): open_request of a POST request in the form seal writes, its
+headers (the str values of "timestamp" and "Authorization", or else "authorization", as ASGI servers spell it) and
+body read by the C core too, in this thread's workspace. credentials: a Credentials' address. The payload of the
+verified canonical text (as orjson.loads returns it, built by pasarela._fastcall), or (that text, its FACT_* bits)
+when it is left to the caller to read (without pasarela._fastcall; a text with an integer of 17 digits or more,
+which JSON.parse rounds; what that reader declines), a status (an int: settle_open_post), or None when the request
+is to be read the slower way (read_request_bytes, then open_request), which gives the precise refusal: the headers
+not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is not ASCII). The C
+function itself where there is one: Terminal.open calls it with no Python call around it."""
+
+
+def settle_open_post(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float,
+                     status: int) -> Union[Any, tuple[bytes, int], None]:
+    """What becomes of open_post's status: a workspace too small for the body is grown and the request opened again;
+    None for a status the slower way reads (it names the refusal); other refusals raise AuthError."""
+    if status == _BUFFER_TOO_SMALL:
+        _workspace.grow(len(body) // 2)
+        out = open_post(credentials.address, headers, body, now, tolerance)
+        if type(out) is not int:
             return out
         status = out
-    else:
-        read = _post_headers(headers)
-        if read is None:
-            return None
-        timestamp_text, authorization = read
-        ws = b.ws
-        status = _open_request(credentials.struct, ws, timestamp_text, len(timestamp_text), now, tolerance,
-                               authorization, len(authorization), body, n)
-        if status == _OK:
-            return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
     if status in _READ_THE_SLOWER_WAY:
         return None
     if status == lib.PASARELA_E_JSON_NOT_UTF8:
-        raise AuthError(not_utf8(b.ws.error_offset))
+        raise AuthError(not_utf8(_workspace.buffers.ws.error_offset))
     _refuse(status, 0, cast("tuple[bytes, bytes]", _post_headers(headers))[1][6:])
 
 

@@ -69,7 +69,6 @@ _whole = math.trunc  # int(_now()), 40 ns sooner (int() of a float takes the gen
 _dumps = orjson.dumps
 _loads = orjson.loads
 _seal_json = _binding.seal_json
-_open_post = _binding.open_post
 _FACT_LONG_INT = _binding.FACT_LONG_INT
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
@@ -259,7 +258,10 @@ class Terminal:
         if not _HAS_HW_AES:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
-            opened_post = _open_post(self._native, headers, body, _now() if now is None else now, tolerance)
+            when = _now() if now is None else now
+            opened_post = _binding.open_post(self._native.address, headers, body, when, tolerance)
+            if type(opened_post) is int:  # a status: the workspace grown, a refusal raised, or the slower way (None)
+                opened_post = _binding.settle_open_post(self._native, headers, body, when, tolerance, opened_post)
             if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
                 return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
             if opened_post is not None:
