@@ -82,12 +82,18 @@ def openssl_ns(algorithm: str, size: int) -> float:
     return size / openssl_rate(algorithm, size) * 1e9
 
 
+def signed_base64_len(plaintext_size: int) -> int:
+    """Bytes of the Base64 of the signed text (the plaintext with ,"key":"<encodedKey>", 65 bytes, before its final
+    brace): what SHA-512 hashes for a request of that plaintext size, on both sides."""
+    return 4 * -(-(plaintext_size + 65) // 3)
+
+
 def primitives_sum_ns(plaintext_size: int) -> float:
     """MD5 of the key + SHA-512 of the Base64 of the signed text + AES-256-CBC of the padded plaintext."""
     key = len(BUSINESS_CODE) + len(SERIAL) + 16
-    signed_base64 = 4 * -(-(plaintext_size + 65) // 3)
     padded = (plaintext_size // 16 + 1) * 16
-    return openssl_ns("md5", max(key, 32)) + openssl_ns("sha512", signed_base64) + openssl_ns("aes-256-cbc", padded)
+    return (openssl_ns("md5", max(key, 32)) + openssl_ns("sha512", signed_base64_len(plaintext_size))
+            + openssl_ns("aes-256-cbc", padded))
 
 
 Calls = dict[str, tuple[Callable[[], object], int]]

@@ -8,7 +8,10 @@ of the canonical text and the reader that builds open's payload from it (pasarel
 marshal.loads of the payload (CPython's own quickest maker of these objects, from its binary form: no text to read,
 what making the payload's objects costs at the least),
 the C call of open alone (pasarela_open_request, which canonicalizes the text, and pasarela_open_request_as_sent,
-which Terminal.open calls first), Terminal.open, and the primitives' floor (`openssl speed`, report.py). Prints
+which Terminal.open calls first), Terminal.open, and the primitives' floor (`openssl speed`, report.py), with its
+SHA-512 part alone: the hash of the signed text's Base64, which verifying a signature cannot skip. It adds a row
+computed in each round, open's least: marshal.loads + that SHA-512, below which no open that verifies the signature
+and returns the payload's objects can go (the decryption, Base64, parsing and call left out). Prints
 the medians over rounds and each part as a multiple of the floor and of Terminal.seal, taken within a round
 (this machine's speed swings too much for absolute times to compare across runs). Not a gate: it says which part
 to work on.
@@ -31,10 +34,12 @@ import pasarela
 from gate import _ns_per_request
 from pasarela import _binding, _fastcall  # _fastcall: CPython
 from payloads import payload_of_size
-from report import BUSINESS_CODE, SERIAL, TIMESTAMP, primitives_sum_ns
+from report import BUSINESS_CODE, SERIAL, TIMESTAMP, openssl_ns, primitives_sum_ns, signed_base64_len
 
 SIZES = [64, 256, 1024, 16384]
 REPEAT = 100
+SHA512 = "SHA-512 of the signed text (`openssl speed`)"
+LEAST = "open's least: marshal.loads + SHA-512"
 
 
 def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], object]]:
@@ -89,10 +94,12 @@ def main() -> int:
         for size in SIZES:
             number = max(10, REPEAT * 256 // size)
             row[size] = {name: _ns_per_request(call, number, 1) for name, call in parts[size].items()}
+            row[size][SHA512] = openssl_ns("sha512", signed_base64_len(size))
+            row[size][LEAST] = row[size]["marshal.loads (the objects alone)"] + row[size][SHA512]
             row[size]["floor"] = primitives_sum_ns(size)
         rounds.append(row)
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
-    names = [*parts[SIZES[0]], "floor"]
+    names = [*parts[SIZES[0]], SHA512, LEAST, "floor"]
     print("| ns (median) / x floor / x Terminal.seal (medians of the ratios within a round) | "
           + " | ".join(f"{size:,} B" for size in SIZES) + " |")
     print("|---|" + "---|" * len(SIZES))
