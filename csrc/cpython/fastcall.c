@@ -15,8 +15,8 @@
  * did it in about 34. Then a Sealed was made for each by map(tuple.__new__, repeat(Sealed), zip(...)) from those
  * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
  * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
- * included; README: Speed). Requests too large to share buffers need no copy at all: seal_rows() makes their bytes
- * objects first and the core (pasarela_seal_batch) seals each straight into its own. seal_json and seal_payload
+ * included; docs/performance.md). Requests too large to share buffers need no copy at all: seal_rows() makes their
+ * bytes objects first and the core (pasarela_seal_batch) seals each straight into its own. seal_json and seal_payload
  * make the single seal's Sealed as tuple.__new__ would, with the class's own allocator and no tuple in between
  * (Python had made a tuple of the request, plaintext length and facts, then the Sealed from it with
  * tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which passes the
@@ -392,8 +392,8 @@ static PyObject *thread_buffers(fastcall_state *state, const char *name, pasarel
  * calls). On PASARELA_OK the row is row_type's instance of (*head, timestamp, request, plaintext_len, 0). None when
  * the writer declines payload; any status but PASARELA_OK is returned (an int: the caller then takes the two calls,
  * which see to an empty IV pool or a workspace too small). Terminal.seal calls it directly: reading the clock,
- * finding the thread's workspace and a Python function around this call had taken 16% of a seal at 256 B (README:
- * Speed). */
+ * finding the thread's workspace and a Python function around this call had taken 16% of a seal at 256 B
+ * (docs/performance.md). */
 static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     call_target target;
     seal_arguments a;
