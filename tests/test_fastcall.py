@@ -16,6 +16,7 @@ import gc
 import json
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -99,8 +100,6 @@ def test_seal_payload_leaves_an_empty_iv_pool_and_a_small_workspace_to_the_two_c
         result.append(_binding.seal_payload(terminal._native.address, NOON, {"a": 1}, None, _Row, ()))
         result.append(terminal.seal(payload, timestamp=NOON))
         result.append(_binding._workspace.buffers is not buffers)
-
-    import threading
 
     thread = threading.Thread(target=in_a_fresh_thread)
     thread.start()
@@ -478,7 +477,6 @@ def test_seal_payload_finds_each_threads_own_workspace() -> None:
     main_used = main.iv_pool_used
     results: dict[int, list[Any]] = {}
     pools: dict[int, int] = {}
-    import threading
 
     def work(k: int) -> None:
         results[k] = [terminal.seal(p, timestamp=NOON, iv=bytes(16)) for p in payloads]
@@ -550,8 +548,6 @@ def test_open_post_leaves_a_workspace_too_small_to_the_caller_which_grows_it() -
         result.append(_fastcall.open_post(terminal._native.address, sealed.headers, sealed.body, NOON, 300.0))
         result.append(terminal.open("POST", sealed.headers, sealed.body, now=NOON))
         result.append(_binding._workspace.buffers is not buffers)
-
-    import threading
 
     thread = threading.Thread(target=in_a_fresh_thread)
     thread.start()

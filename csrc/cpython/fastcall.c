@@ -106,13 +106,22 @@ typedef struct {
     pasarela_workspace *ws;
 } call_target;
 
-/* The call_target of a call with n arguments. 0, or -1 with an exception set. */
-static int begin_call(PyObject *module, PyObject *args, Py_ssize_t n, const char *name, call_target *target) {
+/* The state and credentials (args[0]) of a call with n arguments; the workspace is left for the caller to find.
+ * 0, or -1 with an exception set. */
+static int begin_call_with_credentials(PyObject *module, PyObject *args, Py_ssize_t n, const char *name,
+                                       call_target *target) {
     target->state = state_of(module);
     if (target->state == NULL || check_arity(args, n, name) < 0)
         return -1;
     target->credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
-    target->ws = target->credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), name, "ws");
+    return target->credentials == NULL ? -1 : 0;
+}
+
+/* The call_target of a call with n arguments, the workspace's address args[1]. 0, or -1 with an exception set. */
+static int begin_call(PyObject *module, PyObject *args, Py_ssize_t n, const char *name, call_target *target) {
+    if (begin_call_with_credentials(module, args, n, name, target) < 0)
+        return -1;
+    target->ws = address_of(PyTuple_GetItem(args, 1), name, "ws");
     return target->ws == NULL ? -1 : 0;
 }
 
@@ -277,13 +286,20 @@ static int read_row_arguments(PyObject *args, Py_ssize_t iv_at, const char *name
     return 0;
 }
 
+/* The value of a timestamp given as an int, in *value. 0, or -1 with an exception set. */
+static int read_timestamp(PyObject *given, uint64_t *value) {
+    unsigned long long timestamp = PyLong_AsUnsignedLongLong(given);
+    if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *value = (uint64_t)timestamp;
+    return 0;
+}
+
 /* Reads the timestamp (args[2]), then what read_row_arguments reads. 0, or -1 with an exception set. */
 static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *name, const char *iv_what,
                                seal_arguments *out) {
-    unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 2));
-    if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
+    if (read_timestamp(PyTuple_GetItem(args, 2), &out->timestamp) < 0)
         return -1;
-    out->timestamp = (uint64_t)timestamp;
     return read_row_arguments(args, iv_at, name, iv_what, out);
 }
 
@@ -364,10 +380,8 @@ static PyObject *timestamp_of(PyObject *given, const char *name, uint64_t *value
         *value = (uint64_t)now;
         return PyLong_FromUnsignedLongLong((unsigned long long)now);
     }
-    unsigned long long timestamp = PyLong_AsUnsignedLongLong(given);
-    if (timestamp == (unsigned long long)-1 && PyErr_Occurred())
+    if (read_timestamp(given, value) < 0)
         return NULL;
-    *value = (uint64_t)timestamp;
     Py_INCREF(given);
     return given;
 }
@@ -397,8 +411,7 @@ static PyObject *thread_buffers(fastcall_state *state, const char *name, pasarel
 static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     call_target target;
     seal_arguments a;
-    if ((target.state = state_of(module)) == NULL || check_arity(args, 6, "seal_payload") < 0 ||
-        (target.credentials = address_of(PyTuple_GetItem(args, 0), "seal_payload", "credentials")) == NULL ||
+    if (begin_call_with_credentials(module, args, 6, "seal_payload", &target) < 0 ||
         read_row_arguments(args, 3, "seal_payload", "seal_payload: iv", &a) < 0)
         return NULL;
     PyObject *timestamp = timestamp_of(PyTuple_GetItem(args, 1), "seal_payload", &a.timestamp);
@@ -539,8 +552,7 @@ static PyObject *payload_of(fastcall_state *state, pasarela_workspace *ws, const
  * way, which names what is wrong. Terminal.open calls it directly. */
 static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     call_target target;
-    if ((target.state = state_of(module)) == NULL || check_arity(args, 5, "open_post") < 0 ||
-        (target.credentials = address_of(PyTuple_GetItem(args, 0), "open_post", "credentials")) == NULL)
+    if (begin_call_with_credentials(module, args, 5, "open_post", &target) < 0)
         return NULL;
     fastcall_state *state = target.state;
     PyObject *headers = PyTuple_GetItem(args, 1);
