@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from browser import SCREENSHOT_DIR, Browser, BrowserUnavailableError
 from node_envelope import NodeEnvelope
 from node_oracle import NodeOracle, NodeUnavailableError
 
@@ -70,6 +71,33 @@ def openssl() -> str:
     if path is None:
         pytest.fail("the openssl command line is not installed (CI installs it)", pytrace=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    """One headless Debian chromium, driven through chromedriver, for the session (fails, never skips, without it)."""
+    try:
+        started = Browser()
+    except BrowserUnavailableError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture
+def browser(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Browser]:
+    """The session's chromium on a blank page; where the test left it is saved as ``<test name>.png`` in
+    ``SCREENSHOT_DIR`` (a CI artifact), whether the test passed or not."""
+    chromium.reset()
+    yield chromium
+    chromium.screenshot(request.node.name)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if SCREENSHOT_DIR.is_dir() and any(SCREENSHOT_DIR.glob("*.png")):
+        terminalreporter.write_line(f"browser screenshots: {SCREENSHOT_DIR}")
 
 
 @pytest.fixture(scope="session")
