@@ -25,7 +25,7 @@ TOKENS = Endpoint("POST", "/card/v1/tokens", MerchantKey.PUBLIC)
 CHARGES = Endpoint("POST", "/card/v1/charges", MerchantKey.PRIVATE)
 PRE_AUTHORIZATIONS = Endpoint("POST", "/card/v1/preAuthorization", MerchantKey.PRIVATE)
 TOKENLESS_CHARGES = Endpoint("POST", "/card/v2/charges", MerchantKey.PRIVATE)
-VOIDS = Endpoint("DELETE", "/card/v1/charges/{}", MerchantKey.PRIVATE)
+VOIDS = Endpoint("DELETE", "/card/v1/charges/{ticket_number}", MerchantKey.PRIVATE)
 
 
 class CardClient(SyncServiceClient):
@@ -50,7 +50,7 @@ class CardClient(SyncServiceClient):
 
     def void_charge(self, ticket_number: str) -> ChargeReversal:
         """Void the charge (or refund it, once the service's void window has passed)."""
-        return ChargeReversal.from_json(self._send(VOIDS.call(token=ticket_number)).json())
+        return ChargeReversal.from_json(self._send(VOIDS.call(ticket_number=ticket_number)).json())
 
 
 class AsyncCardClient(AsyncServiceClient):
@@ -75,4 +75,4 @@ class AsyncCardClient(AsyncServiceClient):
         return ChargeResult.from_json(reply.json())
 
     async def void_charge(self, ticket_number: str) -> ChargeReversal:
-        return ChargeReversal.from_json((await self._send(VOIDS.call(token=ticket_number))).json())
+        return ChargeReversal.from_json((await self._send(VOIDS.call(ticket_number=ticket_number))).json())

@@ -13,12 +13,12 @@ import json
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
-from urllib.parse import quote
 
 from ..errors import ResponseShapeError, TransportError
 from .audit import AuditRecord, notify, recordable_body
 from .config import MerchantKey, ServiceConfig
 from .error_mapping import api_error
+from .path import path_segment
 from .redaction import redact_headers
 
 __all__ = [
@@ -55,20 +55,18 @@ class ServiceCall:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A documented operation: method, path template (``{}`` for the token) and the key it needs."""
+    """A documented operation: method, path template (``{token}``: a named path parameter) and the key it needs."""
 
     method: str
     path: str
     key: MerchantKey
 
     def call(
-        self,
-        body: Optional[Mapping[str, Any]] = None,
-        *,
-        token: Optional[str] = None,
-        idempotency_key: Optional[str] = None,
+        self, body: Optional[Mapping[str, Any]] = None, *, idempotency_key: Optional[str] = None, **parameters: str
     ) -> ServiceCall:
-        path = self.path if token is None else self.path.format(quote(token, safe=""))
+        """The call with each path parameter put in as one segment (:func:`~.path.path_segment`): a
+        ValidationError naming the parameter, before anything is sent, when a value would change the path."""
+        path = self.path.format_map({name: path_segment(name, value) for name, value in parameters.items()})
         return ServiceCall(self.method, path, self.key, body, idempotency_key)
 
 

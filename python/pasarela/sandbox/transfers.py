@@ -19,6 +19,7 @@ from typing import Any, Optional
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..http.path import path_segment
 from .auth import KeyRule
 from .clabe import SANDBOX_BANK, make_clabe
 from .context import Context, digits, new_token
@@ -43,7 +44,7 @@ _CODE_ATTEMPTS = 50
 
 
 def payer_page_url(base_url: str, token: str) -> str:
-    return f"{base_url}/sandbox/pay/{token}"
+    return f"{base_url}/sandbox/pay/{path_segment('token', token)}"
 
 
 def status_record(transfer: Transfer, now: float) -> dict[str, Any]:

@@ -10,8 +10,9 @@ import json
 from types import TracebackType
 from typing import Any, NamedTuple, Optional, Protocol, TypeVar
 
-from ..errors import AUTH_001_BODY, AuthError, ResponseShapeError
+from ..errors import AUTH_001_BODY, AuthError, ResponseShapeError, ValidationError
 from ..http.error_mapping import api_error
+from ..http.path import is_dot_segment
 from .request import Sealed, check_method
 
 __all__ = ["BlockingTerminalClient", "Call", "SealingTerminal", "prepare", "read_answer"]
@@ -41,6 +42,9 @@ def prepare(base_url: str, terminal: SealingTerminal, method: str, path: str, pa
     if "?" in path or "#" in path:
         raise ValueError("query parameters travel inside the encrypted payload: pass them in the payload, "
                          "not in the path")
+    if any(is_dot_segment(segment) for segment in path.split("/")):
+        # HTTP clients remove dot segments (requests after decoding %2e): the request would go elsewhere.
+        raise ValidationError("path", "must not hold a dot segment ('.' or '..', even percent-encoded)")
     sealed = terminal.seal(payload, method=method)
     url = base_url.rstrip("/") + "/" + path.lstrip("/")
     return Call(sealed, method, url, dict(sealed.headers), sealed.body, sealed.params)

@@ -32,8 +32,8 @@ __all__ = ["AsyncTransferClient", "TransferClient"]
 
 TOKENS = Endpoint("POST", "/transfer/v1/tokens", MerchantKey.PUBLIC)
 INIT = Endpoint("POST", "/transfer/v1/init", MerchantKey.PRIVATE)
-STATUS = Endpoint("GET", "/transfer/v1/status/{}", MerchantKey.PRIVATE)
-CANCEL = Endpoint("PATCH", "/transfer/v1/cancel/{}", MerchantKey.PRIVATE)
+STATUS = Endpoint("GET", "/transfer/v1/status/{token}", MerchantKey.PRIVATE)
+CANCEL = Endpoint("PATCH", "/transfer/v1/cancel/{token}", MerchantKey.PRIVATE)
 BANK_LIST = Endpoint("GET", "/transfer/v1/bankList", MerchantKey.PUBLIC)
 
 Callback = Union[str, Mapping[str, str]]
