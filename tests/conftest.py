@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,8 +96,12 @@ def browser(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Brows
     chromium.screenshot(request.node.name)
 
 
+_SESSION_START = time.time()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if SCREENSHOT_DIR.is_dir() and any(SCREENSHOT_DIR.glob("*.png")):
+    """Say where this run's screenshots are (xdist workers write them: the files tell, not a fixture)."""
+    if SCREENSHOT_DIR.is_dir() and any(shot.stat().st_mtime >= _SESSION_START for shot in SCREENSHOT_DIR.glob("*.png")):
         terminalreporter.write_line(f"browser screenshots: {SCREENSHOT_DIR}")
 
 

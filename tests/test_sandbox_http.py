@@ -6,6 +6,7 @@ the addresses the sandbox hands out (configured public URL, else the bound addre
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from starlette.testclient import TestClient
 
 from local_server import LocalServer
 from pasarela.sandbox import Sandbox, SandboxConfig
+from pasarela.sandbox.bank_page import callback_location
 from pasarela.sandbox.endpoint import MAX_BODY_BYTES
 
 PUBLIC, PRIVATE = "pk-http", "sk-http"
@@ -207,6 +209,34 @@ def test_the_payer_page_cannot_be_framed(client: TestClient) -> None:
     page = client.get(f"/sandbox/pay/{_colombia_transfer(client)}")
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def _ecuador_payer_page(client: TestClient, callback_url: str) -> str:
+    token: str = client.post("/transfer/v1/tokens", headers=PUBLIC_KEY,
+                             json={**ECUADOR_TOKEN, "callbackUrl": callback_url}).json()["token"]
+    assert client.post("/transfer/v1/init", json={"token": token, "amount": AMOUNT},
+                       headers=PRIVATE_KEY).status_code == 201
+    return f"/sandbox/pay/{token}"
+
+
+def test_the_payer_page_form_may_reach_its_own_callback_origin_and_nothing_else(client: TestClient) -> None:
+    page = client.get(_ecuador_payer_page(client, "https://Shop.example:8443/return?order=1"))
+    assert "; form-action 'self' https://shop.example:8443;" in page.headers["content-security-policy"]
+    without_callback = client.get(f"/sandbox/pay/{_colombia_transfer(client)}")
+    assert "; form-action 'self';" in without_callback.headers["content-security-policy"]
+
+
+@pytest.mark.parametrize("callback_url", ["http://a;script-src*/back", "http://[::1]:8000/back?order=1",
+                                          "http://shop_1.example/back"])
+def test_a_callback_origin_the_policy_cannot_name_is_not_added_and_is_reached_by_a_link(
+        client: TestClient, callback_url: str) -> None:
+    path = _ecuador_payer_page(client, callback_url)
+    page = client.get(path)
+    assert "; form-action 'self';" in page.headers["content-security-policy"]
+    paid = client.post(path, data={"action": "pay", "page_token": _page_token(page.text)}, follow_redirects=False)
+    assert paid.status_code == 200, paid.text
+    token = path.rsplit("/", 1)[1]
+    assert f'<a href="{html.escape(callback_location(callback_url, token))}">Return to the merchant</a>' in paid.text
 
 
 def test_a_405_allow_header_names_every_method_of_the_path_even_across_routes(client: TestClient) -> None:

@@ -8,12 +8,15 @@ deep link opens (Ecuador wallet), and the page a Colombia QR points to.
 ``callbackUrl?token=<token>`` (spec 3, rule 2), or shown the result when the token request had no
 callbackUrl. The token in the address is the only credential, as for a real portal; the form also carries a
 per-page token (:mod:`.page_token`), so a page on another site cannot pay or decline by posting to this one
-(403), and the page may not be framed (clickjacking).
+(403), and the page may not be framed (clickjacking). Its CSP lets the form reach the page itself and the
+origin of the transfer's callbackUrl, no other (:func:`callback_source`); a callbackUrl no CSP source can name
+gets a link instead of the 303.
 """
 
 from __future__ import annotations
 
 import html
+import re
 import time
 from decimal import Decimal
 from typing import Optional
@@ -32,7 +35,7 @@ from .scenarios import Outcome
 from .settlement import settle_due
 from .store import Transfer
 
-__all__ = ["callback_location", "routes"]
+__all__ = ["callback_location", "callback_source", "routes"]
 
 _TITLES = {
     "bank": "Banco Sandbox: virtual portal",
@@ -46,14 +49,46 @@ _ACTIONS: dict[str, Optional[Outcome]] = {"pay": None, "decline": Outcome.DECLIN
 _STYLE = "body{font-family:sans-serif;max-width:32em;margin:3em auto}button{font-size:1.1em;margin-right:1em}"
 
 
+_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action {}; frame-ancestors 'none'"
 _PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-                               "form-action 'self'; frame-ancestors 'none'",
+    "Content-Security-Policy": _POLICY.format("'self'"),
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
 _FORM_TOKEN = "page_token"  # noqa: S105 (the name of a form field)
+_DNS_HOST = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)*")
+"""A host a CSP host-source can name: ASCII letters, digits, hyphens, dots (an IPv4 address is one too);
+Chromium refuses an IPv6 literal there."""
+
+
+def callback_source(callback_url: Optional[str]) -> Optional[str]:
+    """The origin of ``callback_url`` written as a CSP source (``https://shop.example:8443``), or ``None``
+    when there is no callbackUrl or its host cannot be written as one (an IPv6 literal, an underscore).
+
+    Built from the parsed scheme, host and port only, never from the text as sent: a callbackUrl such as
+    ``http://a;script-src */`` must not add a directive to the page's policy."""
+    if callback_url is None:
+        return None
+    try:
+        parts = urlsplit(callback_url)
+        host, port = (parts.hostname or "").encode("idna").decode("ascii"), parts.port
+    except (ValueError, UnicodeError):
+        return None
+    if parts.scheme not in ("http", "https") or not _DNS_HOST.fullmatch(host):
+        return None
+    return f"{parts.scheme}://{host}" + ("" if port is None else f":{port}")
+
+
+def _payer_page_headers(transfer: Transfer) -> dict[str, str]:
+    """The page's form may post to the page itself and, for the 303 that follows a payment, to the merchant's
+    callback origin: Chromium checks ``form-action`` on every redirect of a form submission, so with
+    ``'self'`` alone it stops the payer on this page (payment made, callback never reached). Only that one
+    origin, the one the merchant named for this transfer, is added; everything else stays refused."""
+    source = callback_source(transfer.callback_url)
+    if source is None:
+        return _PAGE_HEADERS
+    return {**_PAGE_HEADERS, "Content-Security-Policy": _POLICY.format(f"'self' {source}")}
 
 
 def callback_location(callback_url: str, token: str) -> str:
@@ -64,10 +99,10 @@ def callback_location(callback_url: str, token: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
-def _page(status: int, title: str, body: str) -> Response:
+def _page(status: int, title: str, body: str, headers: dict[str, str] = _PAGE_HEADERS) -> Response:
     return html_reply(status, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
                               f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-                              f"<h1>{html.escape(title)}</h1>{body}</body></html>", _PAGE_HEADERS)
+                              f"<h1>{html.escape(title)}</h1>{body}</body></html>", headers)
 
 
 def _total(transfer: Transfer) -> str:
@@ -104,7 +139,7 @@ class PayerPage:
         form = (f'<form method="post"><input type="hidden" name="{_FORM_TOKEN}" value="{html.escape(page_token)}">'
                 '<button name="action" value="pay">Pay</button>'
                 '<button name="action" value="decline">Decline</button></form>')
-        return _page(200, _TITLES[transfer.variant], facts + form)
+        return _page(200, _TITLES[transfer.variant], facts + form, _payer_page_headers(transfer))
 
     async def submit(self, call: Call) -> Response:
         fields = await form(call.request)
@@ -120,9 +155,14 @@ class PayerPage:
             paid = pay(self._context, call.params["token"], _ACTIONS[action])
         except SandboxError as exc:
             return _page(exc.status, "Payment not completed", f"<p>{html.escape(exc.message)}</p>")
-        if paid.callback_url is not None:
-            return redirect(callback_location(paid.callback_url, paid.token))
-        return _page(200, _TITLES[paid.variant], f"<p>Status: <strong>{html.escape(paid.status.value)}</strong></p>")
+        result = f"<p>Status: <strong>{html.escape(paid.status.value)}</strong></p>"
+        if paid.callback_url is None:
+            return _page(200, _TITLES[paid.variant], result)
+        location = callback_location(paid.callback_url, paid.token)
+        if callback_source(paid.callback_url) is None:  # the form's policy could not allow the redirect: a link
+            return _page(200, _TITLES[paid.variant], f'{result}<p><a href="{html.escape(location)}">'
+                                                     "Return to the merchant</a></p>")
+        return redirect(location)
 
 
 def routes(context: Context) -> list[Route]:
