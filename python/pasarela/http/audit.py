@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, Union
 
-from .redaction import redact_json
+from .redaction import redact_form, redact_json
 
 __all__ = ["TOO_DEEP", "AuditHook", "AuditRecord", "JsonlAuditLog", "notify", "recordable_body"]
 
@@ -52,8 +52,9 @@ AuditHook = Callable[[AuditRecord], None]
 
 
 def recordable_body(content: Optional[bytes]) -> Any:
-    """A body as it goes into a record: parsed JSON redacted, else text (cut at 64 KiB), ``None`` when empty;
-    :data:`TOO_DEEP` for JSON nested deeper than Python can parse or redact."""
+    """A body as it goes into a record: parsed JSON redacted, else text with the secret fields of a form
+    redacted (cut at 64 KiB), ``None`` when empty; :data:`TOO_DEEP` for JSON nested deeper than Python can
+    parse or redact."""
     if not content:
         return None
     try:
@@ -61,7 +62,7 @@ def recordable_body(content: Optional[bytes]) -> Any:
     except RecursionError:
         return TOO_DEEP
     except ValueError:
-        return content[:_MAX_TEXT].decode("utf-8", errors="replace")
+        return redact_form(content[:_MAX_TEXT].decode("utf-8", errors="replace"))[:_MAX_TEXT]
 
 
 def notify(hook: Optional[AuditHook], record: AuditRecord) -> None:
