@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
 
 SCREENSHOT_DIR = Path(__file__).resolve().parent.parent / "build" / "artifacts" / "screenshots"
 PAGE_LOAD_TIMEOUT = 20.0
@@ -89,19 +90,29 @@ class Browser:
     def click(self, button_text: str) -> None:
         """Click the button labelled ``button_text`` and wait until the page it leads to has loaded; a click
         that leads nowhere (a navigation the browser refused) fails with what the browser's console said."""
-        from selenium.common.exceptions import TimeoutException
         from selenium.webdriver.common.by import By
+
+        self._leave_by(self.driver.find_element(By.XPATH, f"//button[normalize-space()='{button_text}']"),
+                       button_text)
+
+    def _leave_by(self, element: WebElement, label: str) -> None:
+        from selenium.common.exceptions import TimeoutException
         from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.wait import WebDriverWait
 
-        button = self.driver.find_element(By.XPATH, f"//button[normalize-space()='{button_text}']")
-        button.click()
+        element.click()
         try:
-            WebDriverWait(self.driver, NAVIGATION_TIMEOUT).until(expected_conditions.staleness_of(button))
+            WebDriverWait(self.driver, NAVIGATION_TIMEOUT).until(expected_conditions.staleness_of(element))
         except TimeoutException:
-            raise AssertionError(f"clicking {button_text!r} on {self.driver.current_url} led nowhere within "
+            raise AssertionError(f"clicking {label!r} on {self.driver.current_url} led nowhere within "
                                  f"{NAVIGATION_TIMEOUT:g} s; the browser's console: {self.console()}") from None
         self.wait_loaded()
+
+    def click_link(self, link_text: str) -> None:
+        """Follow the link ``link_text`` and wait until the page it leads to has loaded."""
+        from selenium.webdriver.common.by import By
+
+        self._leave_by(self.driver.find_element(By.LINK_TEXT, link_text), link_text)
 
     def console(self) -> list[str]:
         """The console messages since the last call (the browser's own refusals among them)."""
