@@ -11,6 +11,7 @@ import inspect
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Iterator
 from typing import Any, Callable, TypeVar, Union
 
@@ -31,6 +32,7 @@ from pasarela.errors import PendingTransferError, StoreUnavailableError
 from pasarela.terminal.replay import Verifier, verify_once
 from pasarela.terminal.replay_redis import AsyncRedisReplayStore, RedisReplayStore
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
+from pasarela.transfers.webhook_dedup import Claim, EventKey
 from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisEventLedger
 from redis_server import RedisServer, free_port
 
@@ -310,26 +312,51 @@ def test_guard_unreachable_refuses_to_reserve(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_ledger_claims_once_forgets_and_expires(kind: str, redis_server: RedisServer, db: redis.Redis) -> None:
-    long_key = "x" * 1000
+def test_ledger_claims_once_releases_confirms_and_expires(kind: str, redis_server: RedisServer,
+                                                          db: redis.Redis) -> None:
+    paid, initialized = EventKey("ref-1", "PAID", final=True), EventKey("ref-1", "initialized", final=False)
+    long_key = EventKey("x" * 1000, "PAID", final=True)
 
     async def body(client: Any) -> None:
-        ledger = LEDGER[kind](client, prefix="hooks:", ttl=3600)
-        assert await settle(ledger.claim("ref-1:PAID")) is True
-        assert await settle(ledger.claim("ref-1:PAID")) is False
-        assert await settle(ledger.claim("ref-1:rejected")) is True
-        await settle(ledger.forget("ref-1:PAID"))
-        assert await settle(ledger.claim("ref-1:PAID")) is True
-        assert await settle(ledger.claim(long_key)) is True
-        assert await settle(ledger.claim(long_key)) is False
-        await settle(ledger.forget(long_key))
-        assert await settle(ledger.claim(long_key)) is True
+        ledger = LEDGER[kind](client, prefix="hooks:", ttl=3600, lease=60)
+        assert await settle(ledger.claim(initialized, "a")) is Claim.CLAIMED
+        assert await settle(ledger.claim(initialized, "a")) is Claim.CLAIMED  # its own claim, sent again
+        assert await settle(ledger.claim(paid, "b")) is Claim.IN_PROGRESS  # one delivery per transaction at once
+        await settle(ledger.release(initialized, "b"))  # not b's lease: nothing happens
+        assert await settle(ledger.claim(initialized, "c")) is Claim.IN_PROGRESS
+        await settle(ledger.release(initialized, "a"))  # the handler failed
+        assert await settle(ledger.claim(initialized, "c")) is Claim.CLAIMED
+        await settle(ledger.confirm(initialized, "c"))
+        await settle(ledger.confirm(initialized, "c"))  # sent again: the same record
+        assert await settle(ledger.claim(initialized, "d")) is Claim.HANDLED
+        assert await settle(ledger.claim(paid, "e")) is Claim.CLAIMED
+        await settle(ledger.confirm(paid, "e"))
+        assert await settle(ledger.claim(paid, "f")) is Claim.HANDLED
+        assert await settle(ledger.claim(EventKey("ref-1", "declined", final=True), "g")) is Claim.SUPERSEDED
+        assert await settle(ledger.claim(long_key, "h")) is Claim.CLAIMED
+        assert await settle(ledger.claim(long_key, "i")) is Claim.IN_PROGRESS
 
     run_with(kind, redis_server, body)
     keys = sorted(db.keys())
-    assert keys[:2] == [b"hooks:ref-1:PAID", b"hooks:ref-1:rejected"]
-    assert len(keys) == 3 and keys[2].startswith(b"hooks:sha256:") and len(keys[2]) < 100  # long keys hashed
+    assert keys[0] == b"hooks:ref-1"
+    assert len(keys) == 2 and keys[1].startswith(b"hooks:sha256:") and len(keys[1]) < 100  # long keys hashed
+    assert db.hget("hooks:ref-1", "final") == b"PAID" and db.hget("hooks:ref-1", "lease") is None
     assert all(3_599_000 < db.pttl(key) <= 3_600_000 for key in keys)
+
+
+def test_ledger_lease_ends_by_itself(db: redis.Redis) -> None:
+    """A process that died while handling frees the transaction when its lease ends."""
+    ledger, event = RedisEventLedger(db, lease=0.05), EventKey("ref-1", "PAID", final=True)
+    assert ledger.claim(event, "crashed") is Claim.CLAIMED
+    assert ledger.claim(event, "redelivery") is Claim.IN_PROGRESS
+    deadline = time.monotonic() + 10
+    while ledger.claim(event, "redelivery") is Claim.IN_PROGRESS and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ledger.claim(event, "redelivery") is Claim.CLAIMED
+    ledger.confirm(event, "crashed")  # the late process's confirmation records the event, keeps the new lease
+    assert db.hget("pasarela:webhook:ref-1", "lease") == b"redelivery"
+    with pytest.raises(pasarela.errors.ConfigurationError, match="lease"):
+        RedisEventLedger(db, ttl=10, lease=20)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -337,7 +364,7 @@ def test_ledger_unreachable_is_store_unavailable_error(kind: str) -> None:
     async def body() -> None:
         client = unreachable_client(kind)
         with pytest.raises(StoreUnavailableError, match="webhook ledger"):
-            await settle(LEDGER[kind](client).claim("ref-1:PAID"))
+            await settle(LEDGER[kind](client).claim(EventKey("ref-1", "PAID", final=True), "a"))
 
     asyncio.run(body())
 
@@ -380,7 +407,8 @@ def test_the_stores_on_a_redis_cluster(redis_cluster: RedisServer) -> None:
             RedisPendingTransfers(client, prefix="pasarela:pending:")
         store, ledger = RedisReplayStore(client), RedisEventLedger(client)  # one key per call: no tag needed
         assert store.first_use(SIGNATURE, 4e9) and not store.first_use(SIGNATURE, 4e9)
-        assert ledger.claim("ref-1:PAID") and not ledger.claim("ref-1:PAID")
+        event = EventKey("ref-1", "PAID", final=True)
+        assert ledger.claim(event, "a") is Claim.CLAIMED and ledger.claim(event, "b") is Claim.IN_PROGRESS
     finally:
         client.close()
 

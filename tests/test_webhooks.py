@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from local_server import LocalServer, ScriptedService, scripted_service_fixtures
-from pasarela.errors import ConfigurationError, TransportError, WebhookSignatureError
+from pasarela.errors import ConfigurationError, StoreUnavailableError, TransportError, WebhookSignatureError
 from pasarela.http import RetryPolicy, ServiceConfig
 from pasarela.transfers import (
     AsyncTransferClient,
@@ -30,10 +30,12 @@ from pasarela.transfers import (
     TransferWebhookReceiver,
     VerifiedWebhook,
     WebhookHeaders,
+    WebhookReply,
     body_signature,
     id_signature,
     verify_webhook_signature,
 )
+from pasarela.transfers.webhook_dedup import Claim, EventKey
 
 SECRET = "whsec-0123456789"
 NOW = 1_700_000_000.0
@@ -245,15 +247,81 @@ def test_event_parsing_and_dedup_key() -> None:
     assert anonymous.dedup_key == "sha256:" + hashlib.sha256(b'{"hello": 1}').hexdigest()
 
 
-def test_seen_events_is_bounded() -> None:
-    seen = SeenEvents(capacity=2)
-    assert seen.claim("a") and seen.claim("b") and not seen.claim("a")
-    assert seen.claim("c") and len(seen) == 2
-    assert seen.claim("a")  # "a" was the oldest and fell out
-    seen.forget("a")
-    assert seen.claim("a")
+def test_a_replay_inside_the_window_is_refused_however_many_events_came_after() -> None:
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=clock)  # the in-memory ledger
+    assert json.loads(receiver.handle(signed(), BODY).body) == {"status": "received"}
+    for index in range(10_000):
+        newer = json.dumps({"token": f"tok-{index}", "status": "PAID"}).encode()
+        assert receiver.handle(signed(newer), newer).status == 200
+    assert json.loads(receiver.handle(signed(), BODY).body) == {"status": "duplicate"}  # still inside the window
+    assert sum(event.transaction_reference == REFERENCE for event in events) == 1
+
+
+def test_seen_events_forgets_by_time_and_refuses_when_full() -> None:
+    moving = Clock()
+    seen = SeenEvents(max_entries=2, ttl=900, clock=moving)
+    first, second, third = (EventKey(f"ref-{index}", "PAID", final=True) for index in range(3))
+    for event in (first, second):
+        assert seen.claim(event, "a") is Claim.CLAIMED
+        seen.confirm(event, "a")
+    with pytest.raises(StoreUnavailableError, match="full"):  # rather than forget a handled event
+        seen.claim(third, "a")
+    assert seen.claim(first, "b") is Claim.HANDLED and len(seen) == 2
+    moving.now += 901
+    assert seen.claim(third, "a") is Claim.CLAIMED and len(seen) == 1  # the others' time is up
     with pytest.raises(ValueError):
-        SeenEvents(capacity=0)
+        SeenEvents(max_entries=0)
+    with pytest.raises(ValueError):
+        SeenEvents(ttl=60, lease=120)
+
+
+def test_a_full_ledger_refuses_the_delivery_with_503_and_the_handler_is_not_called() -> None:
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, ledger=SeenEvents(max_entries=1))
+    assert receiver.handle({}, BODY).status == 200
+    other = json.dumps({"token": "tok-2", "status": "PAID"}).encode()
+    with pytest.raises(StoreUnavailableError) as refused:
+        receiver.handle({}, other)
+    assert refused.value.status == 503 and len(events) == 1
+
+
+def test_a_ledger_forgetting_inside_the_window_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="freshness window"):
+        TransferWebhookReceiver(lambda event: None, secret=SECRET, ledger=SeenEvents(ttl=600))
+    TransferWebhookReceiver(lambda event: None, secret=SECRET, ledger=SeenEvents(ttl=900))
+    TransferWebhookReceiver(lambda event: None, secret=SECRET, ledger=SeenEvents(ttl=60, lease=30), max_age=40,
+                            max_ahead=20)
+
+
+def test_after_the_final_event_the_handler_gets_no_other_event_of_the_transaction() -> None:
+    events: list[TransferEvent] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=clock)
+    late = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status": "initializedTransaction"})
+    contradicting = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status": "declined"})
+    assert json.loads(receiver.handle(signed(), BODY).body) == {"status": "received"}
+    for body in (late.encode(), contradicting.encode()):
+        assert json.loads(receiver.handle(signed(body), body).body) == {"status": "superseded"}
+    assert [event.state for event in events] == [TransferState.APPROVED]
+    before = json.dumps({"token": "tok-9", "status": "initializedTransaction"}).encode()
+    after = json.dumps({"token": "tok-9", "status": "PAID"}).encode()
+    assert [receiver.handle(signed(body), body).status for body in (before, after)] == [200, 200]
+    assert [event.state for event in events[1:]] == [TransferState.INITIALIZED, TransferState.APPROVED]
+
+
+def test_a_delivery_while_its_transaction_is_being_handled_gets_503_in_progress() -> None:
+    answers: list[WebhookReply] = []
+    later = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status": "declined"}).encode()
+
+    def on_event(event: TransferEvent) -> None:
+        if not answers:  # the service delivers it again, and another event of the transaction, meanwhile
+            answers.append(receiver.handle(signed(webhook_id=at(1.0)), BODY))
+            answers.append(receiver.handle(signed(later), later))
+
+    receiver = TransferWebhookReceiver(on_event, secret=SECRET, clock=clock)
+    assert json.loads(receiver.handle(signed(), BODY).body) == {"status": "received"}
+    assert [(answer.status, json.loads(answer.body)) for answer in answers] == [(503, {"status": "in progress"})] * 2
+    assert json.loads(receiver.handle(signed(webhook_id=at(2.0)), BODY).body) == {"status": "duplicate"}
 
 
 # --- the receiver as a plain callable -----------------------------------------------------------
@@ -445,7 +513,8 @@ def test_with_the_simple_signature_the_handler_sees_the_status_query_state_not_t
     assert event.dedup_key == f"{REFERENCE}:declinedTransaction"
     assert receiver.handle(simple_only(at(5.0)), FORGED).status == 200 and len(events) == 1  # deduplicated
     # A body signature still decides alone, without a query.
-    assert receiver.handle(signed(), BODY).status == 200 and asked == ["tok-1", "tok-1"]
+    other = json.dumps({"token": "tok-2", "transactionReference": "ref-2", "status": "PAID"}).encode()
+    assert receiver.handle(signed(other), other).status == 200 and asked == ["tok-1", "tok-1"]
     assert events[-1].state is TransferState.APPROVED
 
 

@@ -1,5 +1,5 @@
 """What the Redis stores share: importing redis-py with a clear message, failing closed on its errors,
-and the checks on key prefixes and lifetimes.
+the token that makes a claim survive redis-py's own retries, and the checks on key prefixes and lifetimes.
 
 Imported only by the ``*_redis`` modules, so ``import pasarela`` never imports redis.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests install redis
     raise ImportError('pasarela\'s Redis stores need the redis package: pip install "pasarela[redis]"') from exc
 
-__all__ = ["check_prefix", "failing_closed", "milliseconds", "redis", "seconds"]
+__all__ = ["attempt_token", "check_prefix", "failing_closed", "milliseconds", "redis", "seconds"]
 
 _CLUSTER_CLIENTS = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
 
@@ -37,6 +38,16 @@ def failing_closed(store: str) -> Iterator[None]:
         yield
     except (redis.RedisError, OSError, asyncio.TimeoutError) as exc:
         raise StoreUnavailableError(store, f"{type(exc).__name__}: {exc}") from None
+
+
+def attempt_token() -> str:
+    """A value unique to one claim, written with it (as redis-py's ``Lock`` writes its token).
+
+    redis-py re-sends a command that timed out (``retry``, on timeouts too), although Redis may have run
+    it: the retry then finds the key taken. Finding its own token there, the claim knows the key is its own
+    and not someone else's.
+    """
+    return secrets.token_hex(16)
 
 
 def seconds(value: float, what: str, *, zero_ok: bool = False) -> float:

@@ -53,7 +53,8 @@ class TransferGuard(Protocol):
         """Init succeeded: the transfer is Initialized."""
 
     def release(self, order_id: str) -> None:
-        """Free the order, whatever its transfer's state."""
+        """Free the order, whatever its transfer's state (and whichever transfer holds it by then: the
+        client itself releases with :meth:`release_transfer`, which frees only the transfer it names)."""
 
     def release_transfer(
         self, *, token: Optional[str] = None, transaction_reference: Optional[str] = None
@@ -160,8 +161,9 @@ def _definitely_not_created(exc: BaseException) -> bool:
 
 class GuardedInit:
     """One ``init`` under a guard: reserve on entry, confirm with :meth:`done`, on failure release
-    only what certainly created nothing. With no guard it does nothing. ``with`` takes a sync guard;
-    ``async with`` and :meth:`done_async` either kind."""
+    only what certainly created nothing, and only this transfer's reservation (by its token: a release
+    re-sent after a timeout never frees a reservation made since). With no guard it does nothing.
+    ``with`` takes a sync guard; ``async with`` and :meth:`done_async` either kind."""
 
     def __init__(self, guard: Optional[AnyGuard], order_id: Optional[str], token: str) -> None:
         if guard is not None and (not isinstance(order_id, str) or not order_id):
@@ -194,13 +196,13 @@ class GuardedInit:
         self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         if self._guard is not None and exc is not None and _definitely_not_created(exc):
-            synchronously(self._guard.release(self._order_id), _ASYNC_GUARD)
+            synchronously(self._guard.release_transfer(token=self._token), _ASYNC_GUARD)
 
     async def __aexit__(
         self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         if self._guard is not None and exc is not None and _definitely_not_created(exc):
-            await settled(self._guard.release(self._order_id))
+            await settled(self._guard.release_transfer(token=self._token))
 
 
 def _reference(result: TransferInit) -> Optional[str]:

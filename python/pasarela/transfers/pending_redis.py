@@ -6,9 +6,12 @@
 
 Same rules as :class:`~pasarela.transfers.pending.PendingTransfers`: one transfer not yet final per order
 across all nodes; released by a final status, a webhook, a cancel or :meth:`release`. Each operation is
-one Lua script, so Redis runs it atomically (no read-then-write race between nodes):
+one Lua script, so Redis runs it atomically (no read-then-write race between nodes), and each gives
+the same verdict when redis-py re-sends it after a timeout although Redis had run it: a reservation
+writes a token of its own (``claim``) and a retry that finds it owns the order; confirm and the
+releases by transfer change nothing the second time.
 
-- ``<prefix>order:<order id>``: a hash (token, transaction_reference, confirmed, reserved_at);
+- ``<prefix>order:<order id>``: a hash (token, transaction_reference, confirmed, reserved_at, claim);
 - ``<prefix>token:<token>`` and ``<prefix>ref:<reference>``: the order id, so a webhook or a status
   query that knows only the token or the reference finds the order.
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional, Union
 
-from .._redis_store import check_prefix, failing_closed, milliseconds, seconds
+from .._redis_store import attempt_token, check_prefix, failing_closed, milliseconds, seconds
 from ..errors import PendingTransferError
 from .pending import PendingTransfer
 
@@ -52,10 +55,14 @@ local function drop_order(order)
 end
 """
 
-# KEYS: order, token index. ARGV: order id, token, reserved_at, lifetime in ms.
+# KEYS: order, token index. ARGV: order id, token, reserved_at, lifetime in ms, this reservation's claim.
+# An order already held is refused, unless this very reservation holds it (its first try, re-sent by redis-py).
 _RESERVE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'token', ARGV[2], 'confirmed', '0', 'reserved_at', ARGV[3])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'claim') == ARGV[5] then return 1 end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'token', ARGV[2], 'confirmed', '0', 'reserved_at', ARGV[3], 'claim', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
 return 1
@@ -112,7 +119,7 @@ class _GuardScripts:
 
     def _reserve_call(self, order_id: str, token: str) -> Call:
         keys = [self._order_key(order_id), self._prefix + "token:" + token]
-        return self._reserve, keys, [order_id, token, repr(self._clock()), self._ttl_ms]
+        return self._reserve, keys, [order_id, token, repr(self._clock()), self._ttl_ms, attempt_token()]
 
     def _confirm_call(self, order_id: str, transaction_reference: Optional[str]) -> Call:
         reference = transaction_reference or ""

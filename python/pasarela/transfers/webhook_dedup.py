@@ -1,63 +1,187 @@
-"""Recognizing redelivered webhooks, so the application hears of each event once.
+"""Which deliveries of transfer webhooks reach the handler: each event once, one at a time per transaction,
+and nothing of a transaction after its final event.
 
-A receiver *claims* an event key before handing the event over and *forgets* it if the handler
-fails (so the redelivery is handled); the claim is atomic, so two concurrent deliveries of one
-event cannot both get through. :class:`SeenEvents` keeps the most recent keys in memory; to share
-them between processes and machines give the receiver a Redis ledger (:mod:`.webhook_dedup_redis`,
-sync or asyncio) or your own store (a database table).
+The receiver holds a *lease* on the event's transaction while the handler runs: it **claims** the
+event (with a token new for each delivery), hands it over, then **confirms** it (recorded as handled)
+or, when the handler failed, **releases** the lease so that the next delivery is handled. A claim
+answers, atomically (two deliveries racing on two nodes get different answers):
+
+- :attr:`Claim.CLAIMED`: hand the event over (also when the claim finds its own token: its first try,
+  re-sent by a client after a timeout, had run);
+- :attr:`Claim.HANDLED`: this event (transaction and status) was handled before: a redelivery;
+- :attr:`Claim.SUPERSEDED`: the transaction's final event was handled before and this is another one
+  of it (an older state arriving late, or a contradiction): the final state wins;
+- :attr:`Claim.IN_PROGRESS`: another delivery of this transaction holds the lease: try again later.
+
+A lease ends by itself ``lease`` seconds after the claim (a process that died while handling frees the
+transaction then); records of handled events are kept ``ttl`` seconds after the transaction's last
+claim. :class:`SeenEvents` keeps them in memory (one process); :mod:`.webhook_dedup_redis` on Redis
+(sync or asyncio), for many processes and machines.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable
-from typing import Protocol, Union
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Optional, Protocol, Union
 
-__all__ = ["AnyLedger", "AsyncEventLedger", "EventLedger", "SeenEvents"]
+from ..errors import StoreUnavailableError
+
+__all__ = ["AnyLedger", "AsyncEventLedger", "Claim", "EventKey", "EventLedger", "SeenEvents"]
+
+DEFAULT_TTL = 7 * 86400.0
+"""Seconds an event is remembered as handled: longer than the service keeps redelivering."""
+DEFAULT_LEASE = 60.0
+"""Seconds a claim holds its transaction unless confirmed or released first: longer than a handler runs."""
+
+
+class Claim(Enum):
+    CLAIMED = "claimed"
+    HANDLED = "handled"
+    SUPERSEDED = "superseded"
+    IN_PROGRESS = "in progress"
+
+
+@dataclass(frozen=True)
+class EventKey:
+    """What identifies an event: its transaction (``transactionReference`` or token, or the SHA-256 of a
+    body naming neither), its status as sent ("" when unknown), and whether that status is final."""
+
+    transaction: str
+    status: str
+    final: bool
+
+    @property
+    def dedup_key(self) -> str:
+        return f"{self.transaction}:{self.status}" if self.status else self.transaction
 
 
 class EventLedger(Protocol):
-    def claim(self, key: str) -> bool:
-        """Record ``key``; False when it was already recorded (a redelivery)."""
+    @property
+    def ttl(self) -> float:
+        """Seconds a handled event is remembered (the receiver refuses one shorter than its freshness window)."""
 
-    def forget(self, key: str) -> None:
-        """Drop ``key`` (its handling failed and should be retried)."""
+    def claim(self, event: EventKey, token: str) -> Claim:
+        """Take the lease on the event's transaction for the delivery holding ``token``, or say why not."""
+
+    def confirm(self, event: EventKey, token: str) -> None:
+        """The handler took the event: record it as handled and end the lease, if still held by ``token``."""
+
+    def release(self, event: EventKey, token: str) -> None:
+        """The handler failed: end the lease if still held by ``token``, recording nothing."""
 
 
 class AsyncEventLedger(Protocol):
     """:class:`EventLedger` for asyncio code (a ledger reached over the network, e.g. on Redis)."""
 
-    def claim(self, key: str) -> Awaitable[bool]: ...
+    @property
+    def ttl(self) -> float: ...
 
-    def forget(self, key: str) -> Awaitable[None]: ...
+    def claim(self, event: EventKey, token: str) -> Awaitable[Claim]: ...
+
+    def confirm(self, event: EventKey, token: str) -> Awaitable[None]: ...
+
+    def release(self, event: EventKey, token: str) -> Awaitable[None]: ...
 
 
 AnyLedger = Union[EventLedger, AsyncEventLedger]
 
 
-class SeenEvents:
-    """In-memory :class:`EventLedger` of the last ``capacity`` keys (oldest dropped first)."""
+@dataclass
+class _Transaction:
+    expires_at: float
+    lease_token: Optional[str] = None
+    lease_until: float = 0.0
+    handled: set[str] = field(default_factory=set)
+    final: Optional[str] = None
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError("capacity must be a positive int")
-        self._capacity = capacity
-        self._keys: OrderedDict[str, None] = OrderedDict()
+
+class SeenEvents:
+    """In-memory :class:`EventLedger`: what it was told, for ``ttl`` seconds after each transaction's last
+    claim, of at most ``max_entries`` transactions at once.
+
+    When that many are remembered and none has expired, a claim for a new transaction raises
+    :class:`~pasarela.errors.StoreUnavailableError` (the receiver answers 503, the service delivers the
+    event again later) rather than forget one whose redelivery or replay would then be handled again:
+    size it for the transactions of ``ttl`` seconds. ``clock`` gives Unix seconds.
+    """
+
+    def __init__(self, max_entries: int = 100_000, *, ttl: float = 86400.0, lease: float = DEFAULT_LEASE,
+                 clock: Callable[[], float] = time.time) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise ValueError("max_entries must be a positive int")
+        if not 0 < lease <= ttl < float("inf"):
+            raise ValueError("lease and ttl must be seconds, 0 < lease <= ttl")
+        self._max_entries = max_entries
+        self._ttl = float(ttl)
+        self._lease = float(lease)
+        self._clock = clock
+        self._transactions: OrderedDict[str, _Transaction] = OrderedDict()  # least recently claimed first
         self._lock = threading.Lock()
 
-    def claim(self, key: str) -> bool:
-        with self._lock:
-            if key in self._keys:
-                return False
-            self._keys[key] = None
-            while len(self._keys) > self._capacity:
-                self._keys.popitem(last=False)
-            return True
+    @property
+    def ttl(self) -> float:
+        return self._ttl
 
-    def forget(self, key: str) -> None:
+    def claim(self, event: EventKey, token: str) -> Claim:
         with self._lock:
-            self._keys.pop(key, None)
+            now = self._clock()
+            self._purge(now)
+            record = self._transactions.get(event.transaction)
+            if record is None:
+                if len(self._transactions) >= self._max_entries:
+                    raise StoreUnavailableError(
+                        "webhook ledger (memory)",
+                        f"full: {self._max_entries} transactions seen in the last {self._ttl:g} s")
+                record = self._transactions[event.transaction] = _Transaction(now + self._ttl)
+            outcome = _claim(record, event, token, now)
+            if outcome is Claim.CLAIMED:
+                record.lease_token, record.lease_until, record.expires_at = token, now + self._lease, now + self._ttl
+                self._transactions.move_to_end(event.transaction)
+            return outcome
+
+    def confirm(self, event: EventKey, token: str) -> None:
+        with self._lock:
+            record = self._transactions.get(event.transaction)
+            if record is not None:
+                record.handled.add(event.status)
+                if event.final and record.final is None:
+                    record.final = event.status
+                if record.lease_token == token:
+                    record.lease_token = None
+
+    def release(self, event: EventKey, token: str) -> None:
+        with self._lock:
+            record = self._transactions.get(event.transaction)
+            if record is not None and record.lease_token == token:
+                record.lease_token = None
+
+    def _purge(self, now: float) -> None:
+        while self._transactions:
+            transaction, record = next(iter(self._transactions.items()))
+            if record.expires_at > now:
+                return
+            del self._transactions[transaction]
 
     def __len__(self) -> int:
-        return len(self._keys)
+        """The transactions remembered now."""
+        with self._lock:
+            self._purge(self._clock())
+            return len(self._transactions)
+
+
+def _claim(record: _Transaction, event: EventKey, token: str, now: float) -> Claim:
+    """The order of the checks is the Redis script's (:mod:`.webhook_dedup_redis`)."""
+    if record.lease_token == token:
+        return Claim.CLAIMED
+    if event.status in record.handled:
+        return Claim.HANDLED
+    if record.final is not None:
+        return Claim.SUPERSEDED
+    if record.lease_token is not None and record.lease_until > now:
+        return Claim.IN_PROGRESS
+    return Claim.CLAIMED

@@ -14,15 +14,22 @@ The payload is "not shown" in the spec. An event is read leniently: ``token``,
 ``transactionReference`` and the status (see :mod:`.status`) when present, everything in ``raw``.
 Redeliveries are recognized by ``<transactionReference or token>:<status>`` when the body has
 them, else by the SHA-256 of the body; never by ``X-Kushki-Id``, which the service sets afresh on
-each attempt.
+each attempt. The handler gets the events of one transaction one at a time (a delivery arriving while
+another of its transaction is being handled is answered 503 "in progress", so the service delivers it
+again), each once, and none after the transaction's final event: a later event of it, an older state
+arriving late or a contradicting final one, is answered 200 "superseded" (the final state wins). See
+:mod:`.webhook_dedup`.
 
 Only the body signature (``X-Kushki-Signature``) authenticates the body. A receiver that opts in
 to deliveries signed with ``X-Kushki-SimpleSignature`` alone (``allow_simple_signature=True``) must
 give a ``status_query``: the body of such a delivery is read only for the transfer's token, and the
 handler gets an event built from the status the service returns for it, never from the body.
 
-The handler runs before the 200 goes out, so a handler that raises gets no 200 (the event is
-forgotten, the service may deliver it again): keep it short, queue the slow work.
+The handler runs before the 200 goes out, so a handler that raises gets no 200 (the claim is
+released, the service may deliver it again): keep it short, queue the slow work. Once the handler has
+returned the answer is 200, even when the ledger could not record the event (logged at ERROR: a
+redelivery would reach the handler again); only a final event whose order could not be released after
+it was recorded gets 503, and its redelivery, a duplicate then, releases the order.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import hashlib
 import inspect
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +58,7 @@ from ..http.response_reader import ResponseReader
 from .pending import AnyGuard
 from .responses import TransferStatus
 from .status import TransferState, find_status
-from .webhook_dedup import AnyLedger, SeenEvents
+from .webhook_dedup import AnyLedger, Claim, EventKey, SeenEvents
 from .webhook_signature import (
     DEFAULT_MAX_AGE,
     DEFAULT_MAX_AHEAD,
@@ -85,7 +93,13 @@ class TransferEvent:
     """The ``X-Kushki-Key`` header (the merchant the event is for), when sent."""
     raw: Mapping[str, Any] = field(repr=False)
     """The webhook body; or the status record, when the event comes from a status query."""
-    dedup_key: str = field(repr=False, default="")
+    key: EventKey = field(repr=False, default=EventKey("", "", final=False))
+    """What recognizes its redeliveries and its transaction (see :mod:`.webhook_dedup`)."""
+
+    @property
+    def dedup_key(self) -> str:
+        """``<transactionReference or token>:<status>``, or ``sha256:<hex of the body>`` for a body without them."""
+        return self.key.dedup_key
 
     @classmethod
     def from_body(cls, body: bytes, merchant_id: Optional[str] = None) -> TransferEvent:
@@ -93,12 +107,13 @@ class TransferEvent:
         token = reader.optional_text("token")
         reference = reader.optional_text("transactionReference")
         status = find_status(reader.raw)
+        state = TransferState.of(status)
         identity = reference or token
         if identity is not None and status is not None:
-            key = f"{identity}:{status}"
+            key = EventKey(identity, status, state.is_final)
         else:
-            key = "sha256:" + hashlib.sha256(body).hexdigest()
-        return cls(token, reference, status, TransferState.of(status), merchant_id, reader.raw, key)
+            key = EventKey("sha256:" + hashlib.sha256(body).hexdigest(), "", state.is_final)
+        return cls(token, reference, status, state, merchant_id, reader.raw, key)
 
     @classmethod
     def from_status(cls, token: str, record: TransferStatus, merchant_id: Optional[str] = None) -> TransferEvent:
@@ -106,7 +121,7 @@ class TransferEvent:
         reference = record.raw.get("transactionReference")
         reference = reference if isinstance(reference, str) and reference else None
         return cls(token, reference, record.status, record.state, merchant_id, record.raw,
-                   f"{reference or token}:{record.status or ''}")
+                   EventKey(reference or token, record.status or "", record.state.is_final))
 
 
 @dataclass(frozen=True)
@@ -149,6 +164,17 @@ def _status_function(source: object) -> StatusQuery:
     raise ConfigurationError("status_query must be a function of the token or a transfers client (with .status)")
 
 
+def _check_ledger_ttl(ledger: AnyLedger, window: float) -> None:
+    """A ledger forgetting handled events before their deliveries leave the freshness window would let a
+    replay through."""
+    ttl = getattr(ledger, "ttl", None)
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise ConfigurationError("the ledger must say how long it remembers a handled event (a ttl in seconds)")
+    if ttl < window:
+        raise ConfigurationError(f"the ledger remembers handled events {ttl:g} s, less than the freshness window "
+                                 f"(max_age + max_ahead = {window:g} s): a replay inside it would be handled again")
+
+
 def _check_seconds(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
         raise ConfigurationError(f"{name} must be a finite number of seconds >= 0")
@@ -161,7 +187,8 @@ class TransferWebhookReceiver:
     ``on_event`` gets each new :class:`TransferEvent`; under ASGI it may be a coroutine function.
     ``secret`` is the merchant's webhook secret (without it signatures are not checked, and a
     warning says so once); ``merchant_id`` additionally requires ``X-Kushki-Key`` to match;
-    ``header_names`` renames the headers; ``ledger`` stores seen events (in memory by default);
+    ``header_names`` renames the headers; ``ledger`` stores seen events (a :class:`SeenEvents` in memory by
+    default; its ``ttl`` must cover ``max_age + max_ahead``);
     ``pending`` is released when an event is final; bodies over ``max_body_bytes`` get 413.
 
     Freshness: a delivery whose ``X-Kushki-Id`` (Unix milliseconds) is more than ``max_age``
@@ -214,6 +241,7 @@ class TransferWebhookReceiver:
         self._allow_non_timestamp_id = allow_non_timestamp_id
         self._clock = clock
         self._ledger: AnyLedger = ledger if ledger is not None else SeenEvents()
+        _check_ledger_ttl(self._ledger, self._max_age + self._max_ahead if secret is not None else 0.0)
         self._pending = pending
         self._max_body_bytes = max_body_bytes
 
@@ -305,14 +333,26 @@ class TransferWebhookReceiver:
             admitted = self._queried(admitted, record)
         if not isinstance(admitted, TransferEvent):
             return admitted
-        if not synchronously(self._ledger.claim(admitted.dedup_key), _ASYNC_STORE):
-            return WebhookReply.of(200, "duplicate")
+        ledger, key, token = self._ledger, admitted.key, secrets.token_hex(16)  # the token: this delivery's claim
+        try:
+            claim = synchronously(ledger.claim(key, token), _ASYNC_STORE)
+        except StoreUnavailableError:
+            _quietly(lambda: ledger.release(key, token))  # the claim may have run
+            raise
+        if claim is not Claim.CLAIMED:
+            if claim is Claim.HANDLED:
+                synchronously(self._release(admitted), _ASYNC_STORE)  # a delivery before may have failed to
+            return _unclaimed(admitted, claim)
         try:
             _refuse_awaitable(self._on_event(admitted), "the handler")
         except BaseException:
-            synchronously(self._ledger.forget(admitted.dedup_key), _ASYNC_STORE)
+            _quietly(lambda: ledger.release(key, token))
             raise
-        synchronously(self._release(admitted), _ASYNC_STORE)
+        recorded = _quietly(lambda: ledger.confirm(key, token), admitted)
+        try:
+            synchronously(self._release(admitted), _ASYNC_STORE)
+        except StoreUnavailableError as exc:
+            _guard_not_released(exc, recorded)
         return WebhookReply.of(200, "received")
 
     async def handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
@@ -332,14 +372,26 @@ class TransferWebhookReceiver:
             admitted = self._queried(admitted, record)
         if not isinstance(admitted, TransferEvent):
             return admitted
-        if not await settled(self._ledger.claim(admitted.dedup_key)):
-            return WebhookReply.of(200, "duplicate")
+        ledger, key, token = self._ledger, admitted.key, secrets.token_hex(16)
+        try:
+            claim = await settled(ledger.claim(key, token))
+        except StoreUnavailableError:
+            await _quietly_async(lambda: ledger.release(key, token))
+            raise
+        if claim is not Claim.CLAIMED:
+            if claim is Claim.HANDLED:
+                await settled(self._release(admitted))
+            return _unclaimed(admitted, claim)
         try:
             await settled(self._on_event(admitted))
         except BaseException:
-            await settled(self._ledger.forget(admitted.dedup_key))
+            await _quietly_async(lambda: ledger.release(key, token))
             raise
-        await settled(self._release(admitted))
+        recorded = await _quietly_async(lambda: ledger.confirm(key, token), admitted)
+        try:
+            await settled(self._release(admitted))
+        except StoreUnavailableError as exc:
+            _guard_not_released(exc, recorded)
         return WebhookReply.of(200, "received")
 
     async def __call__(
@@ -370,6 +422,53 @@ class TransferWebhookReceiver:
             _log.error("transfer webhook not handled: %s", exc)
             reply = WebhookReply.of(503, "try again later")
         await _respond(send, reply)
+
+
+def _unclaimed(event: TransferEvent, claim: Claim) -> WebhookReply:
+    """The answer to a delivery whose event is not handed over."""
+    if claim is Claim.HANDLED:
+        return WebhookReply.of(200, "duplicate")
+    if claim is Claim.SUPERSEDED:
+        _log.warning("transfer webhook %s not handed over: its transaction's final event was handled before "
+                     "(the final state wins)", event.dedup_key)
+        return WebhookReply.of(200, "superseded")
+    # Not 200: the service delivers it again, and by then the delivery handling the transaction has finished.
+    return WebhookReply.of(503, "in progress")
+
+
+def _quietly(step: Callable[[], object], handled: Optional[TransferEvent] = None) -> bool:
+    """Run a ledger step whose failure must not change the answer: True when it went through, else log it."""
+    try:
+        synchronously(step(), _ASYNC_STORE)
+    except StoreUnavailableError as exc:
+        _not_recorded(exc, handled)
+        return False
+    return True
+
+
+async def _quietly_async(step: Callable[[], object], handled: Optional[TransferEvent] = None) -> bool:
+    try:
+        await settled(step())
+    except StoreUnavailableError as exc:
+        _not_recorded(exc, handled)
+        return False
+    return True
+
+
+def _not_recorded(exc: StoreUnavailableError, handled: Optional[TransferEvent]) -> None:
+    if handled is None:  # a claim not released: its lease ends by itself
+        _log.warning("transfer webhook: the claim could not be released (its lease ends by itself): %s", exc)
+    else:
+        _log.error("transfer webhook %s handled but not recorded: a redelivery would reach the handler again: %s",
+                   handled.dedup_key, exc)
+
+
+def _guard_not_released(exc: StoreUnavailableError, recorded: bool) -> None:
+    """The handler took a final event but its order could not be released."""
+    if recorded:
+        raise exc  # 503: the service delivers it again, a duplicate now, and that delivery releases the order
+    _log.error("transfer webhook: the order stays reserved until a status query or the guard's ttl frees it: %s",
+               exc)
 
 
 def _refuse_awaitable(outcome: object, what: str) -> None:

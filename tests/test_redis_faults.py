@@ -1,0 +1,161 @@
+"""The three Redis stores under faults short of Redis's death, with the clients the README recommends
+(short ``socket_timeout``, redis-py's retries on): a slow Redis (a long Lua script ahead of ours), a paused
+one (``CLIENT PAUSE``), one refusing commands in the middle of a script (BUSY), one restarted empty.
+
+redis-py re-sends a command that timed out although Redis may have run it: every verdict must still be
+right (a first use accepted, a replay refused, the order reserved by whoever was told so, a genuine webhook
+handed to its handler) or an error (StoreUnavailableError, answered 503), never wrong."""
+
+# ruff: noqa: S105, S106 (test tokens are fixtures)
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import threading
+import time
+from collections.abc import Awaitable, Iterator
+from typing import Any, Callable, TypeVar, Union
+
+import pytest
+import redis
+
+from pasarela.errors import PendingTransferError, ValidationError
+from pasarela.terminal.replay_redis import AsyncRedisReplayStore, RedisReplayStore
+from pasarela.transfers import TransferEvent, TransferWebhookReceiver, body_signature
+from pasarela.transfers.pending import GuardedInit
+from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
+from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisEventLedger
+from redis_faults import busy, calls, retrying_client
+from redis_server import RedisServer
+
+T = TypeVar("T")
+KINDS = ["sync", "async"]
+REPLAY = {"sync": RedisReplayStore, "async": AsyncRedisReplayStore}
+GUARD = {"sync": RedisPendingTransfers, "async": AsyncRedisPendingTransfers}
+LEDGER = {"sync": RedisEventLedger, "async": AsyncRedisEventLedger}
+SECRET = "whsec-faults"
+LATE = 4e9  # an expiry far ahead: the replay window is still open
+
+
+async def settle(value: Union[T, Awaitable[T]]) -> T:
+    return await value if inspect.isawaitable(value) else value
+
+
+@pytest.fixture
+def db(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    with redis_server.client() as client:
+        client.flushall()
+        yield client
+
+
+def run_with(kind: str, server: RedisServer, body: Callable[[Any], Awaitable[T]]) -> T:
+    """``body(client)`` in an event loop, with a retrying sync or asyncio client already connected (as in a
+    running application: the fault meets a command, not the connection's handshake)."""
+
+    async def main() -> T:
+        client = retrying_client(server, kind)
+        try:
+            await settle(client.ping())
+            return await body(client)
+        finally:
+            await settle(client.aclose() if kind == "async" else client.close())
+
+    return asyncio.run(main())
+
+
+def delivery(reference: str, status: str = "PAID") -> tuple[dict[str, str], bytes]:
+    body = json.dumps({"token": f"tok-{reference}", "transactionReference": reference, "status": status}).encode()
+    webhook_id = str(int(time.time() * 1000))
+    return {"X-Kushki-Id": webhook_id, "X-Kushki-Signature": body_signature(SECRET, body, webhook_id)}, body
+
+
+# --- a slow or paused Redis: the retried command had run ------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_replay_store_first_use_stays_first_when_the_set_is_retried(
+    kind: str, redis_server: RedisServer, db: redis.Redis
+) -> None:
+    async def body(client: Any) -> list[bool]:
+        store = REPLAY[kind](client)
+        with busy(redis_server):
+            first = await settle(store.first_use("ab" * 64, LATE))
+        return [first, await settle(store.first_use("ab" * 64, LATE))]
+
+    before = calls(redis_server, "set")
+    assert run_with(kind, redis_server, body) == [True, False]  # the first use accepted, the replay refused
+    assert calls(redis_server, "set") - before >= 3  # the fault made the client send the first SET again
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_guard_reserve_is_not_refused_by_its_own_first_try(
+    kind: str, redis_server: RedisServer, db: redis.Redis
+) -> None:
+    async def body(client: Any) -> None:
+        guard = GUARD[kind](client)
+        await settle(guard.reserve("order-0", "tok-0"))  # as in a running application, Redis has the scripts
+        with busy(redis_server):
+            await settle(guard.reserve("order-1", "tok-1"))
+        pending = await settle(guard.pending("order-1"))
+        assert pending is not None and pending.token == "tok-1"
+        with pytest.raises(PendingTransferError):
+            await settle(guard.reserve("order-1", "tok-2"))  # another transfer for the order is still refused
+
+    before = calls(redis_server, "evalsha")
+    run_with(kind, redis_server, body)
+    assert calls(redis_server, "evalsha") - before >= 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_genuine_webhook_reaches_its_handler_when_the_claim_is_retried(
+    kind: str, redis_server: RedisServer, db: redis.Redis
+) -> None:
+    handled: list[TransferEvent] = []
+    headers, body = delivery("ref-slow")
+
+    async def run(client: Any) -> list[int]:
+        receiver = TransferWebhookReceiver(handled.append, secret=SECRET, ledger=LEDGER[kind](client))
+        with busy(redis_server):
+            first = await receiver.handle_async(headers, body)
+        again = await receiver.handle_async(headers, body)
+        return [first.status, json.loads(first.body)["status"], json.loads(again.body)["status"]]
+
+    assert run_with(kind, redis_server, run) == [200, "received", "duplicate"]
+    assert [event.transaction_reference for event in handled] == ["ref-slow"]
+
+
+def test_a_release_sent_again_never_frees_the_reservation_made_since(redis_server: RedisServer,
+                                                                      db: redis.Redis) -> None:
+    """An init refused definitely releases its order; redis-py re-sends that release after a timeout, and by
+    the time the copy runs another transfer has reserved the order: the copy must leave it reserved."""
+    reserved, slow_redis, outcome = threading.Event(), threading.Event(), []
+    refused_init = threading.Thread(target=init_refused_by_the_service,
+                                    args=(redis_server, reserved, slow_redis, outcome))
+    refused_init.start()
+    assert reserved.wait(timeout=10)
+    other_node = RedisPendingTransfers(db)  # patient: no timeout while Redis is busy
+    with busy(redis_server):
+        slow_redis.set()  # the init is refused now: its release waits behind the busy script and is sent again
+        time.sleep(0.1)
+        other_node.reserve("order-1", "tok-2")  # queued after the first release, before its copy
+    refused_init.join()
+    assert outcome == ["released"]
+    pending = RedisPendingTransfers(db).pending("order-1")
+    assert pending is not None and pending.token == "tok-2"
+
+
+def init_refused_by_the_service(server: RedisServer, reserved: threading.Event, slow_redis: threading.Event,
+                                outcome: list[str]) -> None:
+    with retrying_client(server) as client:
+        guard = RedisPendingTransfers(client)
+        guard.release("order-0")  # as in a running application, Redis has the scripts
+        guard.release_transfer(token="tok-0")
+        try:
+            with GuardedInit(guard, "order-1", "tok-1"):
+                reserved.set()
+                slow_redis.wait(timeout=10)
+                raise ValidationError("amount", "refused before sending")
+        except ValidationError:
+            outcome.append("released")
