@@ -44,11 +44,21 @@ def test_full_response_true_is_the_full_answer(client: TestClient) -> None:
     assert "details" not in _qr_init(client, False)
 
 
-def test_full_response_of_another_type_is_refused_by_name(client: TestClient) -> None:
-    amount = {"subtotalIva": 0, "subtotalIva0": 5000, "iva": 0}
-    refused = client.post("/transfer/v1/init", json={"token": "t", "amount": amount, "fullResponse": 2},
-                          headers=PRIVATE_KEY)
-    assert refused.status_code == 400 and refused.json()["field"] == "fullResponse"
+def _tokenless_charge(client: TestClient, full_response: Any) -> dict[str, Any]:
+    amount = {"subtotalIva": 0, "subtotalIva0": 5000, "iva": 0, "currency": "COP"}
+    charge = client.post("/card/v2/charges", headers=PRIVATE_KEY,
+                         json={"card": CARD, "amount": amount, "fullResponse": full_response})
+    assert charge.status_code == 201, charge.text
+    body: dict[str, Any] = charge.json()
+    return body
+
+
+@pytest.mark.parametrize("full_response", [1, 0, 2.5, "1", "true", "v1", "", None, [], {"v": 2}])
+def test_any_other_full_response_is_accepted_alike_by_charges_and_transfer_init(client: TestClient,
+                                                                                full_response: Any) -> None:
+    # Lenient as the service's charges, which take members they do not know: asks for nothing more.
+    assert "details" not in _qr_init(client, full_response)
+    assert set(_tokenless_charge(client, full_response)) == set(_tokenless_charge(client, "v2"))
 
 
 @pytest.mark.parametrize("user_type", ["0", "1"])

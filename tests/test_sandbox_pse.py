@@ -75,7 +75,8 @@ def test_a_cop_token_without_flow_needs_a_bank(client: TestClient) -> None:
 
 def test_pse_init_redirects_to_the_bank_and_the_payer_pays_there(client: TestClient) -> None:
     token, answer = _start(client)
-    assert set(answer) == {"redirectUrl", "trazabilityCode"} and re.fullmatch(r"[0-9]{10}", answer["trazabilityCode"])
+    assert set(answer) == {"redirectUrl", "trazabilityCode", "transactionReference"}
+    assert re.fullmatch(r"[0-9]{10}", answer["trazabilityCode"])
     assert answer["redirectUrl"].endswith(f"/sandbox/pay/{token}")
     page = client.get(f"/sandbox/pay/{token}")
     assert page.status_code == 200 and "PSE" in page.text

@@ -47,6 +47,8 @@ _TEXT = _string(r"\S", minLength=1, maxLength=255)
 _MONEY = {"type": "number", "minimum": 0, "maximum": _MAX_AMOUNT, "multipleOf": 0.01}
 _UUID = _string("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _EPOCH_MS = {"type": "integer", "minimum": 0, "description": "epoch milliseconds"}
+_FULL_RESPONSE = {"description": "\"v2\" or true ask for the full answer (a Colombia QR's details); any other value is "
+                                  "accepted and asks for nothing more, on every operation that takes it"}
 _AMOUNT_MEMBERS = {"subtotalIva": _MONEY, "subtotalIva0": _MONEY, "iva": _MONEY}
 _CURRENCIES = sorted(MINOR_UNITS)
 _TRANSFER_STATUSES = ["initializedTransaction", "approvedTransaction", "declinedTransaction", "expiredTransaction"]
@@ -86,8 +88,7 @@ COMPONENTS: dict[str, Any] = {
             "token": _TEXT,
             "amount": _ref("TransferAmount"),
             "metadata": {"type": "object"},
-            "fullResponse": {"anyOf": [{"type": "string", "enum": ["v2"]}, {"type": "boolean"}],
-                             "description": "v2 or true: the full answer (Colombia QR details)"},
+            "fullResponse": _FULL_RESPONSE,
         },
         ("token", "amount"),
     ),
@@ -132,7 +133,8 @@ COMPONENTS: dict[str, Any] = {
                      "uniqueItems": True,
                      "description": "networkToken: also tokenize the card with a network token (Creation)"},
     "ChargeRequest": _object(
-        {"token": _TEXT, "amount": _ref("ChargeAmount"), "capabilities": _ref("Capabilities")},
+        {"token": _TEXT, "amount": _ref("ChargeAmount"), "capabilities": _ref("Capabilities"),
+         "fullResponse": _FULL_RESPONSE},
         ("token", "amount"),
         description="Other members of a charge are not shown in the spec: they are accepted and ignored.",
     ),
@@ -143,12 +145,13 @@ COMPONENTS: dict[str, Any] = {
             "isNetworkToken": {"type": "boolean"},
             "networkToken": _ref("NetworkToken"),
             "capabilities": _ref("Capabilities"),
+            "fullResponse": _FULL_RESPONSE,
         },
         ("card", "amount"),
     ),
     "ReversalRequest": _object(
         {"amount": {"type": "object", "description": "accepted and not checked: the whole charge is reversed"},
-         "fullResponse": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}},
+         "fullResponse": _FULL_RESPONSE},
         description="Optional body of a void or refund (the official PHP SDK sends one).",
     ),
     "PaymentRequest": _object(
@@ -186,14 +189,16 @@ COMPONENTS: dict[str, Any] = {
         ("bank", "referenceNumber", "referenceProcessor", "ticketNumber", "transactionReference"),
         closed=True,
     ),
-    "EcuadorRedirect": _object({"redirectUrl": _string("^https?://")}, ("redirectUrl",), closed=True),
+    "EcuadorRedirect": _object({"redirectUrl": _string("^https?://"), "transactionReference": _UUID},
+                               ("redirectUrl", "transactionReference"), closed=True),
     "EcuadorWallet": _object(
         {
             "qr": _string("^data:image/png;base64,"),
             "redirectUrl": _string("", "deep link opening the wallet"),
             "referenceCode": _string("^[0-9]{6}$"),
+            "transactionReference": _UUID,
         },
-        ("qr", "redirectUrl", "referenceCode"),
+        ("qr", "redirectUrl", "referenceCode", "transactionReference"),
         closed=True,
     ),
     "QrDetails": _object(
@@ -218,8 +223,8 @@ COMPONENTS: dict[str, Any] = {
     ),
     "ColombiaPse": _object(
         {"redirectUrl": _string("^https?://", "the payer's bank (the sandbox's payer page)"),
-         "trazabilityCode": _string("^[0-9]{10}$")},
-        ("redirectUrl", "trazabilityCode"),
+         "trazabilityCode": _string("^[0-9]{10}$"), "transactionReference": _UUID},
+        ("redirectUrl", "trazabilityCode", "transactionReference"),
         closed=True,
     ),
     "TransferInit": {"anyOf": [_ref("MexicoClabe"), _ref("EcuadorRedirect"), _ref("EcuadorWallet"),

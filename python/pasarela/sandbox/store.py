@@ -238,12 +238,14 @@ class Tx:
         return None if row is None else _transfer(row)
 
     def payable_by(self, column: str, value: str) -> Optional[Transfer]:
-        """The newest initialized, not cancelled transfer whose ``clabe`` or ``reference_code`` is ``value``
-        (the payer pays what they were shown; a 6-digit code is reused once its transfer has ended)."""
+        """The transfer whose ``clabe`` or ``reference_code`` is ``value``: the newest initialized, not cancelled
+        one (the payer pays what they were shown; a 6-digit code is reused once its transfer has ended), else
+        the newest one, final or cancelled, so that paying it is refused as for its token (409), not 404."""
         if column not in ("clabe", "reference_code"):
             raise ValueError(f"transfers are not looked up by {column}")
         row = self._db.execute(
-            f"{_SELECT_TRANSFERS} WHERE {column} = ? AND status = ? AND cancelled = 0 ORDER BY created DESC LIMIT 1",
+            f"{_SELECT_TRANSFERS} WHERE {column} = ? ORDER BY (status = ? AND cancelled = 0) DESC, created DESC"
+            " LIMIT 1",
             (value, TransferStatus.INITIALIZED.value),
         ).fetchone()
         return None if row is None else _transfer(row)

@@ -163,12 +163,16 @@ class TransferApi:
                 "ticketNumber": transfer.ticket_number,
                 "transactionReference": transfer.reference,
             }
+        # Every variant names the transaction (spec 2.7 lists transactionReference for Mexico and Colombia QR
+        # only; the service's transfer webhooks carry it for all): the reference the webhook will repeat.
         if transfer.variant == "bank":
-            return {"redirectUrl": page}
+            return {"redirectUrl": page, "transactionReference": transfer.reference}
         if transfer.variant == "pse":
-            return {"redirectUrl": page, "trazabilityCode": transfer.reference_code}
+            return {"redirectUrl": page, "trazabilityCode": transfer.reference_code,
+                    "transactionReference": transfer.reference}
         if transfer.variant == "wallet":
-            return {"qr": png_data_uri(page), "redirectUrl": page, "referenceCode": transfer.reference_code}
+            return {"qr": png_data_uri(page), "redirectUrl": page, "referenceCode": transfer.reference_code,
+                    "transactionReference": transfer.reference}
         answer: dict[str, Any] = {"qr": png_data_uri(page), "transactionReference": transfer.reference}
         if full_response:
             answer["details"] = {
@@ -251,7 +255,8 @@ def _reference_code(tx: Tx, variant: str) -> Optional[str]:
 def _free_reference_code(tx: Tx) -> str:
     for _ in range(_CODE_ATTEMPTS):
         code = digits(6)
-        if tx.payable_by("reference_code", code) is None:
+        holder = tx.payable_by("reference_code", code)
+        if holder is None or holder.status.is_final or holder.window.cancelled:  # no transfer payable by it
             return code
     raise SandboxError(503, "NO_FREE_CODE", "no free 6-digit reference code: start a fresh sandbox database")
 

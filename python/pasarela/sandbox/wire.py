@@ -22,6 +22,7 @@ from .jsontext import plain
 
 __all__ = [
     "amount",
+    "asks_full_response",
     "card_token_request",
     "charge_request",
     "client_rules",
@@ -84,13 +85,22 @@ def transfer_token_request(body: Mapping[str, Any]) -> TransferTokenRequest:
         )
 
 
+def asks_full_response(body: Mapping[str, Any]) -> bool:
+    """Whether a request asks for the full answer: ``fullResponse`` ``"v2"`` (the value the spec documents for
+    transfer init, and the service's docs for tokenless charges) or ``true`` (its older card docs, the PHP SDK).
+    Any other value is accepted and asks for nothing more, on cards and transfers alike: the service's charges
+    take members they do not know, so a value it would ignore must not become a 400 here."""
+    value = body.get("fullResponse")
+    return value is True or value == "v2"
+
+
 def transfer_init_request(body: Mapping[str, Any]) -> TransferInitRequest:
     with client_rules():
         return TransferInitRequest(
             token=body["token"],
             amount=amount(body["amount"]),
             metadata=None if body.get("metadata") is None else plain(body["metadata"]),
-            full_response=body.get("fullResponse") in ("v2", True),
+            full_response=asks_full_response(body),
         )
 
 
