@@ -13,21 +13,23 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Iterator
+from contextlib import ExitStack
 from typing import Any, Callable, TypeVar, Union
 
 import pytest
 import redis
 
-from pasarela.errors import PendingTransferError, ValidationError
+from pasarela.errors import PendingTransferError, StoreUnavailableError, ValidationError
 from pasarela.terminal.replay_redis import AsyncRedisReplayStore, RedisReplayStore
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver, body_signature
 from pasarela.transfers.pending import GuardedInit
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
 from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisEventLedger
-from redis_faults import busy, calls, retrying_client
+from redis_faults import busy, calls, paused, refusing_scripts, retrying_client
 from redis_server import RedisServer
 
 T = TypeVar("T")
@@ -159,3 +161,127 @@ def init_refused_by_the_service(server: RedisServer, reserved: threading.Event, 
                 raise ValidationError("amount", "refused before sending")
         except ValidationError:
             outcome.append("released")
+
+
+# --- the processing lease: nothing left claimed when Redis fails after the claim ---------------------
+
+LEASE = 0.5  # short, so that the tests see a lease end; the default is a minute
+AWAY_FOR = 1.5  # longer than the client's tries (4 x 0.3 s): the command fails
+
+
+def answer(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> str:
+    """What the service is told: the outcome of a 200 or 503, or 'unavailable' (the ASGI app's 503)."""
+    try:
+        reply = receiver.handle(headers, body)
+    except StoreUnavailableError:
+        return "unavailable"
+    return str(json.loads(reply.body)["status"])
+
+
+def delivered_until_received(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> list[str]:
+    """The service delivering again after each 503 until it gets a 200, as it does; the outcomes in order."""
+    outcomes = [answer(receiver, headers, body)]
+    deadline = time.monotonic() + 30
+    while outcomes[-1] in ("in progress", "unavailable") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        outcomes.append(answer(receiver, headers, body))
+    return outcomes
+
+
+@pytest.mark.parametrize("fault", ["paused", "refusing scripts"])
+def test_a_handler_failing_while_redis_is_away_leaves_no_claim_behind(
+    fault: str, redis_server: RedisServer, db: redis.Redis
+) -> None:
+    handled: list[str] = []
+    headers, body = delivery("ref-fails")
+    with retrying_client(redis_server) as client, ExitStack() as faults:
+
+        def on_event(event: TransferEvent) -> None:
+            handled.append(event.dedup_key)
+            if len(handled) == 1:  # Redis goes away while the handler runs, and the handler fails
+                if fault == "paused":
+                    faults.enter_context(paused(redis_server, AWAY_FOR))
+                else:
+                    faults.enter_context(refusing_scripts(redis_server))
+                raise RuntimeError("the handler failed")
+
+        receiver = TransferWebhookReceiver(on_event, secret=SECRET, ledger=RedisEventLedger(client, lease=LEASE))
+        with pytest.raises(RuntimeError, match="the handler failed"):  # not a 200: the service delivers it again
+            receiver.handle(headers, body)
+        faults.close()
+        outcomes = delivered_until_received(receiver, headers, body)
+    assert outcomes[-1] == "received" and set(outcomes[:-1]) <= {"in progress", "unavailable"}
+    assert handled == ["ref-fails:PAID"] * 2
+
+
+def test_a_claim_whose_answer_was_lost_does_not_hold_the_event(redis_server: RedisServer, db: redis.Redis) -> None:
+    handled: list[str] = []
+    headers, body = delivery("ref-lost")
+    with retrying_client(redis_server) as client:
+        receiver = TransferWebhookReceiver(lambda event: handled.append(event.dedup_key), secret=SECRET,
+                                           ledger=RedisEventLedger(client, lease=60))  # only the release frees it
+        assert answer(receiver, *delivery("ref-earlier")) == "received"  # connected, and Redis has the scripts
+        with busy(redis_server, AWAY_FOR):  # every try times out; Redis runs them all once free
+            assert answer(receiver, headers, body) == "unavailable"
+        assert delivered_until_received(receiver, headers, body) == ["received"]
+    assert handled == ["ref-earlier:PAID", "ref-lost:PAID"]
+
+
+def test_a_final_event_recorded_but_its_order_not_released_is_released_by_the_redelivery(
+    redis_server: RedisServer, db: redis.Redis
+) -> None:
+    headers, body = delivery("ref-order")
+    with retrying_client(redis_server) as client:
+        guard = RedisPendingTransfers(client)
+        guard.reserve("order-1", "tok-ref-order")
+        guard.confirm("order-1", "ref-order")
+        handled: list[str] = []
+
+        def on_event(event: TransferEvent) -> None:
+            handled.append(event.dedup_key)
+            paused(redis_server, AWAY_FOR).__enter__()  # the guard is away when the order is to be released
+
+        receiver = TransferWebhookReceiver(on_event, secret=SECRET, pending=guard)  # the ledger in memory
+        assert delivered_until_received(receiver, headers, body) == ["unavailable", "duplicate"]
+        assert guard.pending("order-1") is None
+    assert handled == ["ref-order:PAID"]
+
+
+def test_redis_lost_while_the_handler_runs_then_restarted_empty(caplog: pytest.LogCaptureFixture) -> None:
+    """The handler took the event: answered 200 (a 503 would have it handled again once Redis is back), the
+    failure to record it logged. Restarted without persistence, the stores have forgotten what the README
+    says they forget (orders, signatures, handled events), and work again."""
+    with RedisServer() as server, retrying_client(server) as client:
+        guard, ledger, store = RedisPendingTransfers(client), RedisEventLedger(client), RedisReplayStore(client)
+        guard.reserve("order-1", "tok-ref-lost")
+        guard.confirm("order-1", "ref-lost")
+        assert store.first_use("ab" * 64, LATE)
+        handled: list[str] = []
+
+        def on_event(event: TransferEvent) -> None:
+            handled.append(event.dedup_key)
+            if len(handled) == 1:
+                server.kill()
+
+        receiver = TransferWebhookReceiver(on_event, secret=SECRET, ledger=ledger, pending=guard)
+        headers, body = delivery("ref-lost")
+        with caplog.at_level(logging.ERROR, logger="pasarela.webhooks"):
+            assert answer(receiver, headers, body) == "received"
+        assert "handled but not recorded" in caplog.text and "order stays reserved" in caplog.text
+        other_headers, other_body = delivery("ref-other")
+        assert answer(receiver, other_headers, other_body) == "unavailable"  # while Redis is away: 503
+        with pytest.raises(StoreUnavailableError):
+            store.first_use("cd" * 64, LATE)
+        with pytest.raises(StoreUnavailableError):
+            guard.reserve("order-2", "tok-2")
+
+        server.start()
+
+        assert answer(receiver, other_headers, other_body) == "received"
+        assert handled == ["ref-lost:PAID", "ref-other:PAID"]
+        assert store.first_use("cd" * 64, LATE) and not store.first_use("cd" * 64, LATE)
+        assert store.first_use("ab" * 64, LATE)  # forgotten: why the README asks for persistence
+        assert guard.pending("order-1") is None  # forgotten too
+        guard.reserve("order-2", "tok-2")
+        with pytest.raises(PendingTransferError):
+            guard.reserve("order-2", "tok-3")
