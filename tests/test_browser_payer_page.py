@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
+from selenium.webdriver.common.by import By
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -152,6 +153,10 @@ def test_paying_at_the_bank_portal_returns_the_payer_to_the_callback(browser: Br
 
     assert_back_at_merchant(browser, site, token, "ec-1")
     assert site.status(token) == "PAID"
+    browser.driver.get(answer["redirectUrl"])  # the portal opened again shows the result, no buttons to press
+    assert "Status: PAID" in browser.text()
+    assert browser.driver.find_elements(By.TAG_NAME, "button") == []
+    browser.screenshot("payer_page_after_payment")
 
 
 def test_declining_at_the_pse_bank_returns_the_payer_to_the_callback(browser: Browser, site: Site) -> None:
