@@ -22,7 +22,6 @@ from .jsontext import plain
 
 __all__ = [
     "amount",
-    "asks_full_response",
     "card_token_request",
     "charge_request",
     "client_rules",
@@ -85,7 +84,7 @@ def transfer_token_request(body: Mapping[str, Any]) -> TransferTokenRequest:
         )
 
 
-def asks_full_response(body: Mapping[str, Any]) -> bool:
+def _asks_full_response(body: Mapping[str, Any]) -> bool:
     """Whether a request asks for the full answer: ``fullResponse`` ``"v2"`` (the value the spec documents for
     transfer init, and the service's docs for tokenless charges) or ``true`` (its older card docs, the PHP SDK).
     Any other value is accepted and asks for nothing more, on cards and transfers alike: the service's charges
@@ -100,7 +99,7 @@ def transfer_init_request(body: Mapping[str, Any]) -> TransferInitRequest:
             token=body["token"],
             amount=amount(body["amount"]),
             metadata=None if body.get("metadata") is None else plain(body["metadata"]),
-            full_response=asks_full_response(body),
+            full_response=_asks_full_response(body),
         )
 
 
