@@ -4,6 +4,14 @@
 //     -> {"authorization", "data", "signed"}: seal requestData = JSON.parse(plaintext)
 //   {"op": "verify", "businessCode", "terminalSerial", "timestamp", "authorization", "data"}
 //     -> {"ok", "payload"}: what the server does with a sealed request
+//   {"op": "sealText", "businessCode", "terminalSerial", "timestamp", "ivHex", "text", "signing"}
+//     -> {"authorization", "data"}: the text encrypted as it is, signed "server" (JSON.stringify of
+//        JSON.parse(text) with key added, what the server recomputes) or "splice" (the text itself with
+//        ,"key":"..." put before its last character, as a string-splicing client signs)
+//   {"op": "receive", "businessCode", "terminalSerial", "now", "method", "headers", "body" | "query"}
+//     -> {"ok", "reason", "stringified", "ownKey", "ownProto"}: the server's verdict on a whole
+//        HTTP request (headers by lower-case name; the body text of POST/PUT/PATCH, or the query's data of
+//        GET), and, when it accepts, JSON.stringify of the payload it parsed
 'use strict';
 const crypto = require('crypto');
 const readline = require('readline');
@@ -53,6 +61,62 @@ function verify(r) {
   return { ok: r.authorization === 'Basic ' + hash, payload };
 }
 
+function sealText(r) {
+  const { encodedKeyTimestamp, aesKey } = derive(r.businessCode, r.terminalSerial, r.timestamp);
+  const signed = r.signing === 'server'
+    ? signature(JSON.parse(r.text), encodedKeyTimestamp).json
+    : r.text.slice(0, -1) + ',"key":"' + encodedKeyTimestamp + '"}';
+  const dataJson = Buffer.from(signed, 'utf8').toString('base64');
+  const hash = crypto.createHash('sha512').update(dataJson, 'utf8').digest('hex');
+  const iv = Buffer.from(r.ivHex, 'hex');
+  const cipher = crypto.createCipheriv('aes-256-cbc', Buffer.from(aesKey, 'utf8'), iv);
+  const ct = Buffer.concat([cipher.update(r.text, 'utf8'), cipher.final()]);
+  return { authorization: 'Basic ' + hash, data: iv.toString('hex') + ':' + ct.toString('hex') };
+}
+
+function refused(reason) { return { ok: false, reason }; }
+
+// The service's JavaScript server receiving a terminal request (spec 5.1): timestamp header of 10 digits
+// within 300 s of its clock, data from the JSON body (or the query on GET), decipher, JSON.parse, key added,
+// JSON.stringify, Base64, SHA-512, compared in constant time with the Authorization header's hash.
+function receive(r) {
+  const timestamp = r.headers.timestamp;
+  if (typeof timestamp !== 'string' || !/^[0-9]{10}$/.test(timestamp)) return refused('timestamp not 10 digits');
+  if (!(Math.abs(r.now - Number(timestamp)) <= 300)) return refused('timestamp outside 300 s');
+  const authorization = r.headers.authorization;
+  if (typeof authorization !== 'string' || !authorization.startsWith('Basic ')) return refused('no Basic hash');
+  const data = r.method === 'GET' ? r.query : JSON.parse(r.body).data;
+  if (typeof data !== 'string') return refused('no data');
+  const [ivHex, ctHex] = data.split(':');
+  const { encodedKeyTimestamp, aesKey } = derive(r.businessCode, r.terminalSerial, Number(timestamp));
+  let text;
+  try {
+    const decipher = crypto.createDecipheriv('aes-256-cbc', Buffer.from(aesKey, 'utf8'), Buffer.from(ivHex, 'hex'));
+    text = Buffer.concat([decipher.update(Buffer.from(ctHex, 'hex')), decipher.final()]).toString('utf8');
+  } catch (e) {
+    return refused('decipher: ' + e.message);
+  }
+  let payload;
+  try {
+    payload = JSON.parse(text);
+  } catch (e) {
+    return refused('JSON.parse: ' + e.message);
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return refused('not an object');
+  const expected = Buffer.from(signature(payload, encodedKeyTimestamp).hash, 'utf8');
+  const given = Buffer.from(authorization.slice('Basic '.length), 'utf8');
+  const facts = {
+    ownKey: Object.prototype.hasOwnProperty.call(payload, 'key'),
+    ownProto: Object.prototype.hasOwnProperty.call(payload, '__proto__'),
+  };
+  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) {
+    return { ...refused('signature mismatch'), ...facts };
+  }
+  return { ok: true, reason: 'valid', stringified: JSON.stringify(payload), ...facts };
+}
+
+const OPS = { seal, verify, sealText, receive };
+
 module.exports = { sealObject };
 
 if (require.main === module) {
@@ -61,7 +125,7 @@ if (require.main === module) {
     let out;
     try {
       const r = JSON.parse(line);
-      out = r.op === 'seal' ? seal(r) : verify(r);
+      out = OPS[r.op](r);
     } catch (e) {
       out = { error: String(e && e.message) };
     }

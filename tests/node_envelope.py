@@ -7,9 +7,22 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple, Optional
 
 SCRIPT = Path(__file__).resolve().parent / "node_envelope.js"
+
+
+class ServerVerdict(NamedTuple):
+    """What the JavaScript server made of a request."""
+
+    ok: bool
+    reason: str
+    stringified: Optional[bytes]
+    """JSON.stringify of the payload it accepted (UTF-8), else None."""
+    own_key: bool
+    """The parsed payload has its own top-level "key" (known once the text parsed)."""
+    own_proto: bool
+    """... its own top-level "__proto__"."""
 
 
 class NodeEnvelope:
@@ -63,6 +76,59 @@ class NodeEnvelope:
                 "authorization": authorization,
                 "data": data,
             }
+        )
+
+    def seal_text(
+        self, business_code: str, terminal_serial: str, timestamp: int, iv: bytes, text: str, *, signing: str
+    ) -> dict[str, Any]:
+        """``text`` encrypted as it is and signed ``"server"`` (what the server recomputes from it) or ``"splice"``
+        (the text with ``,"key":"…"`` spliced before its last character); ``{"authorization", "data"}``."""
+        if signing not in ("server", "splice"):
+            raise ValueError(f"signing must be 'server' or 'splice', not {signing!r}")
+        return self._ask(
+            {
+                "op": "sealText",
+                "businessCode": business_code,
+                "terminalSerial": terminal_serial,
+                "timestamp": timestamp,
+                "ivHex": iv.hex(),
+                "text": text,
+                "signing": signing,
+            }
+        )
+
+    def receive(
+        self,
+        business_code: str,
+        terminal_serial: str,
+        now: float,
+        method: str,
+        headers: dict[str, str],
+        *,
+        body: Optional[bytes] = None,
+        query_data: Optional[str] = None,
+    ) -> ServerVerdict:
+        """The JavaScript server's verdict on a whole request (``headers`` by lower-case name; ``body`` for
+        POST, PUT and PATCH, ``query_data`` the ``data`` query parameter of a GET), at its clock ``now``."""
+        answer = self._ask(
+            {
+                "op": "receive",
+                "businessCode": business_code,
+                "terminalSerial": terminal_serial,
+                "now": now,
+                "method": method,
+                "headers": headers,
+                "body": None if body is None else body.decode("utf-8"),
+                "query": query_data,
+            }
+        )
+        stringified = answer.get("stringified")
+        return ServerVerdict(
+            ok=answer["ok"],
+            reason=answer["reason"],
+            stringified=None if stringified is None else stringified.encode("utf-8"),
+            own_key=answer.get("ownKey", False),
+            own_proto=answer.get("ownProto", False),
         )
 
     def close(self) -> None:
