@@ -96,8 +96,8 @@ def test_seal_payload_leaves_an_empty_iv_pool_and_a_small_workspace_to_the_two_c
 
     def in_a_fresh_thread() -> None:  # (a thread's workspace starts small, its IV pool empty)
         buffers = _binding._workspace.buffers
-        result.append(_binding.seal_payload(terminal._native.address, NOON, payload, None, _Row, ()))
-        result.append(_binding.seal_payload(terminal._native.address, NOON, {"a": 1}, None, _Row, ()))
+        result.append(_binding.seal_payload(terminal._native, NOON, payload, None, _Row, ()))
+        result.append(_binding.seal_payload(terminal._native, NOON, {"a": 1}, None, _Row, ()))
         result.append(terminal.seal(payload, timestamp=NOON))
         result.append(_binding._workspace.buffers is not buffers)
 
@@ -107,7 +107,7 @@ def test_seal_payload_leaves_an_empty_iv_pool_and_a_small_workspace_to_the_two_c
     too_small, empty, sealed, grown = result
     assert too_small == _binding.lib.PASARELA_E_BUFFER_TOO_SMALL and empty == _binding.lib.PASARELA_E_IV_POOL_EMPTY
     assert grown and terminal.open("POST", sealed.headers, sealed.body, now=NOON) == payload
-    assert _binding.seal_payload(terminal._native.address, NOON, {"key": 1}, None, _Row, ()) is None  # declined
+    assert _binding.seal_payload(terminal._native, NOON, {"key": 1}, None, _Row, ()) is None  # declined
 
 
 @given(sealable_objects(), st.binary(min_size=16, max_size=16), st.integers(min_value=0, max_value=3))
@@ -411,9 +411,9 @@ def test_fastcall_keeps_no_reference_to_what_it_returns() -> None:
         lambda: terminal.seal(payload),
         lambda: terminal.open("POST", sealed.headers, sealed.body, now=NOON),
         refused,
-        lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON, b"[1]",
+        lambda: _fastcall.seal_json(terminal._native, _binding._workspace.buffers.ws_address, NOON, b"[1]",
                                     0, None, _Row, (), 0),  # a refusal: the status comes back
-        lambda: _fastcall.seal_json(terminal._native.address, _binding._workspace.buffers.ws_address, NOON,
+        lambda: _fastcall.seal_json(terminal._native, _binding._workspace.buffers.ws_address, NOON,
                                     b'{"a":null}', 0, bytes(16), _Row, ("h",), _binding.FACT_NULL),  # (row, facts)
         lambda: terminal.seal_many([payload] * 8),  # through _fastcall.rows
         lambda: terminal.seal_many([{"text": "x" * 1000}] * 8),  # through _fastcall.seal_rows
@@ -430,7 +430,8 @@ def _address() -> int:
 
 @pytest.mark.parametrize(("args", "error", "words"), [
     (lambda c: (c, NOON, {}, None, _Row), TypeError, "takes 6 arguments"),
-    (lambda c: (0, NOON, {}, None, _Row, ()), TypeError, "credentials: expected a non-zero address"),
+    (lambda c: (c.address, NOON, {}, None, _Row, ()), TypeError, "credentials must be a pasarela._binding.Credentials"),
+    (lambda c: ((0,), NOON, {}, None, _Row, ()), TypeError, "credentials: expected a non-zero address"),
     (lambda c: (c, -1, {}, None, _Row, ()), OverflowError, None),
     (lambda c: (c, "now", {}, None, _Row, ()), TypeError, None),
     (lambda c: (c, NOON, {}, b"short", _Row, ()), ValueError, "seal_payload: iv must be 16 bytes"),
@@ -439,11 +440,11 @@ def _address() -> int:
     (lambda c: (c, NOON, {}, None, type(sys.flags), ()), TypeError, "made by a class statement"),  # static
     (lambda c: (c, NOON, {}, None, _Row, ["h"]), TypeError, "head must be a tuple"),
 ])
-def test_seal_payload_refuses_bad_arguments_with_type_errors(args: Callable[[int], tuple[Any, ...]],
+def test_seal_payload_refuses_bad_arguments_with_type_errors(args: Callable[[Any], tuple[Any, ...]],
                                                              error: type[Exception], words: Optional[str]) -> None:
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(error, match=words):
-        _fastcall.seal_payload(*args(terminal._native.address))
+        _fastcall.seal_payload(*args(terminal._native))
 
 
 def test_seal_payload_reads_the_clock_when_no_timestamp_is_given_and_puts_it_in_the_row() -> None:
@@ -453,12 +454,12 @@ def test_seal_payload_reads_the_clock_when_no_timestamp_is_given_and_puts_it_in_
     iv = bytes(range(16))
     for _ in range(3):  # a second may turn between the readings: then once more
         before = int(time.time())
-        row = _fastcall.seal_payload(terminal._native.address, None, {"a": 1}, iv, _Row, ("head",))
+        row = _fastcall.seal_payload(terminal._native, None, {"a": 1}, iv, _Row, ("head",))
         after = int(time.time())
         if before == after:
             break
     assert type(row) is _Row and row[0] == "head" and row[1] == before == after, (row[:2], before, after)
-    given = _fastcall.seal_payload(terminal._native.address, before, {"a": 1}, iv, _Row, ("head",))
+    given = _fastcall.seal_payload(terminal._native, before, {"a": 1}, iv, _Row, ("head",))
     assert given == row and type(given[1]) is int
     sealed = terminal.seal({"a": 1}, iv=iv)  # Terminal.seal lets the C call read the clock
     assert terminal.open("POST", sealed.headers, sealed.body) == {"a": 1}
@@ -497,8 +498,10 @@ def test_seal_payload_finds_each_threads_own_workspace() -> None:
     (lambda c, w: (c, w, NOON, b"{}", 0, None), TypeError, "takes 9 arguments"),
     (lambda c, w: (c, w, NOON, "{}", 0, None, _Row, (), 0), TypeError, "json: expected bytes"),
     (lambda c, w: (c, w, NOON, bytearray(b"{}"), 0, None, _Row, (), 0), TypeError, "json: expected bytes"),
-    (lambda c, w: (0, w, NOON, b"{}", 0, None, _Row, (), 0), TypeError, "credentials: expected a non-zero address"),
-    (lambda c, w: ("1", w, NOON, b"{}", 0, None, _Row, (), 0), TypeError,
+    (lambda c, w: (c.address, w, NOON, b"{}", 0, None, _Row, (), 0), TypeError,
+     "credentials must be a pasarela._binding.Credentials"),
+    (lambda c, w: ((0,), w, NOON, b"{}", 0, None, _Row, (), 0), TypeError, "credentials: expected a non-zero address"),
+    (lambda c, w: (("1",), w, NOON, b"{}", 0, None, _Row, (), 0), TypeError,
      "credentials: expected a non-zero address"),
     (lambda c, w: (c, None, NOON, b"{}", 0, None, _Row, (), 0), TypeError, "ws: expected a non-zero address"),
     (lambda c, w: (c, w, -1, b"{}", 0, None, _Row, (), 0), OverflowError, None),
@@ -511,11 +514,11 @@ def test_seal_payload_finds_each_threads_own_workspace() -> None:
     (lambda c, w: (c, w, NOON, b"{}", 0, None, _Row, (), -1), OverflowError, None),
     (lambda c, w: (c, w, NOON, b"{}", 0, None, _Row, (), None), TypeError, None),
 ])
-def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[int, int], tuple[Any, ...]],
+def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[Any, int], tuple[Any, ...]],
                                                           error: type[Exception], words: Optional[str]) -> None:
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(error, match=words):
-        _fastcall.seal_json(*args(terminal._native.address, _address()))
+        _fastcall.seal_json(*args(terminal._native, _address()))
 
 
 @pytest.mark.parametrize(("args", "error", "words"), [
@@ -525,13 +528,14 @@ def test_seal_json_refuses_bad_arguments_with_type_errors(args: Callable[[int, i
     (lambda c: (c, {}, b"{}", "noon", 300.0), TypeError, None),
     (lambda c: (c, {}, b"{}", NOON, None), TypeError, None),
     (lambda c: (c, None, b"{}", NOON, 300.0), AttributeError, "get"),  # headers: a mapping
-    (lambda c: (0, {}, b"{}", NOON, 300.0), TypeError, "credentials: expected a non-zero"),
+    (lambda c: (c.address, {}, b"{}", NOON, 300.0), TypeError, "credentials must be a pasarela._binding.Credentials"),
+    (lambda c: ((0,), {}, b"{}", NOON, 300.0), TypeError, "credentials: expected a non-zero"),
 ])
-def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[int], tuple[Any, ...]],
+def test_open_post_refuses_bad_arguments_with_type_errors(args: Callable[[Any], tuple[Any, ...]],
                                                           error: type[Exception], words: Optional[str]) -> None:
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(error, match=words):
-        _fastcall.open_post(*args(terminal._native.address))
+        _fastcall.open_post(*args(terminal._native))
 
 
 def test_open_post_leaves_a_workspace_too_small_to_the_caller_which_grows_it() -> None:
@@ -545,7 +549,7 @@ def test_open_post_leaves_a_workspace_too_small_to_the_caller_which_grows_it() -
 
     def in_a_fresh_thread() -> None:
         buffers = _binding._workspace.buffers
-        result.append(_fastcall.open_post(terminal._native.address, sealed.headers, sealed.body, NOON, 300.0))
+        result.append(_fastcall.open_post(terminal._native, sealed.headers, sealed.body, NOON, 300.0))
         result.append(terminal.open("POST", sealed.headers, sealed.body, now=NOON))
         result.append(_binding._workspace.buffers is not buffers)
 

@@ -460,15 +460,15 @@ def test_open_post_is_the_path_a_sealed_request_takes(monkeypatch: pytest.Monkey
     headers, body = _sealed_bytes_request()
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     # through pasarela._fastcall (CPython): the payload itself, built by the C core
-    opened = _binding.open_post(terminal._native.address, headers, body, NOON, 300)
+    opened = _binding.open_post(terminal._native, headers, body, NOON, 300)
     assert opened == {"amount": 100, "currency": "COP", "reference": "order-1042"}
-    late = _binding.open_post(terminal._native.address, headers, body, NOON + 301, 300)
+    late = _binding.open_post(terminal._native, headers, body, NOON + 301, 300)
     assert late in _binding._READ_THE_SLOWER_WAY  # outside the window: read the slower way, which names it
     assert _binding.settle_open_post(terminal._native, headers, body, NOON + 301, 300, late) is None
     monkeypatch.setattr(_binding, "open_post", _binding._open_post_cffi)  # through cffi (PyPy): the text, for Python
-    opened = _binding.open_post(terminal._native.address, headers, body, NOON, 300)
+    opened = _binding.open_post(terminal._native, headers, body, NOON, 300)
     assert type(opened) is tuple and opened[0] == b'{"amount":100,"currency":"COP","reference":"order-1042"}'
-    late = _binding.open_post(terminal._native.address, headers, body, NOON + 301, 300)
+    late = _binding.open_post(terminal._native, headers, body, NOON + 301, 300)
     assert late in _binding._READ_THE_SLOWER_WAY
     assert _binding.settle_open_post(terminal._native, headers, body, NOON + 301, 300, late) is None
 
@@ -498,13 +498,13 @@ def test_the_canonicalizer_reports_long_integer_literals(fastcall: bool, monkeyp
         monkeypatch.setattr(_binding, "open_post", _binding._open_post_cffi)
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)  # alive while its credentials' address is in use
     headers, data = _forged(LONG_INT_PLAINTEXT, sign_over=LONG_INT_CANONICAL)
-    opened = _binding.open_post(terminal._native.address, headers,
+    opened = _binding.open_post(terminal._native, headers,
                                 b'{"data":"' + data.encode() + b'"}', NOON, 300)
     # left to Python either way: JSON.parse rounds such integers, which the C core's reader would not
     assert type(opened) is tuple and opened[0] == LONG_INT_CANONICAL and opened[1] & _binding.FACT_LONG_INT
     short_headers, short_data = _forged(b'{"a":1.5e15,"c":"12345678901234567890"}',
                                         sign_over=b'{"a":1500000000000000,"c":"12345678901234567890"}')
-    short = _binding.open_post(terminal._native.address, short_headers,
+    short = _binding.open_post(terminal._native, short_headers,
                                b'{"data":"' + short_data.encode() + b'"}', NOON, 300)
     if fastcall:
         assert short == {"a": 1500000000000000, "c": "12345678901234567890"} and type(short["a"]) is int

@@ -20,7 +20,7 @@
  * make the single seal's Sealed as tuple.__new__ would, with the class's own allocator and no tuple in between
  * (Python had made a tuple of the request, plaintext length and facts, then the Sealed from it with
  * tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which passes the
- * addresses of objects it keeps alive.
+ * addresses of objects it keeps alive, and the credentials as their owning object (begin_call_with_credentials).
  *
  * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
  * since METH_FASTCALL entered the limited API only in 3.10. No mutable globals: the function pointers live in the
@@ -107,13 +107,22 @@ typedef struct {
 } call_target;
 
 /* The state and credentials (args[0]) of a call with n arguments; the workspace is left for the caller to find.
- * 0, or -1 with an exception set. */
+ * The credentials are given as pasarela._binding's Credentials object, an immutable tuple whose item 0 is the
+ * address of its pasarela_credentials, never as a bare address: the argument tuple then holds a reference to the
+ * object that owns that memory for as long as the call runs, the GIL released included (given the address alone,
+ * another thread could drop the last reference meanwhile, as calling Terminal.__init__ again did: a use after
+ * free). 0, or -1 with an exception set. */
 static int begin_call_with_credentials(PyObject *module, PyObject *args, Py_ssize_t n, const char *name,
                                        call_target *target) {
     target->state = state_of(module);
     if (target->state == NULL || check_arity(args, n, name) < 0)
         return -1;
-    target->credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
+    PyObject *credentials = PyTuple_GetItem(args, 0);
+    if (!PyTuple_Check(credentials) || PyTuple_Size(credentials) < 1) {
+        PyErr_Format(PyExc_TypeError, "%s: credentials must be a pasarela._binding.Credentials", name);
+        return -1;
+    }
+    target->credentials = address_of(PyTuple_GetItem(credentials, 0), name, "credentials");
     return target->credentials == NULL ? -1 : 0;
 }
 
@@ -333,8 +342,8 @@ static PyObject *sealed_row(call_target *target, const seal_arguments *a, PyObje
 }
 
 /* seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) |
- * status. credentials, ws: addresses of a pasarela_credentials and a pasarela_workspace; json: bytes; iv: 16
- * bytes, or None for the next IV of ws's pool. As pasarela_seal_json, the GIL released during it. On PASARELA_OK,
+ * status. credentials: a Credentials (begin_call_with_credentials); ws: a pasarela_workspace's address; json:
+ * bytes; iv: 16 bytes, or None for the next IV of ws's pool. As pasarela_seal_json, the GIL released during it. On PASARELA_OK,
  * the row is row_type's instance of (*head, request, plaintext_len, 0), made as tuple.__new__ makes it (row_of);
  * returned alone unless the text has a fact of check_facts (then with the facts); any other status is returned (an
  * int). */

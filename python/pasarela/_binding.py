@@ -108,23 +108,39 @@ def _fail(status: int) -> NativeError:
 _credential_ids = itertools.count(1)  # never reused: a workspace's key cache is keyed by it
 
 
-class Credentials:
-    """A terminal's credentials as the C core takes them (copies, wiped when this object goes away)."""
+class Credentials(tuple[int, Any, Any, Any]):
+    """A terminal's credentials as the C core takes them (copies, wiped when this object goes away).
 
-    __slots__ = ("_business_code", "_terminal_serial", "address", "struct")
+    Immutable (a tuple: the address of its pasarela_credentials, that struct, and the two buffers it points to),
+    and handed whole to every C call that reads it, never as a bare address: the call's arguments then keep the
+    memory alive while the C code runs with the GIL released, whatever other threads do meanwhile (given the
+    address alone, a Terminal re-initialized in another thread freed it under a running seal)."""
 
-    def __init__(self, business_code: bytes, terminal_serial: bytes) -> None:
-        self._business_code = ffi.new("uint8_t[]", business_code)
-        self._terminal_serial = ffi.new("uint8_t[]", terminal_serial)
-        self.struct = ffi.new("pasarela_credentials *", {
-            "business_code": self._business_code, "business_code_len": len(business_code),
-            "terminal_serial": self._terminal_serial, "terminal_serial_len": len(terminal_serial),
+    __slots__ = ()
+
+    def __new__(cls, business_code: bytes, terminal_serial: bytes) -> Credentials:
+        code = ffi.new("uint8_t[]", business_code)
+        serial = ffi.new("uint8_t[]", terminal_serial)
+        struct = ffi.new("pasarela_credentials *", {
+            "business_code": code, "business_code_len": len(business_code),
+            "terminal_serial": serial, "terminal_serial_len": len(terminal_serial),
             "cpu": CPU_FEATURES, "id": next(_credential_ids),
         })
-        self.address = _address(self.struct)  # for _fastcall, valid while this object lives
+        return tuple.__new__(cls, (_address(struct), struct, code, serial))
+
+    @property
+    def address(self) -> int:
+        """The pasarela_credentials' address, valid while this object lives."""
+        return self[0]
+
+    @property
+    def struct(self) -> Any:
+        """The pasarela_credentials (cffi), for the cffi calls."""
+        return self[1]
 
     def __del__(self) -> None:
-        ffi.memmove(self._business_code, bytes(len(self._business_code)), len(self._business_code))
+        code = self[2]
+        ffi.memmove(code, bytes(len(code)), len(code))
 
     def __repr__(self) -> str:
         return "Credentials(<redacted>)"
@@ -318,8 +334,7 @@ def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int,
     if len(json) > b.json_capacity:
         b = _workspace.grow(len(json))
     if _fast_seal_json is not None:
-        out = _fast_seal_json(credentials.address, b.ws_address, timestamp, json, flags, iv, row_type, head,
-                              check_facts)
+        out = _fast_seal_json(credentials, b.ws_address, timestamp, json, flags, iv, row_type, head, check_facts)
         if type(out) is not int:
             return out  # type: ignore[return-value]  # the row, or (row, facts)
         status = out
@@ -358,13 +373,14 @@ JSON per C call, and up to 8 requests of 16 KiB in one group hashed side by side
 
 
 def credentials_array(credentials: list[Any]) -> Any:
-    """The C array of a batch's credentials (the Credentials.struct of each item)."""
+    """The C array of a batch's credentials (the Credentials.struct of each item). It does not keep them alive: the
+    caller holds the Credentials objects until the last C call that reads the array has returned."""
     return ffi.new("pasarela_credentials *[]", credentials)
 
 
 def repeated_credentials(credentials: Any, n: int) -> Any:
     """The C array of n pointers to one Credentials.struct (a batch of one terminal): its pointer's bytes
-    repeated, without converting n Python objects. The caller keeps the credentials alive."""
+    repeated, without converting n Python objects. The caller holds the Credentials as credentials_array's does."""
     one = ffi.new("pasarela_credentials *[1]", [credentials])
     return ffi.from_buffer("pasarela_credentials *[]", ffi.buffer(one)[:] * n)
 
@@ -417,7 +433,7 @@ def seal_json_array(credentials: Any, timestamp: int, array: bytes, n: int, chec
         return _seal_items(credentials, timestamp, items, lens, n, check_facts, row_type, column, common, held)
 
 
-def _seal_payload_declined(credentials: int, timestamp: Optional[int], payload: Any, iv: Optional[bytes],
+def _seal_payload_declined(credentials: Credentials, timestamp: Optional[int], payload: Any, iv: Optional[bytes],
                            row_type: type[Row], head: tuple[Any, ...]) -> None:
     """seal_payload where pasarela._fastcall is not built: every payload is left to the caller's other paths."""
     return None
@@ -425,7 +441,7 @@ def _seal_payload_declined(credentials: int, timestamp: Optional[int], payload: 
 
 seal_payload = _fast_seal_payload if _fast_seal_payload is not None else _seal_payload_declined
 """seal_payload(credentials, timestamp, payload, iv, row_type, head): seal_json of stringify(payload)'s text in one
-C call, in this thread's workspace (the text never made a bytes object). credentials: a Credentials' address;
+C call, in this thread's workspace (the text never made a bytes object). credentials: a Credentials;
 timestamp: None for now, read by that call. The row of (*head, timestamp, request, plaintext_len, 0), None when
 stringify declines the payload (and where pasarela._fastcall is not built), or a status (an int) when it is not
 PASARELA_OK: then stringify and seal_json, which refill the IV pool, grow the workspace or raise. The C function
@@ -633,7 +649,7 @@ _READ_THE_SLOWER_WAY = frozenset({
 })
 
 
-def _open_post_cffi(credentials: int, headers: Mapping[str, str], body: bytes, now: float, tolerance: float
+def _open_post_cffi(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float
                     ) -> Union[tuple[bytes, int], int, None]:
     """open_post where pasarela._fastcall is not built (PyPy): the headers read here (_post_headers), the request
     opened through cffi in this thread's workspace; the verified text and its facts (the payload is left to the
@@ -644,7 +660,7 @@ def _open_post_cffi(credentials: int, headers: Mapping[str, str], body: bytes, n
     timestamp_text, authorization = read
     b = _workspace.buffers
     ws = b.ws
-    status: int = _open_request(ffi.cast("pasarela_credentials *", credentials), ws, timestamp_text,
+    status: int = _open_request(credentials.struct, ws, timestamp_text,
                                 len(timestamp_text), now, tolerance, authorization, len(authorization), body, len(body))
     if status == _OK:
         return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
@@ -654,7 +670,7 @@ def _open_post_cffi(credentials: int, headers: Mapping[str, str], body: bytes, n
 open_post = _fast_open_post if _fast_open_post is not None else _open_post_cffi
 """open_post(credentials, headers, body, now, tolerance): open_request of a POST request in the form seal writes, its
 headers (the str values of "timestamp" and "Authorization", or else "authorization", as ASGI servers spell it) and
-body read by the C core too, in this thread's workspace. credentials: a Credentials' address. The payload of the
+body read by the C core too, in this thread's workspace. credentials: a Credentials. The payload of the
 verified canonical text (as orjson.loads returns it, built by pasarela._fastcall), or (that text, its FACT_* bits)
 when it is left to the caller to read (without pasarela._fastcall; a text with an integer of 17 digits or more,
 which JSON.parse rounds; what that reader declines), a status (an int: settle_open_post), or None when the request
@@ -669,7 +685,7 @@ def settle_open_post(credentials: Credentials, headers: Mapping[str, str], body:
     None for a status the slower way reads (it names the refusal); other refusals raise AuthError."""
     if status == _BUFFER_TOO_SMALL:
         _workspace.grow(len(body) // 2)
-        out = open_post(credentials.address, headers, body, now, tolerance)
+        out = open_post(credentials, headers, body, now, tolerance)
         if type(out) is not int:
             return out
         status = out

@@ -3,17 +3,19 @@
 from collections.abc import Mapping
 from typing import Any, Optional, TypeVar, Union
 
+from ._binding import Credentials
+
 def connect(seal_json_address: int, open_request_address: int, layout: tuple[int, ...], utf8_address: int,
             seal_batch_address: int, open_request_as_sent_address: int, canonicalize_address: int, workspace: object,
             /) -> None: ...
 _Row = TypeVar("_Row", bound=tuple[Any, ...])
 
-def seal_json(credentials: int, ws: int, timestamp: int, json: bytes, flags: int, iv: Optional[bytes],
+def seal_json(credentials: Credentials, ws: int, timestamp: int, json: bytes, flags: int, iv: Optional[bytes],
               row_type: type[_Row], head: tuple[Any, ...], check_facts: int, /
               ) -> Union[_Row, tuple[_Row, int], int]: ...
-def seal_payload(credentials: int, timestamp: Optional[int], payload: object, iv: Optional[bytes],
+def seal_payload(credentials: Credentials, timestamp: Optional[int], payload: object, iv: Optional[bytes],
                  row_type: type[_Row], head: tuple[Any, ...], /) -> Union[_Row, int, None]: ...
-def open_post(credentials: int, headers: Mapping[str, str], body: bytes, now: float, tolerance: float, /
+def open_post(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float, /
               ) -> Union[Any, tuple[bytes, int], int, None]: ...
 def parse(text: bytes, /) -> Any: ...
 def parse_canonical(text: bytes, /) -> Any: ...

@@ -170,15 +170,31 @@ class Terminal:
     """A terminal's credentials, sealing requests on the C core.
 
     ``repr`` and ``str`` show the terminal serial only; the business code never leaves this object.
+    Immutable: its credentials are set once (a second ``__init__`` and attribute assignment raise), since
+    other threads may be sealing and opening with them.
     """
 
     __slots__ = ("_business_code", "_native", "_serial_bytes", "terminal_serial")
+    _business_code: bytes
+    _native: _binding.Credentials
+    _serial_bytes: bytes
+    terminal_serial: str
 
     def __init__(self, business_code: str, terminal_serial: str) -> None:
-        self._business_code = encode_credential("business_code", business_code)
-        self._serial_bytes = encode_credential("terminal_serial", terminal_serial)
-        self._native = _binding.Credentials(self._business_code, self._serial_bytes)
-        self.terminal_serial = self._serial_bytes.decode("utf-8")
+        if hasattr(self, "_native"):
+            raise TypeError(f"a {type(self).__name__}'s credentials cannot be changed: make a new one")
+        code = encode_credential("business_code", business_code)
+        serial = encode_credential("terminal_serial", terminal_serial)
+        native = _binding.Credentials(code, serial)
+        for name, value in (("_business_code", code), ("_serial_bytes", serial), ("_native", native),
+                            ("terminal_serial", serial.decode("utf-8"))):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(terminal_serial={self.terminal_serial!r}, business_code=<redacted>)"
@@ -203,7 +219,7 @@ class Terminal:
             iv = check_iv(iv)
         if type(payload) is dict and _HAS_HW_AES:  # its exact text written, signed and encrypted in one C call
             # (which reads the clock when timestamp is None), the row made there: no other Python call
-            row = _binding.seal_payload(self._native.address, timestamp, payload, iv, Sealed, (self, method))
+            row = _binding.seal_payload(self._native, timestamp, payload, iv, Sealed, (self, method))
             if type(row) is Sealed:
                 return row
         ts = _whole(_now()) if timestamp is None else timestamp
@@ -259,7 +275,7 @@ class Terminal:
             return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
         if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
             when = _now() if now is None else now
-            opened_post = _binding.open_post(self._native.address, headers, body, when, tolerance)
+            opened_post = _binding.open_post(self._native, headers, body, when, tolerance)
             if type(opened_post) is int:  # a status: the workspace grown, a refusal raised, or the slower way (None)
                 opened_post = _binding.settle_open_post(self._native, headers, body, when, tolerance, opened_post)
             if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
@@ -359,8 +375,10 @@ def _seal_many(terminals: list[Terminal], payloads: list[Payload], method: str, 
 def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str, ts: int, only: Optional[Terminal],
                 small: bool, sealed: list[Sealed]) -> int:
     """Seals a chunk of two or more items in few C calls, appending to sealed; returns the length of their JSON."""
-    credentials = (_binding.repeated_credentials(only._native.struct, len(payloads)) if only is not None
-                   else _binding.credentials_array([terminal._native.struct for terminal in terminals]))
+    # held until this function returns, after its last C call: the arrays hold bare pointers to their structs
+    natives = [only._native] if only is not None else [terminal._native for terminal in terminals]
+    credentials = (_binding.repeated_credentials(natives[0].struct, len(payloads)) if only is not None
+                   else _binding.credentials_array([native.struct for native in natives]))
     common = (method, ts)  # each item's Sealed: (terminal, method, ts, buffer, plaintext_len, start)
     # every item written exactly by _stringify (sealed as it is), else orjson's array of them (split and checked
     # by the C core), else each item serialized alone
