@@ -10,7 +10,8 @@ Host names under ``.test`` resolve to 127.0.0.1 inside the browser (``--host-res
 local server can stand for another site (``merchant.test``, ``attacker.test``): the browser then applies its
 cross-site rules (``Sec-Fetch-Site: cross-site``, CSP origins) exactly as it would on the internet.
 
-Screenshots go to :data:`SCREENSHOT_DIR`, which CI keeps as an artifact.
+Screenshots go to :data:`SCREENSHOT_DIR`, which CI keeps as an artifact. Selenium is imported only when a
+browser starts: tests/conftest.py imports this module, and the test runs of the installed wheel have no selenium.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -130,10 +131,10 @@ class Browser:
                                  f"page titled {title!r}; its console: {self.console()}") from None
         self.wait_loaded()
 
-    def wait_loaded(self, timeout: Optional[float] = None) -> None:
+    def wait_loaded(self) -> None:
         from selenium.webdriver.support.wait import WebDriverWait
 
-        WebDriverWait(self.driver, timeout or PAGE_LOAD_TIMEOUT).until(
+        WebDriverWait(self.driver, PAGE_LOAD_TIMEOUT).until(
             lambda driver: driver.execute_script("return document.readyState") == "complete")
 
     def close(self) -> None:
