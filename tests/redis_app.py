@@ -7,8 +7,10 @@
 - ``/health``: 200, unverified, touching nothing.
 
 Every answer carries ``x-worker-pid``, so a test can see that several processes took part. Settings come
-from the environment: PASARELA_TEST_REDIS_URL, PASARELA_TEST_EVENTS, PASARELA_TEST_WEBHOOK_SECRET, and
-PASARELA_TEST_REPLAY_STORE=memory for a per-worker in-memory replay store instead (benchmarks only).
+from the environment: PASARELA_TEST_REDIS_URL, PASARELA_TEST_EVENTS, PASARELA_TEST_WEBHOOK_SECRET,
+PASARELA_TEST_REPLAY_STORE=memory for a per-worker in-memory replay store instead (benchmarks only), and
+for the fault tests the Redis client's PASARELA_TEST_REDIS_TIMEOUT (seconds, default 1) and
+PASARELA_TEST_REDIS_RETRIES (default 1), and the webhook ledger's PASARELA_TEST_LEASE (seconds, default 60).
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 # Refuse within about a second when Redis is gone (redis-py's default retries back off for seconds).
+_timeout = float(os.environ.get("PASARELA_TEST_REDIS_TIMEOUT", "1"))
 _client = redis.asyncio.Redis.from_url(
-    os.environ["PASARELA_TEST_REDIS_URL"], socket_timeout=1.0, socket_connect_timeout=1.0,
-    retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 1),
+    os.environ["PASARELA_TEST_REDIS_URL"], socket_timeout=_timeout, socket_connect_timeout=_timeout,
+    retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), int(os.environ.get("PASARELA_TEST_REDIS_RETRIES", "1"))),
 )
 _events = os.environ["PASARELA_TEST_EVENTS"]
 _webhook_secret = os.environ["PASARELA_TEST_WEBHOOK_SECRET"]
@@ -63,7 +66,8 @@ _replay_store = (InMemoryReplayStore() if os.environ.get("PASARELA_TEST_REPLAY_S
                  else AsyncRedisReplayStore(_client))
 _terminal = TerminalAuthMiddleware(_terminal_endpoint, pasarela.Terminal(BUSINESS_CODE, SERIAL),
                                    replay_store=_replay_store)
-_webhooks = TransferWebhookReceiver(_on_event, secret=_webhook_secret, ledger=AsyncRedisEventLedger(_client),
+_ledger = AsyncRedisEventLedger(_client, lease=float(os.environ.get("PASARELA_TEST_LEASE", "60")))
+_webhooks = TransferWebhookReceiver(_on_event, secret=_webhook_secret, ledger=_ledger,
                                     pending=AsyncRedisPendingTransfers(_client))
 
 

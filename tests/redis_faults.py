@@ -4,7 +4,8 @@
   Redis: the clients time out, redis-py retries, and the first try has still run once Redis is free);
 - :func:`paused`: ``CLIENT PAUSE``, Redis holding every client's commands for a while;
 - :func:`refusing_scripts`: a script running past ``busy-reply-threshold``, so Redis answers BUSY to
-  every other command until the script is killed (a timeout in the middle of a script).
+  every other command until the script is killed (a timeout in the middle of a script);
+- :func:`faults_meanwhile`: busy, paused, busy past the client's retries, over and over while a test runs.
 
 :func:`retrying_client` makes the clients the README recommends: a short ``socket_timeout`` and
 redis-py's retries on (on timeouts too). :func:`calls` reads Redis's own count of commands run, so a
@@ -14,6 +15,7 @@ test can show that the fault did make the client send a command again.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -108,3 +110,31 @@ def calls(server: RedisServer, command: str) -> int:
     """How many times Redis has run ``command`` (lower case: 'set', 'evalsha'), from INFO commandstats."""
     with server.client() as client:
         return int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+@contextmanager
+def faults_meanwhile(server: RedisServer) -> Iterator[list[str]]:
+    """Until the block ends, over and over: Redis busy, paused, then busy past the client's retries (its
+    commands fail, and run once Redis is free), a short quiet between. Yields the faults applied so far."""
+    stop, applied = threading.Event(), []
+
+    def cycle() -> None:
+        for kind, seconds in itertools.cycle([("busy", BUSY_FOR), ("paused", BUSY_FOR), ("busy", 2 * BUSY_FOR)]):
+            if stop.is_set():
+                return
+            if kind == "busy":
+                with busy(server, seconds):
+                    pass
+            else:
+                with paused(server, seconds):
+                    time.sleep(seconds)
+            applied.append(kind)
+            stop.wait(0.2)
+
+    faulting = threading.Thread(target=cycle)
+    faulting.start()
+    try:
+        yield applied
+    finally:
+        stop.set()
+        faulting.join()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
 import redis
+import redis.backoff
+import redis.retry
 
-from pasarela.errors import PendingTransferError
+from pasarela.errors import PendingTransferError, StoreUnavailableError
 from pasarela.transfers.pending_redis import RedisPendingTransfers
+from redis_faults import RETRIES, SOCKET_TIMEOUT
 
 
 def reserve_each_order(url: str, order_ids: list[str], start: Barrier, wins: Queue[tuple[str, int]],
@@ -23,3 +27,24 @@ def reserve_each_order(url: str, order_ids: list[str], start: Barrier, wins: Que
             except PendingTransferError:
                 continue
             wins.put((order_id, racer))
+
+
+def reserve_each_order_under_faults(url: str, order_ids: list[str], start: Barrier,
+                                    verdicts: Queue[tuple[str, int, str]], racer: int) -> None:
+    """As :func:`reserve_each_order`, with the short timeout and the retries of tests/redis_faults.py, while the
+    test makes Redis slow: report each verdict, 'won', 'refused' (PendingTransferError) or 'error'."""
+    with redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
+                              retry=redis.retry.Retry(redis.backoff.NoBackoff(), RETRIES)) as client:
+        guard = RedisPendingTransfers(client)
+        guard.release("order-warm-up")  # connected, and Redis has the scripts, as in a running application
+        for order_id in order_ids:
+            time.sleep(0.1)  # paced, so that the orders meet every kind of fault the test cycles through
+            start.wait(timeout=60)
+            try:
+                guard.reserve(order_id, f"tok-{racer}-{order_id}")
+            except PendingTransferError:
+                verdicts.put((order_id, racer, "refused"))
+            except StoreUnavailableError:
+                verdicts.put((order_id, racer, "error"))
+            else:
+                verdicts.put((order_id, racer, "won"))

@@ -144,9 +144,10 @@ def test_a_redelivered_webhook_reaches_the_handler_once_across_workers(
         headers = {"X-Kushki-Id": webhook_id, "X-Kushki-Signature": body_signature(WEBHOOK_SECRET, body, webhook_id),
                    "Content-Type": "application/json"}
         answers = fire(workers.base_url + "/webhook", [(headers, body)] * 16)
-        assert [answer.status for answer in answers] == [200] * 16
-        outcomes = Counter(json.loads(answer.body)["status"] for answer in answers)
-        assert outcomes == {"received": 1, "duplicate": 15}, outcomes
+        outcomes = Counter((answer.status, json.loads(answer.body)["status"]) for answer in answers)
+        # One handled; the others 503 while it was being handled (the service delivers them again), or duplicates.
+        assert outcomes[(200, "received")] == 1, outcomes
+        assert set(outcomes) <= {(200, "received"), (503, "in progress"), (200, "duplicate")}, outcomes
         handled = [line for line in events.read_text().splitlines() if line.endswith(" ref-hook:PAID")]
         assert len(handled) == 1
         assert guard.pending("order-hook") is None  # the final event released the order
