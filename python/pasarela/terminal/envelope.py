@@ -22,6 +22,7 @@ from ..errors import (
     BAD_DATA,
     BAD_LENGTH,
     BAD_PADDING,
+    KEY_IN_PLAINTEXT,
     KEY_REASON,
     NOT_JSON,
     NOT_OBJECT_REASON,
@@ -295,15 +296,17 @@ class Terminal:
         text = opened.text
         if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
             refusal: Optional[AuthError] = None
+            payload: Optional[dict[str, Any]] = None
             try:
                 text = canonicalize_text(text)
             except PayloadError as exc:
                 refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
             else:
-                if text.startswith(b"{"):
-                    try:  # refused whatever was signed, as the C path does
-                        check_no_proto(text)
-                    except PayloadError:
+                if text.startswith(b"{"):  # a top-level "key" or "__proto__": refused whatever was signed, as the
+                    payload = _parse_canonical(text)  # C path and the reference do (a splicing client signs it)
+                    if "key" in payload:
+                        refusal = AuthError(KEY_IN_PLAINTEXT)
+                    elif "__proto__" in payload:
                         refusal = AuthError(PROTO_IN_PLAINTEXT)
                 try:
                     _binding.verify(self._native, timestamp, text, signature)
@@ -313,6 +316,7 @@ class Terminal:
                 raise AuthError(BAD_PADDING)
             if refusal is not None:
                 raise refusal
+            return cast("dict[str, Any]", payload)  # verified: JSON object text
         return _parse_canonical(text)
 
     def _derive(self, timestamp: int) -> _binding.Derived:
