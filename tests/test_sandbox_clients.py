@@ -400,6 +400,7 @@ def test_ecuador_bank_redirect_is_followed_to_the_callback(
         callback = f"{merchant.base_url}/return?order=77"
         token, answer = start_transfer(client, *ecuador(document_number, callback))
         assert isinstance(answer, EcuadorRedirect)
+        assert answer.transaction_reference == client.status(token).raw["transactionReference"]
         with httpx.Client(follow_redirects=True, timeout=10) as browser:
             portal = browser.get(answer.redirect_url)
             assert portal.status_code == 200 and 'name="action" value="pay"' in portal.text
@@ -418,6 +419,7 @@ def test_ecuador_wallet_gives_qr_deep_link_and_code(start: Start, merchant: Merc
     with running.transfers() as client:
         token, answer = start_transfer(client, *ecuador("123456789", f"{merchant.base_url}/return"))
         assert isinstance(answer, EcuadorWallet)
+        assert answer.transaction_reference == client.status(token).raw["transactionReference"]
         assert_png(answer.qr)
         assert answer.deep_link.endswith(f"/sandbox/pay/{token}")
         assert len(answer.reference_code) == 6 and answer.reference_code.isdigit()

@@ -193,3 +193,16 @@ def test_bank_list() -> None:
     assert caught.value.field == "$[0].name"
     with pytest.raises(ResponseShapeError):
         parse_bank_list({"banks": []})
+
+
+@pytest.mark.parametrize("answer", [
+    {"redirectUrl": "https://bank.example/portal"},
+    {"redirectUrl": "https://bank.example/pse", "trazabilityCode": "4561237"},
+    {"qr": QR, "redirectUrl": "deuna://pay?ref=1", "referenceCode": "482913"},
+], ids=["ecuador_bank", "colombia_pse", "ecuador_wallet"])
+def test_ecuador_and_pse_answers_keep_their_transaction_reference(answer: dict[str, object]) -> None:
+    assert parse_transfer_init(answer).transaction_reference is None  # type: ignore[union-attr]
+    named = parse_transfer_init({**answer, "transactionReference": REFERENCE})
+    assert named.transaction_reference == REFERENCE  # type: ignore[union-attr]
+    with pytest.raises(ResponseShapeError, match=r"\$\.transactionReference"):
+        parse_transfer_init({**answer, "transactionReference": "not-a-uuid"})

@@ -76,6 +76,9 @@ class ResponseReader:
             raise ResponseShapeError(self.where(key), "expected a UUID") from None
         return value
 
+    def optional_uuid(self, key: str) -> Optional[str]:
+        return self.uuid(key) if self.has(key) else None
+
     def digits(self, key: str, length: int) -> str:
         value = self.text(key)
         if not (len(value) == length and value.isascii() and value.isdigit()):

@@ -90,13 +90,15 @@ class EcuadorRedirect:
 
     redirect_url: str
     raw: Mapping[str, Any] = field(repr=False)
+    transaction_reference: Optional[str] = None
+    """The transaction's UUID when the answer carries it (the spec names only ``redirectUrl``)."""
 
     @classmethod
     def read(cls, reader: ResponseReader) -> EcuadorRedirect:
         url = reader.text("redirectUrl")
         if not url.startswith(("https://", "http://")):
             raise ResponseShapeError(reader.where("redirectUrl"), "expected an http(s) URL")
-        return cls(url, reader.raw)
+        return cls(url, reader.raw, reader.optional_uuid("transactionReference"))
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,9 @@ class EcuadorWallet:
     redirect_url: str
     reference_code: str
     raw: Mapping[str, Any] = field(repr=False)
+    transaction_reference: Optional[str] = None
+    """The transaction's UUID when the answer carries it (the spec names only ``qr``, ``redirectUrl``,
+    ``referenceCode``)."""
 
     @property
     def deep_link(self) -> str:
@@ -123,6 +128,7 @@ class EcuadorWallet:
             redirect_url=reader.text("redirectUrl"),
             reference_code=reader.digits("referenceCode", 6),
             raw=reader.raw,
+            transaction_reference=reader.optional_uuid("transactionReference"),
         )
 
 
@@ -199,10 +205,13 @@ class ColombiaPse:
     redirect_url: str
     trazability_code: str
     raw: Mapping[str, Any] = field(repr=False)
+    transaction_reference: Optional[str] = None
+    """The transaction's UUID when the answer carries it."""
 
     @classmethod
     def read(cls, reader: ResponseReader) -> ColombiaPse:
-        return cls(EcuadorRedirect.read(reader).redirect_url, reader.text("trazabilityCode"), reader.raw)
+        redirect = EcuadorRedirect.read(reader)
+        return cls(redirect.redirect_url, reader.text("trazabilityCode"), reader.raw, redirect.transaction_reference)
 
 
 @dataclass(frozen=True)
