@@ -2,7 +2,8 @@
 
 - :func:`busy`: a Lua script that spins for a while, so every other command waits behind it (a slow
   Redis: the clients time out, redis-py retries, and the first try has still run once Redis is free);
-- :func:`paused`: ``CLIENT PAUSE``, Redis holding every client's commands for a while;
+- :func:`pause`: ``CLIENT PAUSE``, Redis holding every client's commands for a while (the commands of a
+  client that gave up waiting are dropped, not run);
 - :func:`refusing_scripts`: a script running past ``busy-reply-threshold``, so Redis answers BUSY to
   every other command until the script is killed (a timeout in the middle of a script);
 - :func:`faults_meanwhile`: busy, paused, busy past the client's retries, over and over while a test runs.
@@ -72,12 +73,10 @@ def _spin(server: RedisServer, seconds: float) -> None:
         spinner.eval(SPIN, 0, int(seconds * 1_000_000))
 
 
-@contextmanager
-def paused(server: RedisServer, seconds: float = BUSY_FOR) -> Iterator[None]:
-    """``CLIENT PAUSE`` for ``seconds``: Redis holds every client's commands, then runs them."""
+def pause(server: RedisServer, seconds: float = BUSY_FOR) -> None:
+    """``CLIENT PAUSE`` for ``seconds``, from now: Redis holds every client's commands, then runs them."""
     with server.client() as pauser:
         pauser.execute_command("CLIENT", "PAUSE", int(seconds * 1000), "ALL")
-    yield  # the pause ends by itself
 
 
 @contextmanager
@@ -126,8 +125,8 @@ def faults_meanwhile(server: RedisServer) -> Iterator[list[str]]:
                 with busy(server, seconds):
                     pass
             else:
-                with paused(server, seconds):
-                    time.sleep(seconds)
+                pause(server, seconds)
+                time.sleep(seconds)
             applied.append(kind)
             stop.wait(0.2)
 

@@ -11,25 +11,25 @@ handed to its handler) or an error (StoreUnavailableError, answered 503), never 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Iterator
 from contextlib import ExitStack
-from typing import Any, Callable, TypeVar, Union
+from typing import Any, Callable, TypeVar
 
 import pytest
 import redis
 
+from pasarela._maybe_async import settled as settle
 from pasarela.errors import PendingTransferError, StoreUnavailableError, ValidationError
 from pasarela.terminal.replay_redis import AsyncRedisReplayStore, RedisReplayStore
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver, body_signature
 from pasarela.transfers.pending import GuardedInit
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
 from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisEventLedger
-from redis_faults import busy, calls, paused, refusing_scripts, retrying_client
+from redis_faults import busy, calls, pause, refusing_scripts, retrying_client
 from redis_server import RedisServer
 
 T = TypeVar("T")
@@ -39,10 +39,6 @@ GUARD = {"sync": RedisPendingTransfers, "async": AsyncRedisPendingTransfers}
 LEDGER = {"sync": RedisEventLedger, "async": AsyncRedisEventLedger}
 SECRET = "whsec-faults"
 LATE = 4e9  # an expiry far ahead: the replay window is still open
-
-
-async def settle(value: Union[T, Awaitable[T]]) -> T:
-    return await value if inspect.isawaitable(value) else value
 
 
 @pytest.fixture
@@ -200,7 +196,7 @@ def test_a_handler_failing_while_redis_is_away_leaves_no_claim_behind(
             handled.append(event.dedup_key)
             if len(handled) == 1:  # Redis goes away while the handler runs, and the handler fails
                 if fault == "paused":
-                    faults.enter_context(paused(redis_server, AWAY_FOR))
+                    pause(redis_server, AWAY_FOR)
                 else:
                     faults.enter_context(refusing_scripts(redis_server))
                 raise RuntimeError("the handler failed")
@@ -239,7 +235,7 @@ def test_a_final_event_recorded_but_its_order_not_released_is_released_by_the_re
 
         def on_event(event: TransferEvent) -> None:
             handled.append(event.dedup_key)
-            paused(redis_server, AWAY_FOR).__enter__()  # the guard is away when the order is to be released
+            pause(redis_server, AWAY_FOR)  # the guard is away when the order is to be released
 
         receiver = TransferWebhookReceiver(on_event, secret=SECRET, pending=guard)  # the ledger in memory
         assert delivered_until_received(receiver, headers, body) == ["unavailable", "duplicate"]
