@@ -23,23 +23,33 @@ def _readme_commands() -> dict[str, str]:
     return dict(re.findall(r"^\| (.+?) \| `(.+?)` \|$", table, flags=re.MULTILINE))
 
 
-def test_the_readme_gives_two_commands_each_a_script_that_sets_up_first() -> None:
-    commands = _readme_commands()
-    assert commands == {"run the main job (seal the example payload)": "scripts/demo", "run the tests": "scripts/test"}
-    for command in commands.values():
-        script = ROOT / command
-        assert os.access(script, os.X_OK)
-        lines = [line for line in script.read_text().splitlines() if line and not line.startswith("#")]
-        assert lines[0] == "set -euo pipefail"
-        assert lines[2].startswith("scripts/setup")  # whatever is missing is set up before anything runs
-        assert lines[3].startswith("exec ")  # so the job's exit status is the script's
+def _script_lines(command: str) -> list[str]:
+    script = ROOT / command
+    assert os.access(script, os.X_OK)
+    return [line for line in script.read_text().splitlines() if line and not line.startswith("#")]
 
 
-def test_ci_runs_the_readme_commands() -> None:
+@pytest.mark.parametrize(("command", "need"), [("scripts/demo", "demo"), ("scripts/test", "test"),
+                                               ("scripts/docs", "docs")])
+def test_each_command_sets_up_what_it_needs_then_runs_in_the_project_venv(command: str, need: str) -> None:
+    lines = _script_lines(command)
+    assert lines[0] == "set -euo pipefail"
+    assert lines[2].split()[:2] == ["scripts/setup", need]  # what is missing is set up before anything runs
+    assert lines[3].startswith("exec ")  # so the job's exit status is the script's
+    assert "python3" not in lines[3] and " .venv/bin/" in lines[3]  # never the interpreter on the PATH
+
+
+def test_the_readme_gives_two_commands() -> None:
+    assert _readme_commands() == {"run the main job (seal the example payload)": "scripts/demo",
+                                  "run the tests": "scripts/test"}
+
+
+def test_ci_runs_the_readme_commands_first_then_the_docs() -> None:
     parts = re.findall(r"^part (\"[^\"]+\"|\S+) (.+)$", (ROOT / ".ci" / "run").read_text(), flags=re.MULTILINE)
     run = [command for _, command in parts]
-    assert run[:3] == ["scripts/setup", "scripts/demo", "scripts/test"]
+    assert run[:3] == ["scripts/demo", "scripts/test", "scripts/docs"]
     assert {"scripts/hardening", "scripts/wheel-check"} <= set(run)
+    assert not any(command.startswith(("python3 ", "python ")) for command in run)  # the gate runs from .venv too
 
 
 @pytest.mark.parametrize("suffix", ["", "-wal", "-shm", "-journal"])
