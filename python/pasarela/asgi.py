@@ -24,8 +24,7 @@ answered the same AUTH-001 without being decrypted, until the window ends: this 
 padding-oracle attacker can time. The answer stays AUTH-001 (HTTP 401), not 429, because that is the one
 answer the service gives to any refused terminal request and the only one terminal clients handle; the
 limit shows in the WARNING log line. Payloads nested deeper than :data:`~pasarela.terminal.stringify.MAX_DEPTH`
-(1000) are refused by ``open``; one that opens but nests too deep to be passed on as JSON is refused with
-AUTH-001 too, never a 500.
+(1000) are refused by ``open``; every payload it accepts is passed on, at any depth of the caller's stack.
 """
 
 from __future__ import annotations
@@ -37,11 +36,14 @@ from collections.abc import Awaitable, Collection, MutableMapping
 from typing import Any, Callable, Optional, Union
 from urllib.parse import parse_qs
 
+import orjson
+
 from ._asgi_body import read_body
 from .auth_limit import AuthFailureLimiter
 from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
 from .terminal.inbound import BODY_METHODS, DEFAULT_TOLERANCE
 from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
+from .terminal.stringify import stringify
 
 __all__ = ["AUTH_001_RESPONSE", "TerminalAuthMiddleware"]
 
@@ -128,11 +130,13 @@ class TerminalAuthMiddleware:
 
 
 def _forwarded(payload: Any) -> bytes:
-    """The payload as the JSON body the application reads."""
+    """The payload as the JSON body the application reads: orjson's text, or for what orjson declines (nesting
+    beyond its 254 levels, lone surrogates, integers beyond 64 bits) JSON.stringify's (stringify, which never
+    recurses): neither depends on the caller's stack, so every payload open accepts is passed on."""
     try:
-        return json.dumps(payload, separators=(",", ":")).encode("ascii")
-    except RecursionError:  # json.dumps recurses: a payload within open's 1000 levels can still be too deep
-        raise AuthError("the payload nests too deep to pass on as JSON") from None
+        return orjson.dumps(payload)
+    except orjson.JSONEncodeError:
+        return stringify(payload)
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -85,22 +85,21 @@ def _default(value: Any) -> Any:
 
 
 def _finite(value: Any) -> bool:
-    """True when no float inside value is NaN or infinite (orjson writes those as null)."""
-    t = type(value)
-    if t is float or t is Decimal:
-        return bool(float(value) - float(value) == 0.0)
-    if t is dict:
-        value = value.values()
-    elif isinstance(value, enum.Enum):
-        return _finite(value.value)
-    elif t is not list and t is not tuple:
-        return True
-    for item in value:
-        ti = type(item)
-        if ti is str or ti is int or ti is bool or item is None:
-            continue
-        if not _finite(item):
-            return False
+    """True when no float inside value is NaN or infinite (orjson writes those as null). Walked without recursion,
+    so that it answers the same at any caller depth."""
+    todo = [value]
+    while todo:
+        value = todo.pop()
+        t = type(value)
+        if t is float or t is Decimal:
+            if float(value) - float(value) != 0.0:
+                return False
+        elif t is dict:
+            todo.extend(value.values())
+        elif t is list or t is tuple:
+            todo.extend(value)
+        elif isinstance(value, enum.Enum):
+            todo.append(value.value)
     return True
 
 

@@ -6,7 +6,6 @@ for every cause; the precise cause goes to ``reason``, for the operator only.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -15,7 +14,8 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..errors import BAD_DATA, NOT_JSON, SIGNATURE_FORMAT, AuthError
+from ..errors import BAD_DATA, NOT_JSON, SIGNATURE_FORMAT, AuthError, PayloadError
+from .stringify import loads
 
 __all__ = [
     "BODY_METHODS",
@@ -78,10 +78,10 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
     is what JSON.stringify writes for 2**60, and seal writes the float 2**60 back as the same text. Without a
     run of 17 digits (has_long_digit_run) this is what orjson.loads returns, so the fast path may use it then.
     """
-    try:
-        payload: dict[str, Any] = json.loads(canonical.decode("utf-8"), parse_int=_json_int)
-    except RecursionError:  # within the 1000 levels canonicalization allows, but deeper than json.loads can go
-        raise AuthError(f"{NOT_JSON} (it nests deeper than Python's parser can build)") from None
+    try:  # at any caller depth (stringify.loads: json.loads within its recursion, else the non-recursive parser)
+        payload: dict[str, Any] = loads(canonical, parse_int=_json_int)
+    except PayloadError as exc:  # deeper than MAX_DEPTH: no canonical text is
+        raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
     return payload
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional, Union
 
@@ -38,7 +37,7 @@ from .request import (
     encode_credential,
     reserved_member,
 )
-from .stringify import canonicalize_text, stringify
+from .stringify import canonicalize_text, loads, stringify
 
 __all__ = ["Terminal", "canonical_json", "decrypt", "derive", "encrypt", "formatted_date", "sign", "verify"]
 
@@ -102,10 +101,7 @@ def canonical_json(payload: Payload) -> bytes:
         text = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else bytes(payload)
         plaintext = canonicalize_text(text)
         check_object_text(plaintext)
-        try:
-            top_level = json.loads(plaintext.decode("utf-8", "surrogatepass"))
-        except RecursionError:  # within MAX_DEPTH, but deeper than json.loads can go
-            raise PayloadError("$", "the payload nests deeper than Python's parser can build") from None
+        top_level = loads(plaintext)  # at any caller depth (canonical: within MAX_DEPTH)
         if "key" in top_level:
             raise PayloadError("$.key", KEY_REASON)
         check_no_proto(plaintext)

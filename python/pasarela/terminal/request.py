@@ -18,6 +18,7 @@ from ..errors import (
 )
 from .inbound import BODY_METHODS, read_data
 from .ivs import fresh_iv
+from .stringify import loads
 
 __all__ = [
     "Derived",
@@ -135,7 +136,7 @@ def reserved_member(payload: Mapping[str, Any]) -> PayloadError:
 def check_no_proto(canonical: bytes) -> None:
     """Refuses canonical JSON object text with a top-level "__proto__" member (parsed only when the text
     holds one at some depth: nested, it is data)."""
-    if _PROTO_MEMBER in canonical and "__proto__" in json.loads(canonical.decode("utf-8")):
+    if _PROTO_MEMBER in canonical and "__proto__" in loads(canonical):  # (at any caller depth)
         raise PayloadError("$.__proto__", PROTO_REASON)
 
 

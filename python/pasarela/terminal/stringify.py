@@ -24,11 +24,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring
-from typing import Any, cast
+from typing import Any, Optional, cast
 
 from pasarela.errors import PayloadError
 
-__all__ = ["MAX_DEPTH", "canonicalize_text", "format_number", "stringify"]
+__all__ = ["MAX_DEPTH", "canonicalize_text", "format_number", "loads", "nesting_too_deep", "stringify"]
 
 MAX_DEPTH = 1000
 """Deepest accepted nesting of arrays and objects (the outermost container is depth 1)."""
@@ -67,7 +67,7 @@ def format_number(x: float) -> str:
 
     The shortest digits that round-trip come from Python's ``repr`` (both pick the shortest string
     and, among those, the one closest to *x*); they are then laid out as ECMA-262 prescribes: plain
-    decimal notation when 1e-6 <= |x| < 1e21, exponent notation (``1e+21``, ``1.5e-7``) otherwise.
+    decimal notation when ``1e-6 <= |x| < 1e21``, exponent notation (``1e+21``, ``1.5e-7``) otherwise.
     ``-0.0`` is written ``"0"``.
     """
     x = float(x)
@@ -448,10 +448,12 @@ def _parse_string(s: str, i: int, raw_surrogates: bool) -> tuple[str, int]:
     raise _SyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
 
 
-def _parse(s: str, raw_surrogates: bool) -> object:
+def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any]] = None) -> object:
     """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
 
     Numbers that overflow to ±Infinity become None, since that is what JSON.stringify writes for them.
+    parse_int: what an integer literal becomes (as json.loads takes it); by default an int up to 15 digits, else
+    the double.
     """
     n = len(s)
     i = _WS(s, 0).end()
@@ -495,7 +497,9 @@ def _parse(s: str, raw_surrogates: bool) -> object:
                 raise _SyntaxError("invalid number", i)
             text = m.group()
             i = m.end()
-            if m.lastindex is None and len(text) <= 15:
+            if m.lastindex is None and parse_int is not None:
+                val = parse_int(text)
+            elif m.lastindex is None and len(text) <= 15:
                 val = int(text)
             else:
                 f = float(text)
@@ -553,6 +557,49 @@ def _parse(s: str, raw_surrogates: bool) -> object:
             raise _SyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
 
 
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+
+
+def nesting_too_deep(s: str) -> Optional[int]:
+    """The index in JSON text *s* of the bracket that opens a level deeper than MAX_DEPTH, or None: counted
+    without recursion (brackets inside strings skipped), so that a recursive parser (json's C scanner, which
+    counts against Python's recursion limit and overflows the C stack when that limit is raised) only ever
+    sees text within the limit, and the limit is the same at any caller depth. Text with at most MAX_DEPTH
+    brackets in all is answered by two counts."""
+    if s.count("[") + s.count("{") <= MAX_DEPTH:
+        return None
+    depth = 0
+    for m in _STRING_OR_BRACKET.finditer(s):
+        c = m.group()
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return m.start()
+        elif c == "]" or c == "}":
+            depth -= 1
+    return None
+
+
+def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None) -> Any:
+    """``json.loads(text, parse_int=parse_int)`` of JSON text whatever the caller's stack: nesting deeper than
+    MAX_DEPTH is refused (PayloadError, path ``$``) before json's recursive scanner sees it, and a text within the
+    limit that the scanner cannot finish from this stack (RecursionError) is read by this module's own
+    non-recursive parser, which makes the same values."""
+    s = text.decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
+    raw_surrogates = _SURROGATE(s) is not None
+    too_deep = nesting_too_deep(s)
+    if too_deep is None:
+        try:
+            return json.loads(s) if parse_int is None else json.loads(s, parse_int=parse_int)
+        except RecursionError:
+            pass
+    try:
+        return _parse(s, raw_surrogates, int if parse_int is None else parse_int)
+    except _SyntaxError as exc:
+        offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
+        raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
+
+
 def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
@@ -595,12 +642,13 @@ def canonicalize_text(text: bytes | str) -> bytes:
     raise :class:`~pasarela.errors.PayloadError` with path ``$`` and the byte offset in the reason.
     """
     s, raw_surrogates = _decode_text(text)
-    if _HAVE_C_SCANNER and not raw_surrogates:
+    if _HAVE_C_SCANNER and not raw_surrogates and nesting_too_deep(s) is None:
         # Fast path: CPython's C scanner builds the same values JSON.parse would (a repeated key keeps
         # its first position and takes the last value; escaped surrogate pairs are joined). Whatever
         # it cannot do exactly -- syntax errors (for the message and offset), integers JSON.parse rounds,
-        # numbers overflowing to Infinity, deep nesting -- makes it raise or makes stringify refuse,
-        # and the exact parser takes over.
+        # numbers overflowing to Infinity, nesting deeper than this caller's stack allows -- makes it raise or
+        # makes stringify refuse, and the exact parser takes over (as for text nested deeper than MAX_DEPTH,
+        # which the recursive scanner never sees).
         try:
             value = _FAST_DECODER.decode(s)
         except (ValueError, RecursionError):
