@@ -6,7 +6,8 @@
   client that gave up waiting are dropped, not run);
 - :func:`refusing_scripts`: a script running past ``busy-reply-threshold``, so Redis answers BUSY to
   every other command until the script is killed (a timeout in the middle of a script);
-- :func:`faults_meanwhile`: busy, paused, busy past the client's retries, over and over while a test runs.
+- :func:`faults_meanwhile`: busy, refusing, paused, busy past the client's retries, over and over while a
+  test runs.
 
 :func:`retrying_client` makes the clients the README recommends: a short ``socket_timeout`` and
 redis-py's retries on (on timeouts too). :func:`calls` reads Redis's own count of commands run, so a
@@ -113,17 +114,22 @@ def calls(server: RedisServer, command: str) -> int:
 
 @contextmanager
 def faults_meanwhile(server: RedisServer) -> Iterator[list[str]]:
-    """Until the block ends, over and over: Redis busy, paused, then busy past the client's retries (its
-    commands fail, and run once Redis is free), a short quiet between. Yields the faults applied so far."""
+    """Until the block ends, over and over: Redis busy, refusing (BUSY), paused, then busy past the client's
+    retries (its commands fail, and run once Redis is free), a short quiet between. Yields the faults applied
+    so far."""
     stop, applied = threading.Event(), []
+    faults = [("busy", BUSY_FOR), ("refusing", BUSY_FOR), ("paused", BUSY_FOR), ("busy", 2 * BUSY_FOR)]
 
     def cycle() -> None:
-        for kind, seconds in itertools.cycle([("busy", BUSY_FOR), ("paused", BUSY_FOR), ("busy", 2 * BUSY_FOR)]):
+        for kind, seconds in itertools.cycle(faults):
             if stop.is_set():
                 return
             if kind == "busy":
                 with busy(server, seconds):
                     pass
+            elif kind == "refusing":
+                with refusing_scripts(server):
+                    time.sleep(seconds)
             else:
                 pause(server, seconds)
                 time.sleep(seconds)

@@ -29,14 +29,17 @@ def reserve_each_order(url: str, order_ids: list[str], start: Barrier, wins: Que
             wins.put((order_id, racer))
 
 
-def reserve_each_order_under_faults(url: str, order_ids: list[str], start: Barrier,
+def reserve_each_order_under_faults(url: str, order_ids: list[str], ready: Barrier, start: Barrier,
                                     verdicts: Queue[tuple[str, int, str]], racer: int) -> None:
     """As :func:`reserve_each_order`, with the short timeout and the retries of tests/redis_faults.py, while the
-    test makes Redis slow: report each verdict, 'won', 'refused' (PendingTransferError) or 'error'."""
+    test makes Redis misbehave (from ``ready`` on): report each verdict, 'won', 'refused'
+    (PendingTransferError) or 'error'."""
     with redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
                               retry=redis.retry.Retry(redis.backoff.NoBackoff(), RETRIES)) as client:
         guard = RedisPendingTransfers(client)
-        guard.release("order-warm-up")  # connected, and Redis has the scripts, as in a running application
+        guard.reserve(f"order-warm-up-{racer}", f"tok-warm-up-{racer}")  # connected, and Redis has the scripts,
+        guard.release(f"order-warm-up-{racer}")  # as in a running application
+        ready.wait(timeout=60)
         for order_id in order_ids:
             time.sleep(0.1)  # paced, so that the orders meet every kind of fault the test cycles through
             start.wait(timeout=60)
