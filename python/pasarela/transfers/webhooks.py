@@ -341,7 +341,8 @@ class TransferWebhookReceiver:
             raise
         if claim is not Claim.CLAIMED:
             if claim is Claim.HANDLED:
-                synchronously(self._release(admitted), _ASYNC_STORE)  # a delivery before may have failed to
+                # Release the order again: an earlier delivery may have been recorded but not released it.
+                synchronously(self._release(admitted), _ASYNC_STORE)
             return _unclaimed(admitted, claim)
         try:
             _refuse_awaitable(self._on_event(admitted), "the handler")
