@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,20 @@ def test_diagnose_names_its_output_format_as_such() -> None:
     text = _help("diagnose")
     assert "--output {text,json}" in text
     assert "--json" not in text  # the old name stays accepted, not offered
+
+
+@pytest.mark.parametrize("command", ["seal", "diagnose"])
+@pytest.mark.parametrize("given", [{}, {"PASARELA_BUSINESS_CODE": "demo-business-code"},
+                                   {"PASARELA_TERMINAL_SERIAL": "DEMO-0001"}])
+def test_missing_credentials_are_each_named_with_option_and_variable(command: str, given: dict[str, str],
+                                                                      tmp_path: Path) -> None:
+    request = tmp_path / "request.json"  # what each command reads: a payload, or a captured request
+    request.write_text('{"amount": 100}' if command == "seal" else '{"headers": {}, "body": "{}"}')
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("PASARELA_")}
+    result = subprocess.run([sys.executable, "-m", "pasarela", command, str(request)], capture_output=True, text=True,
+                            timeout=60, env={**environment, **given})
+    assert result.returncode == 2 and result.stdout == ""
+    for name, option, variable in [("business code", "--business-code", "PASARELA_BUSINESS_CODE"),
+                                   ("terminal serial", "--terminal-serial", "PASARELA_TERMINAL_SERIAL")]:
+        named = f"no {name}" in result.stderr and option in result.stderr and variable in result.stderr
+        assert named == (variable not in given), result.stderr

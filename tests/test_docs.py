@@ -1,11 +1,17 @@
-"""The Python snippets of docs/cards-and-transfers.md run as written: in order, in one session, against
-the sandbox with its documented defaults (served on a free port instead of 8790, the one change made)."""
+"""The code blocks of the documentation run as written. The README's (the documentation site's first page): its
+Python snippets in order, in one session, and its shell block with the package's console script. Those of
+docs/cards-and-transfers.md: in order, in one session, against the sandbox with its documented defaults (served on
+a free port instead of 8790, the one change made)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,14 +19,75 @@ from typing import Any
 import pytest
 
 from local_server import LocalServer
+from pasarela import Terminal
+from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.sandbox import Sandbox, SandboxConfig
+from pasarela.sandbox.terminal import TerminalEcho
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 DOCUMENTED_SANDBOX = "http://127.0.0.1:8790"  # `pasarela sandbox` with its default port
+DOCUMENTED_TERMINAL = "https://terminal.example"  # the README's terminal gateway
+
+
+def snippets(path: Path, language: str = "python") -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", path.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
 
 
 def python_snippets(path: Path) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```$", path.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    return snippets(path, "python")
+
+
+async def your_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The README's `app`, "your ASGI application", which its middleware snippets wrap."""
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_the_readme_python_snippets_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one session, as a reader types them, with the one name the text supposes (`app`); the terminal gateway
+    is a local server that opens the requests with the README's own terminal and answers them sealed."""
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"__name__": "__readme__", "app": your_application}
+    blocks = python_snippets(ROOT / "README.md")
+    assert sum(block.count(DOCUMENTED_TERMINAL) for block in blocks) == 1
+    with contextlib.ExitStack() as stack:
+        for number, block in enumerate(blocks, 1):
+            if DOCUMENTED_TERMINAL in block:
+                terminal: Terminal = namespace["terminal"]
+                gateway = stack.enter_context(LocalServer(TerminalAuthMiddleware(TerminalEcho(terminal), terminal)))
+                block = block.replace(DOCUMENTED_TERMINAL, gateway.base_url)
+            exec(compile(block, f"README.md snippet {number}", "exec"), namespace)  # noqa: S102 (our own README)
+    assert namespace["sealed"].plaintext == b'{"amount":100,"currency":"COP"}'  # as the first snippet says
+    assert namespace["payload"] == {"amount": 100, "currency": "COP"}  # opened, then verified once
+    assert namespace["verdict"].cause == "valid"
+    assert isinstance(namespace["app"], TerminalAuthMiddleware)
+
+
+def test_the_readme_shell_block_runs_with_the_console_script() -> None:
+    """Each line as a shell runs it, the package's own `pasarela` first on the PATH; each diagnosis is the one
+    its comment gives (exit status 0 when valid, 1 for a diagnosed fault)."""
+    [block] = snippets(ROOT / "README.md", "sh")
+    scripts = str(Path(sys.executable).parent)  # where this interpreter's console scripts are
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("PASARELA_")}
+    environment["PATH"] = scripts + os.pathsep + environment["PATH"]
+    outputs = []
+    for line in block.splitlines():
+        command = line.split("#", 1)[0].strip()
+        if line.startswith("export "):
+            for assignment in command.split()[1:]:
+                name, value = assignment.split("=", 1)
+                environment[name] = value
+            continue
+        result = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], cwd=ROOT, env=environment,
+                                capture_output=True, text=True, timeout=60)
+        expected = 1 if "clock_skew" in line else 0
+        assert result.returncode == expected, (line, result.stdout, result.stderr)
+        assert result.stderr == "", result.stderr  # no warning: the credentials came from the environment
+        outputs.append(result.stdout)
+    assert outputs[0].startswith("verdict: valid\n")
+    assert json.loads(outputs[1])["cause"] == "valid"
+    assert outputs[2].startswith("verdict: clock_skew\n")
 
 
 @pytest.fixture
@@ -55,3 +122,15 @@ def test_cards_and_transfers_snippets_run_as_written(sandbox_url: str, tmp_path:
     assert "kushki-checkout.js" in namespace["html"]
     assert (tmp_path / "payments.jsonl").stat().st_size > 0
     assert (tmp_path / "pending.sqlite3").exists()
+
+
+def test_the_captured_example_is_what_the_readme_says_it_is() -> None:
+    """examples/captured.json: the output of the `pasarela seal` command the README gives, with the method."""
+    command = re.search(r"`(pasarela seal --timestamp 1763812800 [^`]+)`", (ROOT / "README.md").read_text("utf-8"))
+    assert command is not None
+    environment = {**os.environ, "PASARELA_BUSINESS_CODE": "demo-business-code",
+                   "PASARELA_TERMINAL_SERIAL": "DEMO-0001"}
+    sealed = subprocess.run([sys.executable, "-m", "pasarela", *command.group(1).split()[1:]], cwd=ROOT,
+                            env=environment, capture_output=True, text=True, timeout=60, check=True)
+    captured = json.loads((ROOT / "examples" / "captured.json").read_text("utf-8"))
+    assert captured == {"method": "POST", **json.loads(sealed.stdout)}

@@ -26,14 +26,21 @@ or from the environment variables PASARELA_BUSINESS_CODE and PASARELA_TERMINAL_S
 No secret is ever printed. 'pasarela COMMAND --help' shows a command's options."""
 
 
-def _credential(value: Optional[str], variable: str, option: str, command: str, *, secret: bool = False) -> str:
-    if secret and value is not None:
-        print(f"pasarela {command}: warning: {option} on the command line is visible to other users of this "
-              f"machine (process list, shell history); set {variable} instead", file=sys.stderr)
-    resolved = value if value is not None else os.environ.get(variable)
-    if not resolved:
-        raise PasarelaError(f"no {option.lstrip('-').replace('-', ' ')}: pass {option} or set {variable}")
-    return resolved
+def _credentials(args: argparse.Namespace) -> tuple[str, str]:
+    """The business code and terminal serial from the options or the environment; a missing one is an error that
+    names every credential missing, with its option and variable."""
+    if args.business_code is not None:
+        print(f"pasarela {args.command}: warning: --business-code on the command line is visible to other users of "
+              "this machine (process list, shell history); set PASARELA_BUSINESS_CODE instead", file=sys.stderr)
+    wanted = (("business code", args.business_code, "--business-code", "PASARELA_BUSINESS_CODE"),
+              ("terminal serial", args.terminal_serial, "--terminal-serial", "PASARELA_TERMINAL_SERIAL"))
+    resolved = [value if value is not None else os.environ.get(variable, "") for _, value, _, variable in wanted]
+    missing = [(name, option, variable) for (name, _, option, variable), value in zip(wanted, resolved) if not value]
+    if missing:
+        raise PasarelaError(" and ".join(f"no {name}" for name, _, _ in missing) + ": pass "
+                            + " and ".join(option for _, option, _ in missing) + ", or set "
+                            + " and ".join(variable for _, _, variable in missing))
+    return resolved[0], resolved[1]
 
 
 def _read_payload(source: str) -> bytes:
@@ -44,11 +51,8 @@ def _read_payload(source: str) -> bytes:
 
 
 def _seal(args: argparse.Namespace) -> int:
-    terminal = Terminal(
-        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code", "seal",
-                                  secret=True),
-        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial", "seal"),
-    )
+    business_code, terminal_serial = _credentials(args)
+    terminal = Terminal(business_code=business_code, terminal_serial=terminal_serial)
     iv = None
     if args.iv is not None:
         try:
@@ -76,14 +80,9 @@ def _diagnose(args: argparse.Namespace) -> int:
     now = args.now if args.now is not None else captured.get("now")
     if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
         raise PasarelaError('"now" must be Unix seconds')
-    verdict = diagnose(
-        method, captured["headers"], captured.get("body"), captured.get("params"),
-        business_code=_credential(args.business_code, "PASARELA_BUSINESS_CODE", "--business-code", "diagnose",
-                                  secret=True),
-        terminal_serial=_credential(args.terminal_serial, "PASARELA_TERMINAL_SERIAL", "--terminal-serial",
-                                    "diagnose"),
-        now=now,
-    )
+    business_code, terminal_serial = _credentials(args)
+    verdict = diagnose(method, captured["headers"], captured.get("body"), captured.get("params"),
+                       business_code=business_code, terminal_serial=terminal_serial, now=now)
     if args.json_deprecated:
         print("pasarela diagnose: --json is deprecated: use --output json", file=sys.stderr)
     if args.output == "json" or args.json_deprecated:
