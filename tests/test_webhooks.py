@@ -276,6 +276,21 @@ def test_seen_events_forgets_by_time_and_refuses_when_full() -> None:
         SeenEvents(ttl=60, lease=120)
 
 
+def test_seen_events_lease_ends_by_itself_and_a_late_confirmation_keeps_the_new_lease() -> None:
+    moving = Clock()
+    seen, paid = SeenEvents(lease=30, clock=moving), EventKey("ref-1", "PAID", final=True)
+    assert seen.claim(paid, "hung") is Claim.CLAIMED
+    assert seen.claim(paid, "hung") is Claim.CLAIMED  # its own claim, asked again
+    moving.now += 30
+    assert seen.claim(paid, "redelivery") is Claim.IN_PROGRESS
+    moving.now += 0.001
+    assert seen.claim(paid, "redelivery") is Claim.CLAIMED
+    seen.release(paid, "hung")  # the first handler fails at last: the new lease stands
+    assert seen.claim(paid, "third") is Claim.IN_PROGRESS
+    seen.confirm(paid, "redelivery")
+    assert seen.claim(paid, "third") is Claim.HANDLED
+
+
 def test_a_full_ledger_refuses_the_delivery_with_503_and_the_handler_is_not_called() -> None:
     events: list[TransferEvent] = []
     receiver = TransferWebhookReceiver(events.append, ledger=SeenEvents(max_entries=1))
