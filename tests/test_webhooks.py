@@ -281,9 +281,9 @@ def test_seen_events_lease_ends_by_itself_and_a_late_confirmation_keeps_the_new_
     seen, paid = SeenEvents(lease=30, clock=moving), EventKey("ref-1", "PAID", final=True)
     assert seen.claim(paid, "hung") is Claim.CLAIMED
     assert seen.claim(paid, "hung") is Claim.CLAIMED  # its own claim, asked again
-    moving.now += 30
+    moving.now += 29
     assert seen.claim(paid, "redelivery") is Claim.IN_PROGRESS
-    moving.now += 0.001
+    moving.now += 1  # 30 s after the claim: the lease is over
     assert seen.claim(paid, "redelivery") is Claim.CLAIMED
     seen.release(paid, "hung")  # the first handler fails at last: the new lease stands
     assert seen.claim(paid, "third") is Claim.IN_PROGRESS
