@@ -1,7 +1,9 @@
 """The code blocks of the documentation run as written. The README's (the documentation site's first page): its
 Python snippets in order, in one session, and its shell block with the package's console script. Those of
-docs/cards-and-transfers.md: in order, in one session, against the sandbox with its documented defaults (served on
-a free port instead of 8790, the one change made)."""
+docs/cards-and-transfers.md and docs/sandbox.md: in order, in one session each, against the sandbox with its
+documented defaults (served on a free port instead of 8790, the one change made). A guide's other blocks are not
+code to run: JSON samples (each must parse) and printed output; docs/sandbox.md's one shell block installs from
+PyPI and starts the sandbox until stopped (tests/test_sandbox_cli.py starts it)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from local_server import LocalServer
@@ -23,6 +26,7 @@ from pasarela import Terminal
 from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.sandbox.terminal import TerminalEcho
+from pasarela.transfers import TransferState
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -102,6 +106,49 @@ def test_the_snippets_are_found() -> None:
     snippets = python_snippets(DOCS / "cards-and-transfers.md")
     assert len(snippets) == 9
     assert sum(snippet.count(DOCUMENTED_SANDBOX) for snippet in snippets) == 1
+
+
+class PayersReturn:
+    """The payer's request to your callbackUrl, back from the payer page with the token of the transfer that the
+    guide's session started."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self._namespace = namespace
+
+    @property
+    def url(self) -> str:
+        return f"https://shop.example/return?token={self._namespace['token']}"
+
+
+def test_the_sandbox_guide_has_no_other_kind_of_block() -> None:
+    text = (DOCS / "sandbox.md").read_text("utf-8")
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+    assert {language for language, _ in blocks} <= {"python", "json", "sh", ""}
+    assert [language for language, _ in blocks].count("sh") == 1
+    for language, block in blocks:
+        if language == "json":
+            json.loads(block)
+
+
+def test_the_sandbox_guide_snippets_run_as_written(sandbox_url: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the names the guide's text supposes: `request` (the payer back at your callbackUrl), `on_transfer`
+    (your webhook handler), `my_clock` and `serve` (any ASGI server: here a local uvicorn, asked once)."""
+    monkeypatch.chdir(tmp_path)
+    served: list[int] = []
+
+    def serve(app: Any) -> None:
+        with LocalServer(app, max_lifetime=60) as server:
+            served.append(httpx.get(f"{server.base_url}/openapi.json", timeout=30).status_code)
+
+    namespace: dict[str, Any] = {"__name__": "__docs__", "on_transfer": lambda event: None,
+                                 "my_clock": lambda: 1763812800.0, "serve": serve}
+    namespace["request"] = PayersReturn(namespace)
+    for number, snippet in enumerate(python_snippets(DOCS / "sandbox.md"), 1):
+        code = compile(snippet.replace(DOCUMENTED_SANDBOX, sandbox_url), f"sandbox.md snippet {number}", "exec")
+        exec(code, namespace)  # noqa: S102 (the project's own documentation)
+    assert namespace["status"].state is TransferState.APPROVED  # the transfer the callback's token names
+    assert served == [200]
 
 
 def test_cards_and_transfers_snippets_run_as_written(sandbox_url: str, tmp_path: Path,
