@@ -1,141 +1,236 @@
-"""Is padding validity visible in the time Terminal.open takes to refuse a request? (issue 11, item 2)
+"""Is padding validity visible in the time a refusal takes? The CBC padding-oracle forgery, timed through each public
+entry (issue 11, item 2; issue 38, defect 1).
 
-Run: python3 benchmarks/padding_timing.py [--rounds N] [--implementation c|reference|core|core-as-sent]
+Run: python3 benchmarks/padding_timing.py [--short] [--rounds N] [--entry NAME ...]
 
-Two refusals of the same payload, timed in one run, interleaved round by round:
-  bad padding      the canonical plaintext encrypted with an invalid PKCS#7 tail (what a padding oracle
-                   attacker's probe looks like to the server in the worst case: everything before the
-                   last block is the valid JSON of a real request);
-  bad signature    the genuine request (valid padding, valid JSON) with one hex digit of the signature changed.
-Each round times a short batch of each case; the script prints the median per-call time of each case over
-the rounds and the ratio of the larger to the smaller (the goal: within 1.1 at 256 B and at 64 KiB).
-Not a test: timings depend on the machine; the ratio is what is compared.
+The attack's own probe: from a genuine request's ciphertext C_1..C_n, the attacker sends C_1..C_{n-2} || R || C_n
+with the genuine headers, so the last plaintext block is D(C_n) xor R, known to the attacker, and the block before
+it, D(R) xor C_{n-2}, garbage. Two such probes of one request, R differing only in its last byte:
+  valid    the last plaintext byte is 0x01: a valid padding (the text before it then fails as JSON or UTF-8);
+  bad      the last plaintext byte is 0x00: an invalid padding.
+Both are refused with the one AUTH-001; an attacker who can tell them apart by time learns one plaintext byte per
+256 probes. Each entry is timed in rounds, the two probes interleaved (each round times a batch of each, which one
+first alternating), at 256 B and 64 KiB, through
+  Terminal.open   pasarela.Terminal.open of the POST request (bytes), as a server calls it;
+  Verifier        pasarela.terminal.replay.Verifier.open, what verify_once and the middleware call;
+  middleware      pasarela.asgi.TerminalAuthMiddleware, a whole ASGI request, its WARNING line formatted;
+  reference       pasarela.reference.Terminal.open, the whole-call fallback on CPUs without AES instructions.
+For each it prints the median time of each probe, their ratio (bad / valid) and the share of rounds in which the bad
+padding took longer. The goal (issue 38): the ratio within 1.05 either way and that share between 25% and 75%
+(50% is no difference at all). benchmarks/gate.py runs it (--short) and fails outside those bounds. Not a test:
+times depend on the machine; only ratios taken within one run are compared.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
+import logging
+import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import orjson
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives import padding
 
 import pasarela
 from pasarela import reference
-from pasarela.errors import AuthError
+from pasarela.asgi import TerminalAuthMiddleware
+from pasarela.errors import BAD_PADDING, NOT_JSON, AuthError
+from pasarela.terminal.replay import Verifier
 from payloads import payload_of_size
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
 TIMESTAMP = 1763812800
 SIZES = (256, 65536)
+ENTRIES = ("Terminal.open", "Verifier", "middleware", "reference")
+MAX_RATIO = 1.05
+SHARE_BOUNDS = (0.25, 0.75)
+
+Opener = Callable[[dict[str, str], bytes], Any]
 
 
-def _bad_padding_body(plaintext: bytes) -> bytes:
-    """plaintext encrypted under the request's key with a last byte that is no PKCS#7 padding (0x00)."""
-    aes_key = reference.derive(BUSINESS_CODE.encode(), SERIAL.encode(), TIMESTAMP).aes_key
-    pad = 16 - len(plaintext) % 16
-    padded = plaintext + bytes([pad]) * (pad - 1) + b"\x00"
-    iv = os.urandom(16)
-    encryptor = Cipher(algorithms.AES(aes_key), modes.CBC(iv)).encryptor()
-    ciphertext = encryptor.update(padded) + encryptor.finalize()
-    return b'{"data":"' + f"{iv.hex()}:{ciphertext.hex()}".encode("ascii") + b'"}'
+def forged_probes(size: int, seed: int = 38) -> tuple[dict[str, str], dict[str, bytes]]:
+    """The genuine headers of a sealed request of about size bytes and the bodies of its two probes, "valid" and
+    "bad" (module docstring), with R chosen so that the valid probe's text fails as UTF-8 and the bad probe is
+    refused for its padding (as an attacker's would, nearly always)."""
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(payload_of_size(size), timestamp=TIMESTAMP)
+    iv_hex, _, ciphertext_hex = sealed.data.partition(":")
+    ciphertext = bytes.fromhex(ciphertext_hex)
+    padder = padding.PKCS7(128).padder()
+    last_plain = (padder.update(sealed.plaintext) + padder.finalize())[-16:]
+    decrypted_last = bytes(p ^ c for p, c in zip(last_plain, ciphertext[-32:-16]))  # D(C_n)
+    rng = random.Random(seed)  # noqa: S311 - the same probes every run, not a secret
+    while True:
+        r = rng.randbytes(15)
+        forged = {name: ciphertext[:-32] + r + bytes([decrypted_last[15] ^ last]) + ciphertext[-16:]
+                  for name, last in (("valid", 0x01), ("bad", 0x00))}
+        probes = {name: b'{"data":"' + f"{iv_hex}:{blocks.hex()}".encode("ascii") + b'"}'
+                  for name, blocks in forged.items()}
+        reasons = {name: _refusal(lambda h, b: terminal.open("POST", h, b, now=TIMESTAMP), sealed.headers, body)
+                   for name, body in probes.items()}
+        if reasons["bad"] == BAD_PADDING and reasons["valid"].startswith(f"{NOT_JSON} (invalid UTF-8"):
+            return dict(sealed.headers), probes
 
 
-def _cases(size: int) -> dict[str, tuple[dict[str, str], bytes]]:
-    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(payload_of_size(size), timestamp=TIMESTAMP)
-    assert sealed.body is not None
-    headers = dict(sealed.headers)
-    signature = headers["Authorization"]
-    wrong = dict(headers, Authorization=signature[:-1] + ("0" if signature[-1] != "0" else "1"))
-    return {"bad padding": (headers, _bad_padding_body(sealed.plaintext)), "bad signature": (wrong, sealed.body)}
-
-
-def _core_opener(as_sent: bool) -> Callable[[dict[str, str], bytes], Any]:
-    """The C core without the Python around it, with the calling thread's workspace: pasarela_open, or (as_sent)
-    pasarela_open_request_as_sent, which Terminal.open calls first."""
-    from pasarela import _binding
-    from pasarela._native import lib
-
-    native = pasarela.Terminal(BUSINESS_CODE, SERIAL)._native
-
-    def open_(headers: dict[str, str], body: bytes) -> Any:
-        if as_sent:
-            timestamp, authorization = headers["timestamp"].encode("ascii"), headers["Authorization"].encode("ascii")
-            status = lib.pasarela_open_request_as_sent(native.struct, _binding._buffers(len(body) // 2).ws, timestamp,
-                                                       len(timestamp), TIMESTAMP, 300, authorization,
-                                                       len(authorization), body, len(body))
-        else:
-            data = orjson.loads(body)["data"].encode("ascii")
-            status = lib.pasarela_open(native.struct, _binding._buffers(len(data) // 2).ws, TIMESTAMP, data,
-                                       len(data), headers["Authorization"][6:].encode("ascii"))
-        if status != lib.PASARELA_OK:
-            raise AuthError(_binding.strerror(status))
-
-    return open_
-
-
-def _opener(implementation: str) -> Callable[[dict[str, str], bytes], Any]:
-    if implementation in ("core", "core-as-sent"):
-        return _core_opener(implementation == "core-as-sent")
-    cls = pasarela.Terminal if implementation == "c" else reference.Terminal
-    terminal = cls(BUSINESS_CODE, SERIAL)
-    return lambda headers, body: terminal.open("POST", headers, body, now=TIMESTAMP)
-
-
-def _refusal_reason(open_: Callable[[dict[str, str], bytes], Any], headers: dict[str, str], body: bytes) -> str:
+def _refusal(open_: Opener, headers: dict[str, str], body: bytes) -> str:
     try:
         open_(headers, body)
     except AuthError as exc:
         return exc.reason
-    raise AssertionError("the request was accepted")
+    raise AssertionError("a forged request was accepted")
 
 
-def measure(implementation: str, size: int, rounds: int) -> dict[str, float]:
-    """Median seconds per call of each case over rounds, the cases interleaved within each round."""
-    open_ = _opener(implementation)
-    cases = _cases(size)
-    for name, (headers, body) in cases.items():  # both are refusals, for the reason named
-        print(f"  {name:<14} {size:>6} B refused: {_refusal_reason(open_, headers, body)}")
-    batch = max(1, 4096 // max(1, size // 64))
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    order = list(cases)
-    for r in range(rounds):
-        for name in order if r % 2 == 0 else reversed(order):  # alternate which case runs first
-            headers, body = cases[name]
-            start = time.perf_counter_ns()
-            for _ in range(batch):
-                with contextlib.suppress(AuthError):
-                    open_(headers, body)
-            samples[name].append((time.perf_counter_ns() - start) / batch / 1e9)
-    return {name: statistics.median(values) for name, values in samples.items()}
+class _Formatting(logging.Handler):
+    """Formats every record, as a server's log handler would, and writes it nowhere."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.format(record)
 
 
-def main() -> None:
+@contextlib.contextmanager
+def _log_formatted_nowhere() -> Iterator[None]:
+    """While measuring, the middleware's WARNING lines are formatted (part of a refusal's cost) but not printed."""
+    logger = logging.getLogger("pasarela.asgi")
+    handler, propagate = _Formatting(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def _middleware(terminal: pasarela.Terminal) -> Opener:
+    """A POST through TerminalAuthMiddleware, its coroutine driven by hand: receive and send never wait, so one send
+    runs the whole request (no event loop in the time measured)."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("a forged request reached the application")
+
+    async def send(message: Any) -> None:
+        pass
+
+    middleware = TerminalAuthMiddleware(app, terminal, clock=lambda: TIMESTAMP)
+
+    def open_(headers: dict[str, str], body: bytes) -> None:
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        scope = {"type": "http", "method": "POST", "path": "/payments", "query_string": b"", "client": ("10.0.0.1", 1),
+                 "headers": [(name.lower().encode("latin-1"), value.encode("latin-1"))
+                             for name, value in headers.items()]}
+        with contextlib.suppress(StopIteration):
+            middleware(scope, receive, send).send(None)
+            raise AssertionError("the middleware waited")
+        raise AuthError("refused")  # (what the middleware answered: a 401; the reason went to the log)
+
+    return open_
+
+
+def opener(entry: str) -> Opener:
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    if entry == "Terminal.open":
+        return lambda headers, body: terminal.open("POST", headers, body, now=TIMESTAMP)
+    if entry == "Verifier":
+        verifier = Verifier(terminal, clock=lambda: TIMESTAMP)
+        return lambda headers, body: verifier.open("POST", headers, body)
+    if entry == "middleware":
+        return _middleware(terminal)
+    if entry == "reference":
+        pure = reference.Terminal(BUSINESS_CODE, SERIAL)
+        return lambda headers, body: pure.open("POST", headers, body, now=TIMESTAMP)
+    raise ValueError(f"no entry {entry!r}: {', '.join(ENTRIES)}")
+
+
+@dataclass
+class Result:
+    entry: str
+    size: int
+    rounds: int
+    bad: float  # median seconds per call
+    valid: float
+    bad_slower: float  # share of rounds in which the bad padding's batch took longer
+
+    @property
+    def ratio(self) -> float:
+        return self.bad / self.valid
+
+    def ok(self) -> bool:
+        return 1 / MAX_RATIO <= self.ratio <= MAX_RATIO and SHARE_BOUNDS[0] <= self.bad_slower <= SHARE_BOUNDS[1]
+
+    def line(self) -> str:
+        return (f"{self.entry:<14} {self.size:>6} B: bad padding {self.bad * 1e6:9.2f} us, valid padding "
+                f"{self.valid * 1e6:9.2f} us, median ratio {self.ratio:.3f}, bad slower in "
+                f"{self.bad_slower:4.0%} of {self.rounds} rounds{'' if self.ok() else '  ** OUT OF BOUNDS **'}")
+
+
+def _batch(call: Callable[[], None], sample_seconds: float) -> int:
+    """Calls per timed sample, so that a sample lasts about sample_seconds."""
+    start = time.perf_counter()
+    for _ in range(3):
+        call()
+    return max(1, round(sample_seconds / ((time.perf_counter() - start) / 3)))
+
+
+def measure(entry: str, size: int, rounds: int, sample_seconds: float) -> Result:
+    open_ = opener(entry)
+    headers, probes = forged_probes(size)
+
+    def refused(body: bytes) -> Callable[[], None]:
+        def call() -> None:
+            with contextlib.suppress(AuthError):
+                open_(headers, body)
+        return call
+
+    calls = {name: refused(body) for name, body in probes.items()}
+    samples: dict[str, list[float]] = {"valid": [], "bad": []}
+    with _log_formatted_nowhere():
+        batch = _batch(calls["valid"], sample_seconds)
+        for r in range(rounds):
+            for name in ("valid", "bad") if r % 2 == 0 else ("bad", "valid"):
+                call = calls[name]
+                start = time.perf_counter_ns()
+                for _ in range(batch):
+                    call()
+                samples[name].append((time.perf_counter_ns() - start) / batch / 1e9)
+    slower = sum(bad > valid for bad, valid in zip(samples["bad"], samples["valid"])) / rounds
+    return Result(entry, size, rounds, statistics.median(samples["bad"]), statistics.median(samples["valid"]), slower)
+
+
+def run(entries: tuple[str, ...] = ENTRIES, sizes: tuple[int, ...] = SIZES, rounds: int = 400,
+        sample_seconds: float = 0.001) -> list[Result]:
+    results = []
+    for size in sizes:
+        for entry in entries:
+            result = measure(entry, size, rounds, sample_seconds)
+            print(result.line(), flush=True)
+            results.append(result)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--implementation", choices=("c", "reference", "core", "core-as-sent"), default="c",
-                        help="c: Terminal.open; reference: pasarela.reference.Terminal.open; core: pasarela_open "
-                             "alone (its data parsed from the body beforehand in each call, as in the others); "
-                             "core-as-sent: pasarela_open_request_as_sent alone, which Terminal.open calls first")
-    args = parser.parse_args()
-    print(f"pasarela {pasarela.__version__} from {Path(pasarela.__file__).parent}, {args.implementation} path, "
-          f"{args.rounds} interleaved rounds")
-    for size in SIZES:
-        medians = measure(args.implementation, size, args.rounds)
-        bad_padding, bad_signature = medians["bad padding"], medians["bad signature"]
-        ratio = max(bad_padding, bad_signature) / min(bad_padding, bad_signature)
-        print(f"{size:>6} B: bad padding {bad_padding * 1e6:9.2f} us, valid padding + bad signature "
-              f"{bad_signature * 1e6:9.2f} us, ratio {ratio:.3f} (goal <= 1.1)")
+    parser.add_argument("--short", action="store_true", help="150 rounds (what the gate runs; about 5 s)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 400, --short 150)")
+    parser.add_argument("--entry", action="append", choices=ENTRIES, help="only this entry (repeatable)")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (150 if args.short else 400)
+    print(f"pasarela {pasarela.__version__} from {Path(pasarela.__file__).parent}: the padding-oracle forgery, "
+          f"{rounds} interleaved rounds; bounds: ratio within {MAX_RATIO}, bad slower in "
+          f"{SHARE_BOUNDS[0]:.0%}-{SHARE_BOUNDS[1]:.0%} of rounds")
+    results = run(tuple(args.entry or ENTRIES), SIZES, rounds)
+    return 0 if all(result.ok() for result in results) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,5 +1,5 @@
-"""benchmarks/gate.py's arithmetic: ratios within rounds, medians over rounds, verdicts against a baseline
-(the timings themselves are measured by the gate, never asserted here)."""
+"""benchmarks/gate.py's arithmetic: ratios within rounds, medians over rounds, verdicts against a baseline, the
+padding oracle's bounds and probes (the timings themselves are measured by the gate, never asserted here)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import platform
 import sys
 from pathlib import Path
 
+import pytest
+
+from pasarela.errors import BAD_PADDING, NOT_JSON, AuthError
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import gate
+import padding_timing
 
 
 def _round(seal: float, naive: float, floor: float) -> dict[str, dict[int, float]]:
@@ -80,3 +85,35 @@ def test_this_machines_class_names_its_cpus_maker() -> None:
     machine = gate.machine_class()
     if machine.startswith("x86-64"):
         assert machine in (f"x86-64 AVX-512 {vendor}".rstrip(), f"x86-64 AVX2 {vendor}".rstrip())
+
+
+# --- the padding oracle (benchmarks/padding_timing.py, which the gate runs) ---------------------------------------
+
+
+
+@pytest.mark.parametrize(("bad", "valid", "share", "ok"), [
+    (1.0, 1.0, 0.5, True), (1.05, 1.0, 0.75, True), (1.0, 1.05, 0.25, True),
+    (1.33, 1.0, 0.99, False),  # issue 38's Terminal.open at 256 B
+    (1.06, 1.0, 0.5, False), (1.0, 1.06, 0.5, False), (1.0, 1.0, 0.76, False), (1.0, 1.0, 0.24, False),
+])
+def test_a_padding_result_is_in_bounds_only_within_both_limits(bad: float, valid: float, share: float,
+                                                               ok: bool) -> None:
+    result = padding_timing.Result("Terminal.open", 256, 150, bad, valid, share)
+    assert result.ok() is ok
+    report = gate.padding_markdown([result])
+    assert ("**PADDING ORACLE**" in report) is not ok and "| Terminal.open | 256 B |" in report
+
+
+@pytest.mark.parametrize("size", padding_timing.SIZES)
+@pytest.mark.parametrize("entry", padding_timing.ENTRIES)
+def test_the_forgery_is_refused_by_every_entry_for_its_padding_or_as_text(entry: str, size: int) -> None:
+    """The probes are the attack's: the bad one refused for its padding, the valid one for the garbage block before
+    it (checked here through Terminal.open's reasons), and every entry refuses both."""
+    headers, probes = padding_timing.forged_probes(size)
+    terminal_open = padding_timing.opener("Terminal.open")
+    assert padding_timing._refusal(terminal_open, headers, probes["bad"]) == BAD_PADDING
+    assert padding_timing._refusal(terminal_open, headers, probes["valid"]).startswith(f"{NOT_JSON} (invalid UTF-8")
+    open_ = padding_timing.opener(entry)
+    for body in probes.values():
+        with pytest.raises(AuthError):
+            open_(headers, body)

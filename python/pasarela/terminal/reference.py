@@ -159,13 +159,17 @@ def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> dict[str,
     canonicalized, signed and compared) before refusing a bad padding: the time of a refusal must not
     tell a padding oracle attacker whether the padding was valid."""
     pad, valid = _padding_length(padded)
+    refusal: Optional[AuthError] = None
     try:
-        payload = verify(padded[:len(padded) - pad], encoded_key, signature, fallback_signed=padded)
-    except AuthError:
-        if valid:
-            raise
+        # (a copy whatever pad is: padded[:len(padded)] would be padded itself, a copy the less for a bad padding)
+        payload = verify(bytes(memoryview(padded)[:len(padded) - pad]), encoded_key, signature, fallback_signed=padded)
+    except AuthError as exc:
+        refusal = exc
+    padding_refusal = AuthError(BAD_PADDING)  # made either way, raised the same way as the other refusal
     if not valid:
-        raise AuthError(BAD_PADDING)
+        raise padding_refusal
+    if refusal is not None:
+        raise refusal
     return payload
 
 
