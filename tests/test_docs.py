@@ -3,17 +3,22 @@ Python snippets in order, in one session, and its shell block with the package's
 docs/cards-and-transfers.md and docs/sandbox.md: in order, in one session each, against the sandbox with its
 documented defaults (served on a free port instead of 8790, the one change made). A guide's other blocks are not
 code to run: JSON samples (each must parse) and printed output; docs/sandbox.md's one shell block installs from
-PyPI and starts the sandbox until stopped (tests/test_sandbox_cli.py starts it)."""
+PyPI and starts the sandbox until stopped (tests/test_sandbox_cli.py starts it). The API reference's: the examples
+in the docstrings it shows (``>>>`` lines and ``::`` blocks), each docstring's in one session."""
 
 from __future__ import annotations
 
 import contextlib
+import doctest
+import importlib
+import inspect
 import io
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,6 +111,45 @@ def test_the_snippets_are_found() -> None:
     snippets = python_snippets(DOCS / "cards-and-transfers.md")
     assert len(snippets) == 9
     assert sum(snippet.count(DOCUMENTED_SANDBOX) for snippet in snippets) == 1
+
+
+def documented_modules() -> list[str]:
+    """The modules the API reference pages document (docs/api/*.md)."""
+    pages = "".join(page.read_text("utf-8") for page in sorted((DOCS / "api").glob("*.md")))
+    return re.findall(r"^\.\. automodule:: (\S+)$", pages, flags=re.MULTILINE)
+
+
+def docstring_examples() -> dict[str, str]:
+    """The code of each docstring the API reference shows that holds any: its doctest examples, or its literal
+    blocks (a paragraph ending in ``::``), keyed by where it is."""
+    docstrings: dict[str, str] = {}
+    for module_name in documented_modules():
+        module = importlib.import_module(module_name)
+        docstrings[module_name] = module.__doc__ or ""
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value) or inspect.isroutine(value):  # their own docstrings, not one inherited
+                docstrings[f"{module_name}.{name}"] = inspect.cleandoc(vars(value).get("__doc__") or "")
+            if inspect.isclass(value):
+                for member, attribute in vars(value).items():
+                    if inspect.isroutine(attribute) or isinstance(attribute, (property, classmethod, staticmethod)):
+                        docstrings[f"{module_name}.{name}.{member}"] = inspect.cleandoc(attribute.__doc__ or "")
+    code = {}
+    for where, docstring in docstrings.items():
+        examples = doctest.DocTestParser().get_examples(docstring)
+        if examples:
+            code[where] = "".join(example.source for example in examples)
+        blocks = re.findall(r"::\n\n((?:[ \t]+\S.*\n|[ \t]*\n)+)", docstring + "\n")
+        if blocks:
+            code[where] = "".join(textwrap.dedent(block) for block in blocks)
+    return code
+
+
+def test_the_api_reference_examples_run() -> None:
+    examples = docstring_examples()
+    assert {"pasarela", "pasarela.cards", "pasarela.sandbox"} <= set(examples)  # the ones there are today
+    for where, code in examples.items():
+        exec(compile(code, f"docstring of {where}", "exec"), {"__name__": "__docs__"})  # noqa: S102 (our own)
 
 
 class PayersReturn:
