@@ -16,12 +16,11 @@ test can show that the fault did make the client send a command again.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import redis
@@ -102,7 +101,7 @@ def refusing_scripts(server: RedisServer) -> Iterator[None]:
 
 def _spin_until_killed(server: RedisServer) -> None:
     # ResponseError: "Script killed by user with SCRIPT KILL"
-    with redis.Redis(port=server.port, socket_timeout=60) as spinner, contextlib.suppress(redis.ResponseError):
+    with redis.Redis(port=server.port, socket_timeout=60) as spinner, suppress(redis.ResponseError):
         spinner.eval(SPIN, 0, 30_000_000)
 
 
