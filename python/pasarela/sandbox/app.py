@@ -23,7 +23,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from . import bank_page, cards, simulator, transfers
+from . import bank_page, cards, dashboard, listings, simulator, transfers
+from .access_log import AccessLog
 from .auth import KeyRule
 from .context import Context
 from .endpoint import Call, api_route, json_reply
@@ -92,7 +93,7 @@ class SandboxApp:
             return openapi
 
         routes: list[BaseRoute] = [api_route(context, "GET", "/openapi.json", KeyRule.NONE, serve_openapi)]
-        for module in (transfers, cards, simulator, bank_page):
+        for module in (transfers, cards, simulator, listings, bank_page, dashboard):
             routes.extend(module.routes(context))
         routes.append(Mount("/terminal", app=terminal_app(context.config)))
         self.starlette = Starlette(
@@ -103,6 +104,7 @@ class SandboxApp:
                                 ClientDisconnect: _client_gone, Exception: _failure},
             lifespan=self._lifespan,
         )
+        self._served = AccessLog(self.starlette, context)
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -115,4 +117,4 @@ class SandboxApp:
                 hook()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.starlette(scope, receive, send)
+        await self._served(scope, receive, send)

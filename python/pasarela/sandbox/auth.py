@@ -13,7 +13,7 @@ from enum import Enum
 from .config import SandboxConfig
 from .errors import SandboxError
 
-__all__ = ["KeyRule", "check_key"]
+__all__ = ["PRIVATE_HEADER", "PUBLIC_HEADER", "KeyRule", "check_key", "same_key"]
 
 PUBLIC_HEADER = "Public-Merchant-Id"
 PRIVATE_HEADER = "Private-Merchant-Id"
@@ -29,7 +29,8 @@ class KeyRule(Enum):
     """``GET /status/{token}``: "merchant id header" in the spec, either key."""
 
 
-def _same(sent: str, expected: str) -> bool:
+def same_key(sent: str, expected: str) -> bool:
+    """In constant time (the sent value may be a guess)."""
     return hmac.compare_digest(sent.encode("utf-8", "replace"), expected.encode("utf-8"))
 
 
@@ -44,8 +45,8 @@ def check_key(headers: Mapping[str, str], rule: KeyRule, config: SandboxConfig) 
     public = headers.get(PUBLIC_HEADER)
     private = headers.get(PRIVATE_HEADER)
     if rule is KeyRule.EITHER:
-        if (private is not None and _same(private, config.private_key)) or (
-            public is not None and _same(public, config.public_key)
+        if (private is not None and same_key(private, config.private_key)) or (
+            public is not None and same_key(public, config.public_key)
         ):
             return
         if private is None and public is None:
@@ -59,9 +60,9 @@ def check_key(headers: Mapping[str, str], rule: KeyRule, config: SandboxConfig) 
         role = "the private merchant key"
     if sent is None:
         raise _unauthorized(f"this call needs the {name} header ({role})")
-    if _same(sent, expected):
+    if same_key(sent, expected):
         return
-    if _same(sent, other):
+    if same_key(sent, other):
         wrong = "public" if rule is KeyRule.PRIVATE else "private"
         raise _unauthorized(f"{name} holds the {wrong} key: this call needs {role}")
     raise _unauthorized(f"{name} is not this sandbox's {role.removeprefix('the ')}")

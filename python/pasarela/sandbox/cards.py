@@ -34,7 +34,7 @@ from .errors import SandboxError
 from .store import Charge, Tx
 from .wire import card_token_request, charge_request, tokenless_charge_request
 
-__all__ = ["network_info", "routes"]
+__all__ = ["CHARGE_KINDS", "charge_record", "network_info", "routes"]
 
 CREATION_WALLET = "pasarela-sandbox"
 DEFAULT_WALLET_ID = "04"
@@ -145,17 +145,24 @@ class CardApi:
             charge = tx.charge(call.params["ticketNumber"])
         if charge is None:
             raise SandboxError.not_found("no charge has this ticketNumber")
-        record: dict[str, Any] = {**charge.answer, "transactionType": _TRANSACTION_TYPES[charge.kind],
-                                  "created": int(charge.created * 1000)}
-        if charge.amount is not None:
-            record["amount"] = dict(charge.amount)
-        if charge.reversal is not None:
-            record["reversal"] = dict(charge.reversal)
-        return json_reply(200, record)
+        return json_reply(200, charge_record(charge))
+
+
+def charge_record(charge: Charge) -> dict[str, Any]:
+    """What ``GET /v1/charges/{ticketNumber}`` answers: the charge's answer, its type, amount and reversal."""
+    record: dict[str, Any] = {**charge.answer, "transactionType": _TRANSACTION_TYPES[charge.kind],
+                              "created": int(charge.created * 1000)}
+    if charge.amount is not None:
+        record["amount"] = dict(charge.amount)
+    if charge.reversal is not None:
+        record["reversal"] = dict(charge.reversal)
+    return record
 
 
 VOID_WINDOW_SECONDS = 86_400.0
 _TRANSACTION_TYPES = {"charge": "SALE", "tokenless": "SALE", "preAuthorization": "PREAUTHORIZATION"}
+CHARGE_KINDS = tuple(_TRANSACTION_TYPES)
+"""``charge`` (with a card token), ``tokenless`` and ``preAuthorization``."""
 ALREADY_REVERSED = "CHARGE_ALREADY_REVERSED"
 """The sandbox's code: the service's own code for a second void is not in its public documentation."""
 

@@ -28,6 +28,12 @@ class SandboxClock:
         """Epoch milliseconds (what ``created`` fields carry)."""
         return int(self.now() * 1000)
 
+    @property
+    def offset(self) -> float:
+        """Seconds the clock was moved forward in all."""
+        with self._lock:
+            return self._offset
+
     def advance(self, seconds: float) -> float:
         """Move the clock forward; returns the new now."""
         if seconds < 0:

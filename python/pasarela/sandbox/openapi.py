@@ -8,6 +8,7 @@ are answered with the same 400 naming the field.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._version import __version__
@@ -53,6 +54,7 @@ _AMOUNT_MEMBERS = {"subtotalIva": _MONEY, "subtotalIva0": _MONEY, "iva": _MONEY}
 _CURRENCIES = sorted(MINOR_UNITS)
 _TRANSFER_STATUSES = ["initializedTransaction", "approvedTransaction", "declinedTransaction", "expiredTransaction"]
 _SPEC_STATUSES = ["initialized", "PAID", "rejected"]
+_VERDICT = {"type": "string", "enum": ["pass", "fail", "not_observed", "check_yourself"]}
 
 COMPONENTS: dict[str, Any] = {
     # --- requests
@@ -319,21 +321,113 @@ COMPONENTS: dict[str, Any] = {
             "nextAttemptAt": _EPOCH_MS,
             "deliveredAt": _EPOCH_MS,
             "lastError": {"type": "string"},
+            "body": {"type": "object", "description": "the body as sent (card data and keys in metadata redacted)"},
+            "deliveries": {"type": "array", "items": _ref("WebhookDelivery"), "description": "oldest first"},
         },
-        ("id", "token", "status", "delivered", "attempts", "created"),
+        ("id", "token", "status", "delivered", "attempts", "created", "body", "deliveries"),
+        closed=True,
+    ),
+    "WebhookDelivery": _object(
+        {
+            "id": {"type": "integer", "description": "the delivery's id (evidence delivery:<id>)"},
+            "at": _EPOCH_MS,
+            "url": {"type": "string"},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "the signed headers as sent (X-Kushki-Id, X-Kushki-Signature, ...)"},
+            "status": {"type": "integer", "nullable": True, "description": "the receiver's answer; null: none"},
+            "latencyMs": {"type": "number", "minimum": 0},
+            "error": {"type": "string"},
+        },
+        ("id", "at", "url", "headers", "status", "latencyMs"),
         closed=True,
     ),
     "WebhookList": _object(
-        {"webhookUrl": {"type": "boolean", "description": "whether a webhook URL is configured"},
+        {"webhookUrl": {"type": "string", "nullable": True, "description": "where webhooks go; null: nowhere yet"},
          "webhooks": {"type": "array", "items": _ref("Webhook")}},
         ("webhookUrl", "webhooks"),
         closed=True,
     ),
+    "RecordedRequest": _object(
+        {
+            "id": {"type": "integer", "description": "its number in the access log (evidence request:<id>)"},
+            "at": _EPOCH_MS,
+            "kind": {"type": "string", "enum": ["api", "terminal", "page", "cdn"]},
+            "method": {"type": "string"},
+            "path": {"type": "string", "description": "as sent, percent-encoded"},
+            "status": {"type": "integer"},
+            "ms": {"type": "number", "minimum": 0},
+            "key": {"type": "string", "enum": ["public", "private", "none", "wrong"],
+                    "description": "which merchant key it carried, never its value"},
+            "token": {"type": "string", "nullable": True},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "Private-Merchant-Id and Authorization redacted"},
+            "body": {"description": "JSON as received with card data redacted, or text; null when empty"},
+            "response": {"description": "the answer's body, likewise (not kept for the simulator's listings)"},
+            "verdict": {"type": "string", "description": "terminal requests: valid, or the AUTH-001 cause"},
+        },
+        ("id", "at", "kind", "method", "path", "status", "ms", "key", "token", "headers", "body", "response"),
+        closed=True,
+    ),
+    "HistoryEntry": _object(
+        {"at": _EPOCH_MS,
+         "state": {"type": "string", "enum": ["initialized", "PAID", "rejected", "cancelled", "expired"]},
+         "cause": {"type": "string", "description": "init, payer, scenario, settled, cancel or dashboard"}},
+        ("at", "state", "cause"), closed=True),
+    "CertificationPart": _object(
+        {"part": {"type": "string"}, "verdict": _VERDICT, "summary": {"type": "string"},
+         "evidence": {"type": "array", "items": {"type": "string"}}},
+        ("part", "verdict", "summary", "evidence"), closed=True),
+    "CertificationRule": _object(
+        {"rule": {"type": "integer", "minimum": 1, "maximum": 9}, "title": {"type": "string"}, "verdict": _VERDICT,
+         "summary": {"type": "string"},
+         "evidence": {"type": "array", "items": {"type": "string"},
+                      "description": "request:<id> (access log), delivery:<id> (webhook attempt), transfer:<token>"},
+         "parts": {"type": "array", "items": _ref("CertificationPart")}},
+        ("rule", "title", "verdict", "summary", "evidence"), closed=True),
+    "Certification": _object(
+        {"rules": {"type": "array", "items": _ref("CertificationRule"), "minItems": 9, "maxItems": 9}},
+        ("rules",), closed=True,
+        description="Spec section 8's certification rules, judged from the traffic the sandbox observed."),
     "Clock": _object({"now": _EPOCH_MS}, ("now",), closed=True),
     "TerminalEnvelope": _object(
         {"data": _string("^[0-9a-f]{32}:[0-9a-f]+$", "<iv_hex>:<ciphertext_hex>")}, ("data",), closed=True
     ),
 }
+
+
+
+def _listed(item: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A listing's item: the closed schema ``item`` with more members."""
+    schema = COMPONENTS[item]
+    return _object({**schema["properties"], **extra}, tuple(schema["required"]), closed=True)
+
+
+def _page_of(item: str) -> dict[str, Any]:
+    return _object({"items": {"type": "array", "items": _ref(item)},
+                    "nextCursor": {"type": "string", "nullable": True,
+                                   "description": "pass it as cursor for the next page; null on the last"}},
+                   ("items", "nextCursor"), closed=True)
+
+
+COMPONENTS.update({
+    "TransferListItem": _listed("TransferStatus", {
+        "flow": {"type": "string", "enum": ["clabe", "bank", "wallet", "qr", "pse"]},
+        "documentNumber": {"type": "string"}}),
+    "ChargeListItem": _listed("ChargeRecord", {
+        "kind": {"type": "string", "enum": ["charge", "tokenless", "preAuthorization"]}}),
+})
+COMPONENTS.update({
+    "TransferPage": _page_of("TransferListItem"),
+    "ChargePage": _page_of("ChargeListItem"),
+    "RequestPage": _page_of("RecordedRequest"),
+    "TransferDetail": _object(
+        {"transfer": _ref("TransferListItem"),
+         "tokenRequest": {"type": "object", "nullable": True, "description": "the token request as accepted"},
+         "history": {"type": "array", "items": _ref("HistoryEntry")},
+         "requests": {"type": "array", "items": _ref("RecordedRequest"), "description": "newest first"},
+         "webhooks": {"type": "array", "items": _ref("Webhook")}},
+        ("transfer", "tokenRequest", "history", "requests", "webhooks"), closed=True),
+})
 
 _JSON = "application/json"
 _HTML = "text/html"
@@ -437,6 +531,95 @@ def _reversal(operation_id: str, summary: str) -> dict[str, Any]:
     return operation
 
 
+def _query(name: str, schema: dict[str, Any], description: str = "") -> dict[str, Any]:
+    parameter: dict[str, Any] = {"name": name, "in": "query", "required": False, "schema": schema}
+    if description:
+        parameter["description"] = description
+    return parameter
+
+
+_PAGING = (_query("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}),
+           _query("cursor", _string("^[0-9]{1,18}$"), "the nextCursor of the previous page"))
+
+
+def _listing(operation_id: str, summary: str, page: str, *filters: dict[str, Any]) -> dict[str, Any]:
+    return _operation(operation_id, summary, _PRIVATE, {
+        "200": _response("a page, newest first", page), "400": _error("a bad limit, cursor or filter, named"),
+        "401": _UNAUTHORIZED}, parameters=(*_PAGING, *filters), tags=("simulator",))
+
+
+_MISDIRECTED = _error("asked by a name other than the sandbox's own address (DNS rebinding)")
+_DASHBOARD_PAGES = (
+    ("/sandbox/", "dashboardTransfers", "Dashboard: transfers, filtered by status, country and flow", True),
+    ("/sandbox/transfers/{token}", "dashboardTransfer", "Dashboard: one transfer, its history, requests, webhooks",
+     False),
+    ("/sandbox/charges", "dashboardCharges", "Dashboard: card charges", True),
+    ("/sandbox/webhooks", "dashboardWebhooks", "Dashboard: webhooks and every delivery attempt", False),
+    ("/sandbox/terminal", "dashboardTerminal", "Dashboard: terminal requests, verdict and AUTH-001 cause", True),
+    ("/sandbox/requests", "dashboardRequests", "Dashboard: the access log", True),
+    ("/sandbox/requests/{id}", "dashboardRequest", "Dashboard: one request, its headers and bodies", False),
+    ("/sandbox/certification", "dashboardCertification", "Dashboard: certification readiness", False),
+)
+_DASHBOARD_ACTIONS = (
+    ("/sandbox/actions/transfers/{token}/{action}", "dashboardTransferAction",
+     "Dashboard form: approve, decline or expire a pending transfer"),
+    ("/sandbox/actions/webhooks/{id}/redeliver", "dashboardRedeliver", "Dashboard form: redeliver a webhook"),
+    ("/sandbox/actions/clock", "dashboardClock", "Dashboard form: advance the clock"),
+)
+
+
+def _path_parameters(path: str) -> list[dict[str, Any]]:
+    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+            for name in re.findall(r"{(\w+)}", path)]
+
+
+def _dashboard_pages() -> dict[str, Any]:
+    """The dashboard's pages and forms (HTML, no key: it listens on 127.0.0.1; its forms carry a page token)."""
+    paths: dict[str, Any] = {}
+    for path, operation_id, summary, paged in _DASHBOARD_PAGES:
+        responses = {"200": _html("the page"), "404": _html("no such transfer or request"), "421": _MISDIRECTED}
+        if paged:
+            responses["400"] = _error("a filter or cursor that is not one of its values")
+        operation: dict[str, Any] = {"operationId": operation_id, "summary": summary, "security": [],
+                                     "tags": ["dashboard"], "responses": responses}
+        if _path_parameters(path):
+            operation["parameters"] = _path_parameters(path)
+        paths[path] = {"get": operation}
+    form = _object({"page_token": {"type": "string", "description": "the per-page token of the form"},
+                    "back": {"type": "string", "description": "the dashboard page to return to"},
+                    "seconds": {"type": "string", "description": "the clock form: seconds to advance"}},
+                   ("page_token",))
+    for path, operation_id, summary in _DASHBOARD_ACTIONS:
+        operation = {"operationId": operation_id, "summary": summary, "security": [], "tags": ["dashboard"],
+                     "requestBody": {"required": True,
+                                     "content": {"application/x-www-form-urlencoded": {"schema": form}}},
+                     "responses": {"303": {"description": "done: back to the page",
+                                           "headers": {"Location": {"schema": {"type": "string"}}}},
+                                   "400": _html("a bad number of seconds"),
+                                   "403": _html("the page token is missing, wrong or too old, or a cross-site post"),
+                                   "404": _html("no such transfer, webhook or action"),
+                                   "409": _html("the transfer is not pending"), "421": _MISDIRECTED}}
+        if _path_parameters(path):
+            operation["parameters"] = _path_parameters(path)
+        paths[path] = {"post": operation}
+    assets = {"/sandbox/assets/dashboard.css": ("dashboardStyle", "text/css"),
+              "/sandbox/assets/dashboard.js": ("dashboardScript", "text/javascript")}
+    for path, (operation_id, media) in assets.items():
+        paths[path] = {"get": {"operationId": operation_id, "summary": "The dashboard's own asset", "security": [],
+                               "tags": ["dashboard"], "responses": {"200": {
+                                   "description": "served by the sandbox itself",
+                                   "content": {media: {"schema": {"type": "string"}}}}}}}
+    paths["/sandbox/changes"] = {"get": {
+        "operationId": "dashboardChanges", "summary": "Dashboard polling: a version that changes with the state",
+        "security": [], "tags": ["dashboard"], "responses": {
+            "200": {"description": "the state's version", "content": {_JSON: {"schema": _object(
+                {"version": {"type": "string"}}, ("version",), closed=True)}}}, "421": _MISDIRECTED}}}
+    paths["/"] = {"get": {"operationId": "home", "summary": "To the dashboard", "security": [], "tags": ["dashboard"],
+                          "responses": {"303": {"description": "to /sandbox/",
+                                                "headers": {"Location": {"schema": {"type": "string"}}}}}}}
+    return paths
+
+
 def _status(operation_id: str, summary: str, security: Security) -> dict[str, Any]:
     return {"get": _operation(operation_id, summary, security, {
         "200": _response("the status record", "TransferStatus"),
@@ -525,9 +708,39 @@ _PATHS: dict[str, Any] = {
             "200": _response("the sandbox's now", "Clock"), "400": _INVALID, "401": _UNAUTHORIZED},
         body="ClockAdvance", tags=("simulator",))},
     "/sandbox/v1/webhooks": {"get": _operation(
-        "listWebhooks", "Simulator: the webhook outbox, newest first", _PRIVATE, {
+        "listWebhooks", "Simulator: the webhook outbox, newest first, each with its delivery attempts", _PRIVATE, {
             "200": _response("deliveries and their state", "WebhookList"), "401": _UNAUTHORIZED},
+        parameters=(_query("token", {"type": "string"}, "this transfer's webhooks only"),), tags=("simulator",))},
+    "/sandbox/v1/webhooks/{id}/redeliver": {"post": _operation(
+        "redeliverWebhook", "Simulator: send a webhook again now, delivered before or not", _PRIVATE, {
+            "202": _response("queued: the webhook as it now stands", "Webhook"), "401": _UNAUTHORIZED,
+            "404": _error("no webhook has this id")},
+        parameters=({"name": "id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}},),
         tags=("simulator",))},
+    "/sandbox/v1/transfers": {"get": _listing(
+        "listTransfers", "Simulator: transfers, newest first", "TransferPage",
+        _query("status", {"type": "string", "enum": [*_SPEC_STATUSES, *_TRANSFER_STATUSES[:3]]},
+               "the spec's word or the service's"),
+        _query("country", {"type": "string", "enum": ["MX", "EC", "CO"]}),
+        _query("flow", {"type": "string", "enum": ["clabe", "bank", "wallet", "qr", "pse"]}))},
+    "/sandbox/v1/transfers/{token}": {"get": _operation(
+        "getTransfer", "Simulator: one transfer, its history, requests and webhooks", _PRIVATE, {
+            "200": _response("the transfer whole", "TransferDetail"), "401": _UNAUTHORIZED,
+            "404": _error("no transfer was started with this token")},
+        parameters=(_TOKEN_PARAMETER,), tags=("simulator",))},
+    "/sandbox/v1/charges": {"get": _listing(
+        "listCharges", "Simulator: card charges, newest first", "ChargePage",
+        _query("kind", {"type": "string", "enum": ["charge", "tokenless", "preAuthorization"]}))},
+    "/sandbox/v1/requests": {"get": _listing(
+        "listRequests", "Simulator: the access log, newest first (the newest 5000 requests are kept)",
+        "RequestPage", _query("kind", {"type": "string", "enum": ["api", "terminal", "page", "cdn"]}),
+        _query("method", {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]}),
+        _query("token", {"type": "string"}, "the requests of this transfer or card token"))},
+    "/sandbox/v1/certification": {"get": _operation(
+        "certification", "Simulator: certification readiness, rule by rule (spec 8)", _PRIVATE, {
+            "200": _response("a verdict for each rule 1 to 9", "Certification"), "401": _UNAUTHORIZED},
+        tags=("simulator",))},
+    **_dashboard_pages(),
     "/sandbox/pay/{token}": {
         "get": {"operationId": "payerPage", "summary": "Payer page: the bank portal, the wallet, the QR's landing page",
                 "security": [], "tags": ["simulator"], "parameters": [_TOKEN_PARAMETER],

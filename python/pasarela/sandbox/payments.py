@@ -35,13 +35,14 @@ def find_payable(tx: Tx, *, token: Optional[str] = None, clabe: Optional[str] = 
     return found
 
 
-def pay(context: Context, transfer_token: str, outcome: Optional[Outcome]) -> Transfer:
-    """Complete the payment of the transfer of ``transfer_token``; returns the transfer as it now is."""
+def pay(context: Context, transfer_token: str, outcome: Optional[Outcome], cause: str = "payer") -> Transfer:
+    """Complete the payment of the transfer of ``transfer_token``; returns the transfer as it now is. ``cause`` goes
+    into its history (the payer, or the dashboard acting for them)."""
     now = context.clock.now()
     with context.store.write() as tx:
         transfer = find_payable(tx, token=transfer_token)
         final = complete(transfer.status, transfer.window, outcome or document_outcome(transfer.document_number), now)
-        tx.set_status(transfer.token, final, now)
+        tx.set_status(transfer.token, final, now, cause)
         enqueue_event(tx, transfer, final, now)
         updated = tx.transfer(transfer.token)
     context.webhook_queued()

@@ -7,7 +7,11 @@ PASARELA_SANDBOX_PRIVATE_KEY, PASARELA_SANDBOX_WEBHOOK_SECRET, PASARELA_BUSINESS
 ``pasarela seal`` reads, so both agree), and PASARELA_TERMINAL_SERIAL for the serial.
 
 SIGINT (Ctrl-C) and SIGTERM stop it gracefully (pending webhooks stay in the outbox for the next
-start); as uvicorn does, the process then ends by the signal it received (SIGINT: exit status 130).
+start) and checkpoint the SQLite write-ahead log into the database file; SIGTERM, the way service managers
+stop a process, exits with status 0, Ctrl-C with 130.
+
+Every request gives one access-log line on stderr (``--access-log off`` for none). ``pasarela sandbox certify``
+(:mod:`.certify`) asks a running sandbox for its certification verdicts.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Optional, TextIO
 
 from .._version import __version__
@@ -49,10 +55,20 @@ def _settle_after(text: str) -> Optional[float]:
     return seconds
 
 
+DOCS_URL = "https://pasarela.github.io/pasarela/sandbox.html"
+_EPILOG = f"""\
+Once started, open http://127.0.0.1:PORT/ in a browser: the dashboard (transfers, charges, webhook
+deliveries, terminal requests, the access log, certification readiness).
+'{{prog}} certify --url URL' prints a running sandbox's certification verdicts (exit 1 when a rule fails).
+The guide: {DOCS_URL} (docs/sandbox.md in the source distribution)."""
+
+
 def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="A local, stateful simulator of the payment service on 127.0.0.1 (see docs/sandbox.md).",
+        description="A local, stateful simulator of the payment service on 127.0.0.1.",
+        epilog=_EPILOG.format(prog=prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add("--port", type=int, default=DEFAULT_PORT, help=f"TCP port; 0 picks a free one (default {DEFAULT_PORT})")
@@ -76,7 +92,7 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
     add("--webhook-backoff-max", type=float, default=_DEFAULTS.webhook_backoff_max,
         help=f"longest wait between webhook retries (default {_DEFAULTS.webhook_backoff_max:g})")
     add("--settle-after", type=_settle_after, default=DEFAULT_SETTLE_AFTER, metavar="SECONDS|never",
-        help=f"Mexico, Ecuador and Colombia ACH transfers the payer has not paid settle by themselves this long after "
+        help=f"Mexico, Ecuador and Colombia PSE transfers the payer has not paid settle by themselves this long after "
              f"init, by the documentNumber rule (default {DEFAULT_SETTLE_AFTER:g}; never: only the payer page and "
              f"/sandbox/v1/payments complete them)")
     add("--public-url", help="the sandbox's address in the links it hands out (payer pages, QR contents); "
@@ -85,6 +101,8 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
         help="an origin browsers may call the API from; repeat for several (default: any)")
     add("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
         help="default warning")
+    add("--access-log", choices=("on", "off"), default="on",
+        help="a line on stderr for every request: method, path, status, milliseconds, which key (default on)")
     parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
     return parser
 
@@ -132,7 +150,9 @@ def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str,
     url = f"http://{HOST}:{port}"
     lines = [
         f"pasarela sandbox {__version__} listening on {url}",
+        f"  Dashboard         {url}/sandbox/",
         f"  OpenAPI document  {url}/openapi.json",
+        f"  CDN stand-ins     {url}/cdn/",
         f"  --port            {args.port}" + (f" (picked {port})" if args.port == 0 else ""),
         f"  --db              {args.db}",
         f"  --public-key      {args.public_key}",
@@ -146,6 +166,7 @@ def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str,
         f"  --webhook-backoff {args.webhook_backoff:g} (max {args.webhook_backoff_max:g})",
         "  --settle-after    " + ("never" if args.settle_after is None else f"{args.settle_after:g}"),
         f"  --public-url      {args.public_url or url}",
+        f"  --access-log      {args.access_log}",
         f"  --cors-origin     {', '.join(args.cors_origins or ('*',))}",
     ]
     out.write("\n".join(lines) + "\n")
@@ -163,12 +184,26 @@ def _listen(port: int) -> socket.socket:
     return listener
 
 
+class _Terminated(Exception):
+    """SIGTERM arrived: uvicorn has shut down gracefully and re-raised it to us."""
+
+
+def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
+    raise _Terminated
+
+
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox") -> int:
-    args = build_parser(prog).parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["certify"]:
+        from .certify import main as certify
+
+        return certify(arguments[1:], prog=f"{prog} certify")
+    args = build_parser(prog).parse_args(arguments)
     _warn_about_secrets_given(args, prog)
     try:
         import uvicorn
 
+        from .access_log import ACCESS_LOGGER
         from .service import Sandbox
     except ImportError as exc:
         print(f"{prog}: error: {exc.name or exc} is missing: pip install 'pasarela[sandbox]'", file=sys.stderr)
@@ -181,13 +216,20 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Its own level: the access log is on (or off) whatever --log-level says of the other lines.
+    logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO if args.access_log == "on" else logging.CRITICAL + 1)
     _banner(sys.stdout, args, listener.getsockname()[1], secrets)
     server = uvicorn.Server(uvicorn.Config(sandbox.app, log_level=args.log_level, access_log=False, lifespan="on"))
+    # uvicorn restores the handler it found and re-raises the signal once it has shut down: ours ends the run.
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:  # uvicorn shut down gracefully, then re-raised Ctrl-C: no traceback
         return 130
+    except _Terminated:
+        return 0
     finally:
+        signal.signal(signal.SIGTERM, previous)
         sandbox.close()
         listener.close()
     return 0

@@ -38,7 +38,7 @@ def settle_due(context: Context, token: Optional[str] = None) -> int:
         due = tx.due_settlements(now, token)
         for transfer in due:
             final = TransferStatus.after(document_outcome(transfer.document_number))
-            tx.set_status(transfer.token, final, now)
+            tx.set_status(transfer.token, final, now, "settled")
             enqueue_event(tx, transfer, final, now)
     if due:
         context.webhook_queued()

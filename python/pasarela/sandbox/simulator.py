@@ -1,48 +1,29 @@
 """The simulator's own endpoints, under ``/sandbox/v1/`` (private key): what the service does not
 have but a test needs. The payer pays (``POST /sandbox/v1/payments``), time passes
-(``POST /sandbox/v1/clock``), the webhook outbox can be read (``GET /sandbox/v1/webhooks``)."""
+(``POST /sandbox/v1/clock``), the webhook outbox can be read with each delivery attempt
+(``GET /sandbox/v1/webhooks``) and a webhook sent again (``POST /sandbox/v1/webhooks/{id}/redeliver``)."""
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 from starlette.responses import Response
 from starlette.routing import Route
 
 from .auth import KeyRule
+from .certification import certification
 from .context import Context
 from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
 from .payments import find_payable, pay
+from .records import webhook_item
 from .scenarios import Outcome
 from .settlement import settle_due
 from .store import OutboxEntry
 from .transfers import status_record
 
-__all__ = ["routes"]
+__all__ = ["advance_clock", "redeliver", "routes"]
 
 _IDENTIFIERS = ("token", "clabe", "referenceCode")
 _LISTED_WEBHOOKS = 200
-
-
-def _webhook(entry: OutboxEntry) -> dict[str, Any]:
-    status = json.loads(entry.body).get("status", "")
-    item: dict[str, Any] = {
-        "id": entry.id,
-        "token": entry.token,
-        "status": status,
-        "delivered": entry.delivered_at is not None,
-        "attempts": entry.attempts,
-        "created": int(entry.created * 1000),
-    }
-    if entry.delivered_at is None:
-        item["nextAttemptAt"] = int(entry.next_attempt_at * 1000)
-    else:
-        item["deliveredAt"] = int(entry.delivered_at * 1000)
-    if entry.last_error is not None:
-        item["lastError"] = entry.last_error
-    return item
 
 
 class Simulator:
@@ -63,16 +44,45 @@ class Simulator:
         return json_reply(200, status_record(paid, self._context.clock.now()))
 
     async def clock(self, call: Call) -> Response:
-        now = self._context.clock.advance(float(call.body["seconds"]))
-        settle_due(self._context)  # transfers whose settle_at has come
-        self._context.webhook_queued()  # retries may have become due
+        now = advance_clock(self._context, float(call.body["seconds"]))
         return json_reply(200, {"now": int(now * 1000)})
 
     async def webhooks(self, call: Call) -> Response:
         with self._context.store.read() as tx:
-            entries = tx.outbox(_LISTED_WEBHOOKS)
-        return json_reply(200, {"webhookUrl": self._context.config.webhook_url is not None,
-                                "webhooks": [_webhook(entry) for entry in entries]})
+            entries = tx.outbox(_LISTED_WEBHOOKS, token=call.request.query_params.get("token"))
+            attempts = tx.attempts([entry.id for entry in entries])
+        return json_reply(200, {"webhookUrl": self._context.config.webhook_url,
+                                "webhooks": [webhook_item(entry, attempts) for entry in entries]})
+
+    async def certification(self, call: Call) -> Response:
+        with self._context.store.read() as tx:
+            verdicts = certification(tx, self._context.config.webhook_url)
+        return json_reply(200, {"rules": [verdict.to_json() for verdict in verdicts]})
+
+    async def redeliver(self, call: Call) -> Response:
+        entry = redeliver(self._context, call.params["id"])
+        with self._context.store.read() as tx:
+            attempts = tx.attempts([entry.id])
+        return json_reply(202, webhook_item(entry, attempts))
+
+
+def advance_clock(context: Context, seconds: float) -> float:
+    """Move the sandbox's clock forward; what has become due settles, and due webhook retries go out."""
+    now = context.clock.advance(seconds)
+    settle_due(context)
+    context.webhook_queued()
+    return now
+
+
+def redeliver(context: Context, event_id: str) -> OutboxEntry:
+    """Queue the webhook ``event_id`` for delivery now, delivered before or not; 404 when there is no such event."""
+    with context.store.write() as tx:
+        if not tx.redeliver(event_id, context.clock.now()):
+            raise SandboxError.not_found("no webhook has this id")
+        entry = tx.outbox_entry(event_id)
+    context.webhook_queued()
+    assert entry is not None  # updated in this very transaction
+    return entry
 
 
 def routes(context: Context) -> list[Route]:
@@ -81,4 +91,6 @@ def routes(context: Context) -> list[Route]:
         api_route(context, "POST", "/sandbox/v1/payments", KeyRule.PRIVATE, simulator.payment, "PaymentRequest"),
         api_route(context, "POST", "/sandbox/v1/clock", KeyRule.PRIVATE, simulator.clock, "ClockAdvance"),
         api_route(context, "GET", "/sandbox/v1/webhooks", KeyRule.PRIVATE, simulator.webhooks),
+        api_route(context, "POST", "/sandbox/v1/webhooks/{id}/redeliver", KeyRule.PRIVATE, simulator.redeliver),
+        api_route(context, "GET", "/sandbox/v1/certification", KeyRule.PRIVATE, simulator.certification),
     ]

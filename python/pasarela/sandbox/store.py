@@ -21,7 +21,8 @@ from typing import Any, Optional, Union
 from .jsontext import dumps
 from .states import PaymentWindow, TransferStatus
 
-__all__ = ["CardToken", "Charge", "OutboxEntry", "Store", "Transfer", "TransferToken", "Tx"]
+__all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "OutboxEntry", "Page", "RequestRecord", "Store",
+           "Transfer", "TransferToken", "Tx"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfer_tokens (
@@ -76,6 +77,40 @@ CREATE TABLE IF NOT EXISTS outbox (
     delivered_at REAL,
     last_error TEXT
 );
+CREATE TABLE IF NOT EXISTS transfer_history (
+    token TEXT NOT NULL,
+    at REAL NOT NULL,
+    state TEXT NOT NULL,
+    cause TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_attempts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    url TEXT NOT NULL,
+    headers TEXT NOT NULL,
+    status INTEGER,
+    latency_ms REAL NOT NULL,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    method TEXT NOT NULL,
+    path TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    ms REAL NOT NULL,
+    key TEXT NOT NULL,
+    token TEXT,
+    headers TEXT NOT NULL,
+    body TEXT,
+    response TEXT,
+    verdict TEXT
+);
+CREATE INDEX IF NOT EXISTS history_by_transfer ON transfer_history (token, at);
+CREATE INDEX IF NOT EXISTS attempts_by_event ON webhook_attempts (event_id, id);
+CREATE INDEX IF NOT EXISTS requests_by_token ON requests (token) WHERE token IS NOT NULL;
 CREATE INDEX IF NOT EXISTS transfers_clabe ON transfers (clabe) WHERE clabe IS NOT NULL;
 CREATE INDEX IF NOT EXISTS transfers_code ON transfers (reference_code) WHERE reference_code IS NOT NULL;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivered_at IS NULL;
@@ -155,12 +190,75 @@ class OutboxEntry:
     last_error: Optional[str]
 
 
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One step of a transfer's life: ``state`` (``initialized``, ``PAID``, ``rejected``, ``cancelled``,
+    ``expired``) reached at ``at`` because of ``cause`` (``init``, ``payer``, ``scenario``, ``settled``,
+    ``cancel``, ``dashboard``...)."""
+
+    at: float
+    state: str
+    cause: str
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One delivery attempt of a webhook: what was sent (the headers; the body is the event's) and what came back."""
+
+    id: int
+    event_id: str
+    at: float
+    url: str
+    headers: Mapping[str, str]
+    status: Optional[int]
+    """The receiver's HTTP status; ``None`` when it did not answer."""
+    latency_ms: float
+    error: Optional[str]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the sandbox answered (the access log), headers and bodies already redacted."""
+
+    id: int
+    at: float
+    kind: str
+    """``api`` (the service's API and the simulator's), ``terminal``, ``page`` (payer pages) or ``cdn``."""
+    method: str
+    path: str
+    status: int
+    ms: float
+    key: str
+    """Which merchant key the request carried: ``public``, ``private``, ``none`` or ``wrong`` (never the value)."""
+    token: Optional[str]
+    """The transfer or card token the request concerns, when one could be read from it."""
+    headers: Mapping[str, str]
+    body: Any
+    response: Any
+    verdict: Optional[str]
+    """Terminal requests: ``valid`` or the AUTH-001 cause :func:`pasarela.diagnose` names."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing, newest first; ``next_cursor`` fetches the next one (``None``: this was the last)."""
+
+    items: list[Any]
+    next_cursor: Optional[str]
+
+
+MAX_RECORDED_REQUESTS = 5_000
+"""The access log keeps this many requests, the newest (the certification reads the same records)."""
+_PRUNE_EVERY = 100
+
+
 _TRANSFER_COLUMNS = (
     "token, reference, country, variant, status, currency, amount, ticket_number, created, updated,"
     " cancelled, locked, expires_at, document_number, callback_url, clabe, reference_code, metadata, settle_at"
 )
 _OUTBOX_COLUMNS = "id, token, body, created, attempts, next_attempt_at, delivered_at, last_error"
 # Statements are assembled from these constant column lists only; values always travel as parameters.
+_FILTERABLE = frozenset({"status", "country", "variant", "kind", "method", "token", "path"})
 _SELECT_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM transfers"  # noqa: S608
 _INSERT_TRANSFER = f"INSERT INTO transfers ({_TRANSFER_COLUMNS}) VALUES ({', '.join('?' * 19)})"  # noqa: S608
 _SELECT_OUTBOX = f"SELECT {_OUTBOX_COLUMNS} FROM outbox"  # noqa: S608
@@ -198,6 +296,31 @@ def _outbox(row: tuple[Any, ...]) -> OutboxEntry:
     return OutboxEntry(row[0], row[1], bytes(row[2]), row[3], row[4], row[5], row[6], row[7])
 
 
+_ATTEMPT_COLUMNS = "id, event_id, at, url, headers, status, latency_ms, error"
+_REQUEST_COLUMNS = "id, at, kind, method, path, status, ms, key, token, headers, body, response, verdict"
+_CHARGE_COLUMNS = "reference, kind, ticket_number, answer, created, amount, reversal"
+
+
+def _attempt(row: tuple[Any, ...]) -> Attempt:
+    return Attempt(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7])
+
+
+def _request(row: tuple[Any, ...]) -> RequestRecord:
+    return RequestRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], json.loads(row[9]),
+                         None if row[10] is None else json.loads(row[10]),
+                         None if row[11] is None else json.loads(row[11]), row[12])
+
+
+def _charge(row: tuple[Any, ...]) -> Charge:
+    return Charge(row[0], row[1], row[2], json.loads(row[3]), row[4],
+                  None if row[5] is None else json.loads(row[5]), None if row[6] is None else json.loads(row[6]))
+
+
+def _cursor_value(cursor: Optional[str]) -> Optional[int]:
+    """A listing's cursor is the row number of the last item shown (checked by the caller: digits only)."""
+    return None if cursor is None else int(cursor)
+
+
 class Tx:
     """The statements of one transaction (from :meth:`Store.read` or :meth:`Store.write`)."""
 
@@ -232,6 +355,7 @@ class Tx:
                 None if transfer.metadata is None else dumps(transfer.metadata), transfer.settle_at,
             ),
         )
+        self.add_history(transfer.token, transfer.created, transfer.status.value, "init")
 
     def transfer(self, token: str) -> Optional[Transfer]:
         row = self._db.execute(f"{_SELECT_TRANSFERS} WHERE token = ?", (token,)).fetchone()
@@ -250,8 +374,56 @@ class Tx:
         ).fetchone()
         return None if row is None else _transfer(row)
 
-    def set_status(self, token: str, status: TransferStatus, updated: float) -> None:
+    def set_status(self, token: str, status: TransferStatus, updated: float, cause: str) -> None:
         self._db.execute("UPDATE transfers SET status = ?, updated = ? WHERE token = ?", (status.value, updated, token))
+        self.add_history(token, updated, status.value, cause)
+
+    def expire_transfer(self, token: str, at: float) -> None:
+        """End the transfer's payment window now: the payer can no longer pay it (a new token and init are needed)."""
+        self._db.execute("UPDATE transfers SET expires_at = ?, settle_at = NULL, updated = ? WHERE token = ?",
+                         (at, at, token))
+        self.add_history(token, at, "expired", "dashboard")
+
+    def add_history(self, token: str, at: float, state: str, cause: str) -> None:
+        self._db.execute("INSERT INTO transfer_history (token, at, state, cause) VALUES (?, ?, ?, ?)",
+                         (token, at, state, cause))
+
+    def history(self, token: str) -> list[HistoryEntry]:
+        rows = self._db.execute("SELECT at, state, cause FROM transfer_history WHERE token = ? ORDER BY at, rowid",
+                                (token,)).fetchall()
+        return [HistoryEntry(*row) for row in rows]
+
+    def transfers(self, limit: int, cursor: Optional[str] = None, **equal: Optional[str]) -> Page:
+        """Transfers newest first; ``equal`` filters columns (``status``, ``country``, ``variant``) by value."""
+        return self._page(f"SELECT rowid, {_TRANSFER_COLUMNS} FROM transfers", equal, limit, cursor,  # noqa: S608
+                          lambda row: _transfer(row[1:]))
+
+    def all_transfers(self) -> list[Transfer]:
+        return [_transfer(row) for row in self._db.execute(f"{_SELECT_TRANSFERS} ORDER BY created, rowid")]
+
+    def transfer_tokens(self) -> list[TransferToken]:
+        rows = self._db.execute("SELECT token, request, created, used FROM transfer_tokens ORDER BY created, rowid")
+        return [TransferToken(row[0], json.loads(row[1]), row[2], bool(row[3])) for row in rows]
+
+    def _page(self, select: str, equal: Mapping[str, Optional[str]], limit: int, cursor: Optional[str],
+              make: Any, rowid: str = "rowid") -> Page:
+        conditions: list[str] = []
+        values: list[Any] = []
+        for column, value in equal.items():
+            if column not in _FILTERABLE:
+                raise ValueError(f"no filter on {column}")
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                values.append(value)
+        after = _cursor_value(cursor)
+        if after is not None:
+            conditions.append(f"{rowid} < ?")
+            values.append(after)
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        rows = self._db.execute(f"{select}{where} ORDER BY {rowid} DESC LIMIT ?", (*values, limit + 1)).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Page([make(row) for row in rows], str(rows[-1][0]) if more else None)
 
     def due_settlements(self, now: float, token: Optional[str] = None) -> list[Transfer]:
         """Initialized transfers, not cancelled nor locked, whose ``settle_at`` has come (``token``: that one only)."""
@@ -270,6 +442,7 @@ class Tx:
 
     def cancel_transfer(self, token: str, updated: float) -> None:
         self._db.execute("UPDATE transfers SET cancelled = 1, updated = ? WHERE token = ?", (updated, token))
+        self.add_history(token, updated, "cancelled", "cancel")
 
     # --- cards
     def add_card_token(self, token: str, card: Mapping[str, Any], created: float) -> None:
@@ -294,13 +467,13 @@ class Tx:
         )
 
     def charge(self, ticket_number: str) -> Optional[Charge]:
-        row = self._db.execute(
-            "SELECT reference, kind, ticket_number, answer, created, amount, reversal FROM charges"
-            " WHERE ticket_number = ?", (ticket_number,)).fetchone()
-        if row is None:
-            return None
-        return Charge(row[0], row[1], row[2], json.loads(row[3]), row[4],
-                      None if row[5] is None else json.loads(row[5]), None if row[6] is None else json.loads(row[6]))
+        row = self._db.execute(f"SELECT {_CHARGE_COLUMNS} FROM charges WHERE ticket_number = ?",  # noqa: S608
+                               (ticket_number,)).fetchone()
+        return None if row is None else _charge(row)
+
+    def charges(self, limit: int, cursor: Optional[str] = None, kind: Optional[str] = None) -> Page:
+        return self._page(f"SELECT rowid, {_CHARGE_COLUMNS} FROM charges", {"kind": kind}, limit, cursor,  # noqa: S608
+                          lambda row: _charge(row[1:]))
 
     def reverse_charge(self, ticket_number: str, reversal: Mapping[str, Any]) -> bool:
         """Record the void or refund of a standing charge; False when it was already reversed."""
@@ -339,11 +512,64 @@ class Tx:
             (error, next_attempt_at, event_id),
         )
 
-    def outbox(self, limit: int) -> list[OutboxEntry]:
+    def outbox(self, limit: int, token: Optional[str] = None) -> list[OutboxEntry]:
+        """The newest events (``token``: of that transfer only)."""
+        where, values = ("", ()) if token is None else (" WHERE token = ?", (token,))
         rows = self._db.execute(
-            f"{_SELECT_OUTBOX} ORDER BY created DESC, id LIMIT ?", (limit,)
+            f"{_SELECT_OUTBOX}{where} ORDER BY created DESC, rowid DESC LIMIT ?", (*values, limit)
         ).fetchall()
         return [_outbox(row) for row in rows]
+
+    def outbox_entry(self, event_id: str) -> Optional[OutboxEntry]:
+        row = self._db.execute(f"{_SELECT_OUTBOX} WHERE id = ?", (event_id,)).fetchone()
+        return None if row is None else _outbox(row)
+
+    def redeliver(self, event_id: str, now: float) -> bool:
+        """Send the event again now, delivered or not (at least once: the receiver may see it twice)."""
+        return self._db.execute("UPDATE outbox SET delivered_at = NULL, next_attempt_at = ? WHERE id = ?",
+                                (now, event_id)).rowcount == 1
+
+    def add_attempt(self, event_id: str, at: float, url: str, headers: Mapping[str, str], status: Optional[int],
+                    latency_ms: float, error: Optional[str]) -> int:
+        cursor = self._db.execute(
+            "INSERT INTO webhook_attempts (event_id, at, url, headers, status, latency_ms, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)", (event_id, at, url, dumps(dict(headers)), status, latency_ms, error))
+        return int(cursor.lastrowid or 0)
+
+    def attempts(self, event_ids: Optional[list[str]] = None) -> list[Attempt]:
+        """The attempts of these events (``None``: of all), oldest first."""
+        select = f"SELECT {_ATTEMPT_COLUMNS} FROM webhook_attempts"  # noqa: S608
+        if event_ids is None:
+            rows = self._db.execute(f"{select} ORDER BY id").fetchall()
+        else:
+            marks = ", ".join("?" * len(event_ids))
+            rows = self._db.execute(f"{select} WHERE event_id IN ({marks}) ORDER BY id", event_ids).fetchall()
+        return [_attempt(row) for row in rows]
+
+    # --- the access log
+    def add_request(self, at: float, kind: str, method: str, path: str, status: int, ms: float, key: str,
+                    token: Optional[str], headers: Mapping[str, str], body: Any, response: Any,
+                    verdict: Optional[str]) -> int:
+        cursor = self._db.execute(
+            f"INSERT INTO requests ({_REQUEST_COLUMNS.removeprefix('id, ')})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (at, kind, method, path, status, ms, key, token, dumps(dict(headers)),
+             None if body is None else dumps(body), None if response is None else dumps(response), verdict))
+        new_id = int(cursor.lastrowid or 0)
+        if new_id % _PRUNE_EVERY == 0:
+            self._db.execute("DELETE FROM requests WHERE id <= ?", (new_id - MAX_RECORDED_REQUESTS,))
+        return new_id
+
+    def requests(self, limit: int, cursor: Optional[str] = None, **equal: Optional[str]) -> Page:
+        """The access log newest first; ``equal`` filters ``kind``, ``method``, ``status``, ``token``, ``path``."""
+        return self._page(f"SELECT {_REQUEST_COLUMNS} FROM requests", equal, limit, cursor, _request,  # noqa: S608
+                          rowid="id")
+
+    def all_requests(self, kind: str) -> list[RequestRecord]:
+        """Every recorded request of ``kind``, oldest first (what the certification reads)."""
+        rows = self._db.execute(f"SELECT {_REQUEST_COLUMNS} FROM requests WHERE kind = ? ORDER BY id",  # noqa: S608
+                                (kind,)).fetchall()
+        return [_request(row) for row in rows]
 
 
 class Store:
@@ -352,6 +578,9 @@ class Store:
     def __init__(self, path: Union[str, os.PathLike[str]] = ":memory:") -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
+        self._closed = False
+        self.version = 0
+        """Counts the write transactions committed: a page showing the state knows when it is stale."""
         self._db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
         with self._lock:
             if self.path != ":memory:":
@@ -375,6 +604,7 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+            self.version += 1
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -382,7 +612,13 @@ class Store:
             yield Tx(self._db)
 
     def close(self) -> None:
+        """Close the database; a file's write-ahead log is checkpointed into it first (no -wal left behind)."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
 
     def __repr__(self) -> str:

@@ -111,7 +111,7 @@ class TransferApi:
             tx.use_transfer_token(token.token)
             if scenario is not None and scenario.immediate_outcome is not None:
                 final = TransferStatus.after(scenario.immediate_outcome)
-                tx.set_status(transfer.token, final, now)
+                tx.set_status(transfer.token, final, now, "scenario")
                 enqueue_event(tx, transfer, final, now)
         if scenario is not None and scenario.immediate_outcome is not None:
             self._context.webhook_queued()

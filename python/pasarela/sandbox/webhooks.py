@@ -178,15 +178,18 @@ class Dispatcher:
         return sum(future.result() for future in self._submit_due())
 
     def _attempt(self, url: str, entry: OutboxEntry) -> int:
+        # The wall clock, not the simulator's: the id dates this transmission for the receiver's clock.
+        headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
+        started = time.perf_counter()
         try:
-            # The wall clock, not the simulator's: the id dates this transmission for the receiver's clock.
-            headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
             status: Optional[int] = self._sender(url, headers, entry.body)
             error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
+        latency_ms = (time.perf_counter() - started) * 1000
         now = self._clock.now()
         with self._store.write() as tx:
+            tx.add_attempt(entry.id, now, url, headers, status, latency_ms, error)
             if error is None:
                 tx.delivered(entry.id, now)
             else:

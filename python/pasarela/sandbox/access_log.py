@@ -1,0 +1,175 @@
+"""The access log: every request the sandbox answers, as a line on stderr and as a record the dashboard and
+``GET /sandbox/v1/requests`` show.
+
+An ASGI middleware around the whole application times each request and keeps what crossed the wire, redacted:
+the headers without the private key or the terminal's signature (:func:`pasarela.http.redaction.redact_headers`),
+the bodies with card numbers masked and CVVs, cryptograms and keys replaced
+(:func:`pasarela.http.audit.recordable_body`), up to :data:`RECORDED_BODY_BYTES` each. The line on stderr,
+``POST /transfer/v1/init 201 3.1 ms key=private``, goes to the ``pasarela.sandbox.access`` logger (the format of
+the sandbox's other log lines); it names which merchant key the request carried, never its value, and the path
+as sent (percent-encoded, so no line break or control character of a path reaches the log).
+
+A terminal request refused with AUTH-001 is recorded with the cause :func:`pasarela.diagnose` finds (the
+sandbox knows the business code; the cause names no secret), a valid one as ``valid``. The dashboard's own
+pages and its polling are logged on stderr but not recorded, nor are the answers of the simulator's listings
+(``GET /sandbox/v1/...``): they would only record themselves. The log keeps the newest
+:data:`~.store.MAX_RECORDED_REQUESTS` requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any, Optional
+from urllib.parse import parse_qsl
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import PasarelaError
+from ..http.audit import recordable_body
+from ..http.redaction import redact_headers
+from ..terminal.diagnose import diagnose
+from .auth import PRIVATE_HEADER, PUBLIC_HEADER, same_key
+from .context import Context
+
+__all__ = ["ACCESS_LOGGER", "RECORDED_BODY_BYTES", "AccessLog", "is_dashboard_path"]
+
+ACCESS_LOGGER = "pasarela.sandbox.access"
+RECORDED_BODY_BYTES = 16 * 1024
+_DIAGNOSED_BODY_BYTES = 1 << 20
+_LOGGED_PATH_CHARACTERS = 512
+_TOKEN_SEGMENT = re.compile(r"/([0-9a-f]{32})(?:/|$)")
+_log = logging.getLogger(ACCESS_LOGGER)
+
+
+def is_dashboard_path(path: str) -> bool:
+    """The dashboard's pages, assets, actions and polling: under /sandbox/ but not the API nor the payer page."""
+    if path in ("/", "/favicon.ico"):
+        return True
+    return path.startswith("/sandbox/") and not path.startswith(("/sandbox/v1/", "/sandbox/pay/"))
+
+
+def _kind(path: str) -> str:
+    if path.startswith("/terminal/"):
+        return "terminal"
+    if path.startswith("/sandbox/pay/"):
+        return "page"
+    if path.startswith("/cdn/"):
+        return "cdn"
+    return "api"
+
+
+def _path_as_sent(scope: Scope) -> str:
+    raw = scope.get("raw_path") or str(scope["path"]).encode("utf-8")
+    text = bytes(raw).split(b"?", 1)[0].decode("ascii", "backslashreplace")
+    printable = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+    return printable[:_LOGGED_PATH_CHARACTERS]
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in scope.get("headers", ()):
+        key = name.decode("latin-1").lower()
+        headers[key] = f"{headers[key]}, {value.decode('latin-1')}" if key in headers else value.decode("latin-1")
+    return headers
+
+
+def key_used(headers: Mapping[str, str], context: Context) -> str:
+    """``private``, ``public``, ``wrong`` (a key header holding neither key) or ``none``."""
+    private, public = headers.get(PRIVATE_HEADER.lower()), headers.get(PUBLIC_HEADER.lower())
+    if private is not None and same_key(private, context.config.private_key):
+        return "private"
+    if public is not None and same_key(public, context.config.public_key):
+        return "public"
+    return "none" if private is None and public is None else "wrong"
+
+
+def _token(path: str, body: Any, response: Any) -> Optional[str]:
+    """The transfer or card token a request concerns: in its path, its body, or the answer that created it."""
+    found = _TOKEN_SEGMENT.search(path)
+    if found:
+        return found.group(1)
+    for value in (body, response):
+        if isinstance(value, Mapping) and isinstance(value.get("token"), str) and len(value["token"]) <= 255:
+            return str(value["token"])
+    return None
+
+
+def _recordable(content: bytes) -> Any:
+    if len(content) > RECORDED_BODY_BYTES:
+        return f"({len(content)} bytes, not recorded)"
+    return recordable_body(content)
+
+
+class AccessLog:
+    """The middleware (outermost: it sees every answer, refusals included)."""
+
+    def __init__(self, app: ASGIApp, context: Context) -> None:
+        self._app = app
+        self._context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        sent_body: list[bytes] = []
+        answer_body: list[bytes] = []
+        answer = {"status": 500, "size": 0}
+        captured = {"size": 0}
+
+        async def receiving() -> Message:
+            message = await receive()
+            chunk = message.get("body", b"")
+            if message["type"] == "http.request" and chunk and captured["size"] <= _DIAGNOSED_BODY_BYTES:
+                captured["size"] += len(chunk)
+                sent_body.append(chunk)
+            return message
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answer["status"] = int(message["status"])
+            elif message["type"] == "http.response.body" and answer["size"] <= RECORDED_BODY_BYTES:
+                chunk = message.get("body", b"")
+                answer["size"] += len(chunk)
+                answer_body.append(chunk)
+            await send(message)
+
+        try:
+            await self._app(scope, receiving, sending)
+        finally:
+            milliseconds = (time.perf_counter() - started) * 1000
+            self._record(scope, answer["status"], milliseconds, b"".join(sent_body), b"".join(answer_body))
+
+    def _record(self, scope: Scope, status: int, milliseconds: float, body: bytes, response: bytes) -> None:
+        path, method = _path_as_sent(scope), str(scope["method"])
+        headers = _headers(scope)
+        key = key_used(headers, self._context)
+        _log.info("%s %s %d %.1f ms key=%s", method, path, status, milliseconds, key)
+        if is_dashboard_path(str(scope["path"])):
+            return
+        kind = _kind(path)
+        verdict = self._verdict(method, headers, body, scope, status) if kind == "terminal" else None
+        recorded_body = _recordable(body)
+        # A listing's answer repeats what is recorded already: kept, the log would hold itself over and over.
+        listing = method == "GET" and path.startswith("/sandbox/v1/")
+        recorded_response = "(a listing: not recorded)" if listing else _recordable(response)
+        with self._context.store.write() as tx:
+            tx.add_request(self._context.clock.now(), kind, method, path, status, round(milliseconds, 2), key,
+                           _token(path, recorded_body, recorded_response), redact_headers(headers), recorded_body,
+                           recorded_response, verdict)
+
+    def _verdict(self, method: str, headers: Mapping[str, str], body: bytes, scope: Scope, status: int) -> str:
+        """``valid``, or why the terminal request got AUTH-001 (the real clock: the terminal's window is real)."""
+        if status != 401:
+            return "valid"
+        config = self._context.config
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        try:
+            found = diagnose(method, headers, body or None, dict(parse_qsl(query)) if method == "GET" else None,
+                             business_code=config.business_code, terminal_serial=config.terminal_serial)
+        except (PasarelaError, ValueError):
+            return "undiagnosable"
+        return found.cause

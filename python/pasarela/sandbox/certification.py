@@ -1,0 +1,258 @@
+"""Certification readiness: a verdict per rule of spec section 8's list, from what the sandbox observed.
+
+Each rule gets ``pass``, ``fail``, ``not_observed`` (no traffic that could show it yet) or ``check_yourself``
+(rules only the merchant's own front end can show: 2, 3, 5, 7), a one-sentence summary, and the evidence:
+``request:<id>`` (the access log), ``delivery:<id>`` (a webhook delivery attempt) or ``transfer:<token>``.
+
+- 1, amounts: every token and init request's amount adds up by :class:`pasarela.transfers.Amount`'s rules and
+  each init repeats its token's total (the sandbox refuses either with a 400 naming ``amount...``: each such
+  refusal fails the rule); passes once an init was accepted with none refused.
+- 4, webhooks answered 200: the last delivery attempt of every webhook was answered 200 (a redelivery answered
+  200 mends an earlier failure).
+- 6, no new transfer for a payer while one is initialized: a transfer of the same payer (documentNumber, else
+  e-mail) started while an earlier one was neither final, cancelled nor expired fails it; it passes once a payer
+  started a second transfer after the first ended.
+- 8, every required variable sent: the fields spec 2.5 lists for the flow (it marks optional only the Colombia
+  QR's), on every token request, including those the sandbox accepts without them; a request the sandbox
+  refused because a required field was missing fails it too.
+- 9, Colombia QR: ``flow`` BRE-B/QR in the token request (a refused ``flow`` fails), the QR shown from the
+  ``qr`` field (check it yourself), the cancel endpoint called at least once on a QR transfer; each part is
+  given in ``parts``.
+
+The records read are those the access log keeps (its newest :data:`~.store.MAX_RECORDED_REQUESTS`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .store import Attempt, RequestRecord, Transfer, TransferToken, Tx
+
+__all__ = ["CHECK_YOURSELF", "RULES", "VERDICTS", "Verdict", "certification"]
+
+PASS, FAIL, NOT_OBSERVED, CHECK_YOURSELF = "pass", "fail", "not_observed", "check_yourself"
+VERDICTS = (PASS, FAIL, NOT_OBSERVED, CHECK_YOURSELF)
+RULES = {
+    1: "Tax and total amount calculations are correct.",
+    2: "Screen messages match the service's responses.",
+    3: "All responses are saved and logged.",
+    4: "On webhook receipt, respond HTTP 200 and inform the customer.",
+    5: "The pay button is disabled after the first click.",
+    6: "After an Initialized result, no new transaction until approved or rejected.",
+    7: "The service logo is visible to the customer.",
+    8: "All required variables of the API reference are sent.",
+    9: "Colombia QR: flow.processorName BRE-B and flow.type QR sent in the token request; QR shown from the qr "
+       "field; the cancel endpoint implemented.",
+}
+_YOURSELF = {
+    2: "Check that each message your pages show the payer says what the service answered (the access log has "
+       "every answer).",
+    3: "Check that your back end saves and logs every answer of the service: token, init, status and webhooks.",
+    5: "Check that your pay button is disabled after the first click, so that a double click starts one transfer.",
+    7: "Check that your checkout page shows the service's logo to the payer.",
+}
+_REQUIRED = {
+    "clabe": ("userType", "documentType", "documentNumber", "paymentDescription", "email"),
+    "bank": ("userType", "documentType", "documentNumber", "paymentDescription", "email", "callbackUrl"),
+    "wallet": ("userType", "documentType", "documentNumber", "paymentDescription", "email", "callbackUrl"),
+    "pse": ("userType", "documentType", "documentNumber", "paymentDescription", "email", "callbackUrl", "bankId"),
+    "qr": ("flow.processorName", "flow.type"),
+}
+"""Spec 2.5's fields per flow, beyond currency and amount (which no flow goes without): it marks optional only
+those of the Colombia QR flow; email is "needed in Mexico" and callbackUrl returns the payer in Ecuador and PSE."""
+_TOKENS, _INIT, _CANCEL = "/transfer/v1/tokens", "/transfer/v1/init", "/transfer/v1/cancel/"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: int
+    verdict: str
+    summary: str
+    evidence: tuple[str, ...] = ()
+    parts: tuple[Verdict, ...] = field(default=())
+    part: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"rule": self.rule, "title": RULES[self.rule], "verdict": self.verdict,
+                                "summary": self.summary, "evidence": list(self.evidence)}
+        if self.part:
+            item = {"part": self.part, "verdict": self.verdict, "summary": self.summary,
+                    "evidence": list(self.evidence)}
+        if self.parts:
+            item["parts"] = [part.to_json() for part in self.parts]
+        return item
+
+
+def _request_ids(records: Iterable[RequestRecord]) -> tuple[str, ...]:
+    return tuple(f"request:{record.id}" for record in records)
+
+
+def _refused_field(record: RequestRecord) -> str:
+    """The field a 400 named (``""`` for any other answer)."""
+    response = record.response
+    if record.status != 400 or not isinstance(response, Mapping):
+        return ""
+    return str(response.get("field") or "")
+
+
+def _posts(records: Sequence[RequestRecord], path: str) -> list[RequestRecord]:
+    return [record for record in records if record.method == "POST" and record.path == path]
+
+
+def _amounts(records: Sequence[RequestRecord]) -> Verdict:
+    sent = _posts(records, _TOKENS) + _posts(records, _INIT)
+    wrong = [record for record in sent if _refused_field(record).startswith("amount")]
+    if wrong:
+        return Verdict(1, FAIL, f"{len(wrong)} token or init request(s) refused for their amount: the figures do not "
+                                "add up, or the init amount differs from the token's", _request_ids(wrong))
+    accepted = [record for record in _posts(records, _INIT) if record.status == 201]
+    if not accepted:
+        return Verdict(1, NOT_OBSERVED, "no transfer init accepted yet")
+    return Verdict(1, PASS, f"{len(accepted)} init(s) accepted, each with its token's total; none refused for its "
+                            "amount", _request_ids(accepted[-3:]))
+
+
+def _webhooks(attempts: Sequence[Attempt], webhook_url: Optional[str]) -> Verdict:
+    last: dict[str, Attempt] = {}
+    for attempt in attempts:
+        last[attempt.event_id] = attempt
+    if not last:
+        why = "no webhook delivered yet" if webhook_url else "no webhook URL configured (--webhook-url)"
+        return Verdict(4, NOT_OBSERVED, why)
+    failing = [attempt for attempt in last.values() if attempt.status != 200]
+    if failing:
+        return Verdict(4, FAIL, f"{len(failing)} of {len(last)} webhook(s) last answered other than 200 (redeliver "
+                                "them once the receiver is fixed)",
+                       tuple(f"delivery:{attempt.id}" for attempt in failing))
+    return Verdict(4, PASS, f"all {len(last)} webhook(s) answered 200",
+                   tuple(f"delivery:{attempt.id}" for attempt in list(last.values())[-3:]))
+
+
+def _payer(transfer: Transfer, tokens: Mapping[str, TransferToken]) -> Optional[str]:
+    if transfer.document_number:
+        return f"document {transfer.document_number}"
+    token = tokens.get(transfer.token)
+    email = token.request.get("email") if token is not None else None
+    return f"e-mail {email}" if isinstance(email, str) and email else None
+
+
+def _ended_at(tx: Tx, transfer: Transfer) -> Optional[float]:
+    """When the transfer stopped being initialized: final, cancelled or expired (``None``: it has not)."""
+    ends = [entry.at for entry in tx.history(transfer.token) if entry.state not in ("initialized",)]
+    if transfer.window.expires_at is not None:
+        ends.append(transfer.window.expires_at)
+    return min(ends) if ends else None
+
+
+def _one_at_a_time(tx: Tx, transfers: Sequence[Transfer], tokens: Mapping[str, TransferToken]) -> Verdict:
+    by_payer: dict[str, list[Transfer]] = defaultdict(list)
+    for transfer in transfers:
+        payer = _payer(transfer, tokens)
+        if payer is not None:
+            by_payer[payer].append(transfer)
+    overlapping: list[str] = []
+    followed = 0
+    for started in by_payer.values():
+        for earlier, later in zip(started, started[1:]):
+            followed += 1
+            ended = _ended_at(tx, earlier)
+            if ended is None or ended > later.created:
+                overlapping.append(f"transfer:{later.token}")
+    if overlapping:
+        return Verdict(6, FAIL, f"{len(overlapping)} transfer(s) started for a payer whose previous transfer was "
+                                "still initialized", tuple(overlapping))
+    if not followed:
+        return Verdict(6, NOT_OBSERVED, "no payer started a second transfer yet")
+    return Verdict(6, PASS, f"{followed} later transfer(s) of a payer, each after the previous one had ended")
+
+
+def _missing(request: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    missing = []
+    for name in names:
+        value: Any = request
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None or value == "":
+            missing.append(name)
+    return missing
+
+
+def _variant(request: Mapping[str, Any], transfers: Mapping[str, Transfer], token: str) -> Optional[str]:
+    transfer = transfers.get(token)
+    if transfer is not None:
+        return transfer.variant
+    if request.get("currency") == "COP":
+        return "qr" if request.get("flow") is not None else "pse"
+    return {"MXN": "clabe"}.get(str(request.get("currency")))  # Ecuador's variant is decided at init
+
+
+def _required(records: Sequence[RequestRecord], tokens: Sequence[TransferToken],
+              transfers: Mapping[str, Transfer]) -> Verdict:
+    by_token = {record.token: record for record in _posts(records, _TOKENS) if record.token}
+    lacking: list[str] = []
+    names: set[str] = set()
+    for token in tokens:
+        variant = _variant(token.request, transfers, token.token)
+        if variant is None:
+            continue
+        missing = _missing(token.request, _REQUIRED[variant])
+        if missing:
+            names.update(missing)
+            record = by_token.get(token.token)
+            lacking.append(f"request:{record.id}" if record is not None else f"transfer:{token.token}")
+    refused = [record for record in _posts(records, _TOKENS) + _posts(records, _INIT)
+               if _refused_field(record) and str(record.response.get("message", "")).endswith("is required")]
+    for record in refused:
+        names.add(_refused_field(record))
+    evidence = (*lacking, *_request_ids(refused))
+    if evidence:
+        return Verdict(8, FAIL, f"{len(evidence)} request(s) without {', '.join(sorted(names))}", evidence)
+    if not tokens:
+        return Verdict(8, NOT_OBSERVED, "no transfer token request yet")
+    return Verdict(8, PASS, f"{len(tokens)} token request(s), each with every field its flow requires")
+
+
+def _colombia_qr(records: Sequence[RequestRecord], tokens: Sequence[TransferToken]) -> Verdict:
+    qr_tokens = {token.token for token in tokens if token.request.get("flow") is not None}
+    bad_flow = [record for record in _posts(records, _TOKENS) if _refused_field(record).startswith("flow")]
+    if bad_flow:
+        flow = Verdict(9, FAIL, "token request(s) refused for their flow (processorName BRE-B, type QR)",
+                       _request_ids(bad_flow), part="flow")
+    elif qr_tokens:
+        flow = Verdict(9, PASS, f"{len(qr_tokens)} QR token request(s) with flow BRE-B / QR", part="flow")
+    else:
+        flow = Verdict(9, NOT_OBSERVED, "no Colombia QR token request yet", part="flow")
+    shown = Verdict(9, CHECK_YOURSELF, "Check that the QR your page shows is the image of the init answer's qr field "
+                                       "as it came, not one drawn from other data.", part="qr")
+    cancels = [record for record in records if record.method == "PATCH" and record.path.startswith(_CANCEL)
+               and record.token in qr_tokens and record.status in (204, 400)]
+    if cancels:
+        cancel = Verdict(9, PASS, f"the cancel endpoint was called on {len(cancels)} QR transfer(s)",
+                         _request_ids(cancels[-3:]), part="cancel")
+    else:
+        cancel = Verdict(9, NOT_OBSERVED, "the cancel endpoint was not called on a QR transfer yet", part="cancel")
+    parts = (flow, shown, cancel)
+    verdicts = {part.verdict for part in parts}
+    overall = FAIL if FAIL in verdicts else NOT_OBSERVED if NOT_OBSERVED in verdicts else PASS
+    summary = "; ".join(f"{part.part}: {part.verdict}" for part in parts)
+    return Verdict(9, overall, summary, tuple(item for part in parts for item in part.evidence), parts)
+
+
+def certification(tx: Tx, webhook_url: Optional[str]) -> list[Verdict]:
+    """The verdict of every rule, 1 to 9, from what ``tx`` holds."""
+    records = tx.all_requests("api")
+    tokens = tx.transfer_tokens()
+    transfers = tx.all_transfers()
+    by_token = {transfer.token: transfer for transfer in transfers}
+    verdicts = [
+        _amounts(records),
+        _webhooks(tx.attempts(), webhook_url),
+        _one_at_a_time(tx, transfers, {token.token: token for token in tokens}),
+        _required(records, tokens, by_token),
+        _colombia_qr(records, tokens),
+        *(Verdict(rule, CHECK_YOURSELF, sentence) for rule, sentence in _YOURSELF.items()),
+    ]
+    return sorted(verdicts, key=lambda verdict: verdict.rule)
