@@ -29,7 +29,7 @@ from .responses import (
     parse_transfer_init,
 )
 from .status import TransferState
-from .webhook_dedup import EventLedger, SeenEvents
+from .webhook_dedup import Claim, EventKey, EventLedger, SeenEvents
 from .webhook_signature import VerifiedWebhook, WebhookHeaders, body_signature, id_signature, verify_webhook_signature
 from .webhooks import StatusQuery, TransferEvent, TransferWebhookReceiver, WebhookReply
 
@@ -42,11 +42,13 @@ __all__ = [
     "Bank",
     "CheckoutV1",
     "CheckoutV2",
+    "Claim",
     "ClientLibraryConfig",
     "ColombiaPse",
     "ColombiaQr",
     "EcuadorRedirect",
     "EcuadorWallet",
+    "EventKey",
     "EventLedger",
     "ExtraTaxes",
     "MexicoClabe",

@@ -40,6 +40,8 @@ DEFAULT_LEASE = 60.0
 
 
 class Claim(Enum):
+    """What a ledger answers a delivery's claim (see the module's text)."""
+
     CLAIMED = "claimed"
     HANDLED = "handled"
     SUPERSEDED = "superseded"
