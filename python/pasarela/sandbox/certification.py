@@ -186,7 +186,8 @@ def _variant(request: Mapping[str, Any], transfers: Mapping[str, Transfer], toke
         return transfer.variant
     if request.get("currency") == "COP":
         return "qr" if request.get("flow") is not None else "pse"
-    return {"MXN": "clabe"}.get(str(request.get("currency")))  # Ecuador's variant is decided at init
+    # Ecuador's variant is decided at init by the processor; bank and wallet require the same fields.
+    return {"MXN": "clabe", "USD": "bank"}.get(str(request.get("currency")))
 
 
 def _required(records: Sequence[RequestRecord], tokens: Sequence[TransferToken],

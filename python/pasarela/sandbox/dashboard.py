@@ -161,9 +161,9 @@ class Dashboard:
         body = (f"<p>State {badge(_state(item))} · {esc(_total(item['amount']))} {esc(item['currency'])} · "
                 f"flow {esc(item['flow'])} · reference <code>{esc(item['transactionReference'])}</code></p>"
                 f"{actions}<h2>History</h2>{history}"
-                f"<h2>Status record</h2>{json_block(item)}"
-                f"<h2>Token request</h2>{json_block(detail['tokenRequest'])}"
                 f"<h2>Requests</h2>{_requests_table(detail['requests'], with_bodies=True)}"
+                f"<details><summary>Status record</summary>{json_block(item)}</details>"
+                f"<details><summary>Token request</summary>{json_block(detail['tokenRequest'])}</details>"
                 f"<h2>Webhooks</h2>{_webhooks(detail['webhooks'], page_token, here)}")
         return self._page(call.request, f"Transfer {token}", "/sandbox/", body)
 

@@ -29,6 +29,7 @@ th,td{border-bottom:1px solid #e3e6eb;padding:.35em .5em;text-align:left;vertica
 th{background:#eef0f4;font-weight:600}
 code,pre{font-family:ui-monospace,monospace;font-size:.92em}
 pre{background:#fff;border:1px solid #e3e6eb;padding:.5em;overflow:auto;max-height:24em;margin:.3em 0}
+td pre{white-space:pre-wrap;word-break:break-all;max-width:48em}
 .verdict{font-weight:600;padding:.1em .4em;border-radius:3px}
 .pass,.PAID,.delivered,.valid{background:#d9f2dd;color:#17621f}
 .fail,.rejected,.failed{background:#fbdcdc;color:#8a1616}
