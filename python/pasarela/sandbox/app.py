@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from . import bank_page, cards, dashboard, listings, simulator, transfers
+from . import bank_page, cards, cdn, dashboard, listings, simulator, transfers
 from .access_log import AccessLog
 from .auth import KeyRule
 from .context import Context
@@ -93,7 +93,7 @@ class SandboxApp:
             return openapi
 
         routes: list[BaseRoute] = [api_route(context, "GET", "/openapi.json", KeyRule.NONE, serve_openapi)]
-        for module in (transfers, cards, simulator, listings, bank_page, dashboard):
+        for module in (transfers, cards, simulator, listings, bank_page, dashboard, cdn):
             routes.extend(module.routes(context))
         routes.append(Mount("/terminal", app=terminal_app(context.config)))
         self.starlette = Starlette(

@@ -741,6 +741,13 @@ _PATHS: dict[str, Any] = {
             "200": _response("a verdict for each rule 1 to 9", "Certification"), "401": _UNAUTHORIZED},
         tags=("simulator",))},
     **_dashboard_pages(),
+    **{f"/cdn/{name}": {"get": {
+        "operationId": operation_id, "summary": summary, "security": [], "tags": ["cdn"], "responses": {
+            "200": {"description": "the sandbox's stand-in, talking to this sandbox",
+                    "content": {"text/javascript": {"schema": {"type": "string"}}}}}}}
+       for name, operation_id, summary in (
+           ("kushki.min.js", "cdnClientLibrary", "CDN stand-in: the client library (new Kushki, requestTransferToken)"),
+           ("kushki-checkout.js", "cdnCheckout", "CDN stand-in: the hosted checkout v1 and v2 (new KushkiCheckout)"))},
     "/sandbox/pay/{token}": {
         "get": {"operationId": "payerPage", "summary": "Payer page: the bank portal, the wallet, the QR's landing page",
                 "security": [], "tags": ["simulator"], "parameters": [_TOKEN_PARAMETER],

@@ -14,7 +14,9 @@ import time
 from types import TracebackType
 from typing import Callable, Optional, Union
 
+from ..errors import ConfigurationError
 from .app import SandboxApp
+from .cdn import CDN_PATH
 from .clock import SandboxClock
 from .config import SandboxConfig
 from .context import Context
@@ -49,6 +51,15 @@ class Sandbox:
         self.app = SandboxApp(context)
         self.app.on_startup.append(self.start)
         self.app.on_shutdown.append(self.stop)
+
+    @property
+    def cdn_url(self) -> str:
+        """Where the CDN stand-ins are served, for ``CheckoutV2(...).render(sandbox.cdn_url)``: ``<public_url>/cdn``.
+        The address a server gives the sandbox is known only once it listens: set ``public_url`` to it."""
+        if self.config.public_url is None:
+            raise ConfigurationError("cdn_url needs SandboxConfig(public_url=...), the address the sandbox is served "
+                                     "at (`pasarela sandbox` prints its CDN URL)")
+        return self.config.public_url.rstrip("/") + CDN_PATH
 
     def start(self) -> None:
         """Start delivering webhooks (pending ones from an earlier run first) and settling transfers."""

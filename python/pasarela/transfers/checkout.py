@@ -3,7 +3,9 @@
 Each builder checks its fields when built, gives the configuration object (:meth:`config`) and
 renders an HTML snippet that loads the service's script from ``{cdn_url}``: the scripts are
 always loaded from the service's CDN, never bundled or self-hosted, so ``cdn_url`` must be an
-absolute https URL. The configuration is embedded as JSON with ``<``, ``>``, ``&`` and the JavaScript
+absolute https URL, or, for tests and offline work, the sandbox's stand-ins on this machine
+(``render("http://127.0.0.1:8790/cdn")``, ``Sandbox.cdn_url``; plain http is accepted for 127.0.0.1, ::1 and
+localhost only). The configuration is embedded as JSON with ``<``, ``>``, ``&`` and the JavaScript
 line separators escaped, so no value can close the ``<script>`` element.
 
 Not shown in the spec, taken from the service's public documentation and overridable: the script
@@ -31,6 +33,8 @@ LIBRARY_SCRIPT = "kushki.min.js"
 _CHECKOUT_CONSTRUCTOR = "KushkiCheckout"
 _LIBRARY_CONSTRUCTOR = "Kushki"
 _PAYMENT_METHODS = frozenset({"transfer"})
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Hosts whose plain http is allowed: the sandbox's CDN stand-ins (``pasarela sandbox``: ``<its URL>/cdn``)."""
 _SCRIPT_PATH = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -50,9 +54,14 @@ def _flag(value: object, field: str) -> bool:
 
 
 def _cdn_base(cdn_url: str) -> str:
-    parts = urlsplit(check.text(cdn_url, "cdn_url"))
-    if parts.scheme != "https" or not parts.netloc or parts.query or parts.fragment:
-        raise ValidationError("cdn_url", "must be the service's absolute https CDN URL (scripts are never self-hosted)")
+    try:
+        parts = urlsplit(check.text(cdn_url, "cdn_url"))
+    except ValueError:  # urlsplit's own ("https://[")
+        parts = urlsplit("")
+    on_this_machine = parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS
+    if (parts.scheme != "https" and not on_this_machine) or not parts.netloc or parts.query or parts.fragment:
+        raise ValidationError("cdn_url", "must be the service's absolute https CDN URL (scripts are never self-hosted),"
+                                         " or the sandbox's stand-ins on this machine (http://127.0.0.1:PORT/cdn)")
     return cdn_url.rstrip("/")
 
 
