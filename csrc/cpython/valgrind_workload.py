@@ -1,7 +1,7 @@
 """The workload scripts/hardening runs under valgrind for pasarela._fastcall: seals and opens through it (the IV
 pool refilled, the workspace grown, a row returned with its facts), batches (their requests copied out through
 it, or sealed into their objects), a refusal, the reader of opened payloads (parse.c: its key cache, declines,
-escapes), and calls with bad arguments."""
+escapes), and calls with bad arguments (the credentials given as a bare address among them)."""
 
 import contextlib
 
@@ -19,28 +19,29 @@ with contextlib.suppress(AuthError):
     terminal.open("POST", forged, sealed.body, now=sealed.timestamp)
 Row = type("Row", (tuple,), {"__slots__": ()})
 ws = _binding._workspace.buffers.ws_address
-for args in [(1,), (terminal._native.address, ws, 1, "x", 0, None, Row, (), 0),
-             (terminal._native.address, ws, sealed.timestamp, b"{}", 0, None, tuple, (), 0),
-             (terminal._native.address, ws, sealed.timestamp, b"{}", 0, None, Row, [], 0)]:
+for args in [(1,), (terminal._native, ws, 1, "x", 0, None, Row, (), 0),
+             (terminal._native, ws, sealed.timestamp, b"{}", 0, None, tuple, (), 0),
+             (terminal._native, ws, sealed.timestamp, b"{}", 0, None, Row, [], 0)]:
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_json(*args)
-for args in [(1,), (terminal._native.address, sealed.timestamp, {"a": 1}, b"short", Row, ()),
-             (terminal._native.address, sealed.timestamp, {"a": 1}, None, tuple, ()),
-             (terminal._native.address, "now", {"a": 1}, None, Row, ())]:
+for args in [(1,), (terminal._native, sealed.timestamp, {"a": 1}, b"short", Row, ()),
+             (terminal._native, sealed.timestamp, {"a": 1}, None, tuple, ()),
+             (terminal._native, "now", {"a": 1}, None, Row, ()),
+             (terminal._native.address, None, {"a": 1}, None, Row, ())]:  # a bare address: refused
     with contextlib.suppress(TypeError, ValueError, OverflowError):
         _fastcall.seal_payload(*args)
-assert _fastcall.seal_payload(terminal._native.address, sealed.timestamp, {"key": 1}, None, Row, ()) is None
-assert type(_fastcall.seal_payload(terminal._native.address, sealed.timestamp, {"t": "w" * 9000}, bytes(16), Row,
+assert _fastcall.seal_payload(terminal._native, sealed.timestamp, {"key": 1}, None, Row, ()) is None
+assert type(_fastcall.seal_payload(terminal._native, sealed.timestamp, {"t": "w" * 9000}, bytes(16), Row,
                                    ())) is Row  # its text grown past the writer's first block
-assert type(_fastcall.seal_payload(terminal._native.address, None, {"a": 1}, bytes(16), Row, ())) is Row  # now
-for args in [(terminal._native.address, None, sealed.body, 0.0, 300.0), (terminal._native.address, {}, "x", 0.0, 1.0),
+assert type(_fastcall.seal_payload(terminal._native, None, {"a": 1}, bytes(16), Row, ())) is Row  # now
+for args in [(terminal._native, None, sealed.body, 0.0, 300.0), (terminal._native, {}, "x", 0.0, 1.0),
              (1, 2)]:
     with contextlib.suppress(TypeError, AttributeError):
         _fastcall.open_post(*args)
-assert _fastcall.open_post(terminal._native.address, {}, sealed.body, 0.0, 1.0) is None  # no headers: the slower way
+assert _fastcall.open_post(terminal._native, {}, sealed.body, 0.0, 1.0) is None  # no headers: the slower way
 iv = bytes(16)
-row = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",), 0)
-flagged = _fastcall.seal_json(terminal._native.address, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",),
+row = _fastcall.seal_json(terminal._native, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",), 0)
+flagged = _fastcall.seal_json(terminal._native, ws, sealed.timestamp, b'{"a":null}', 0, iv, Row, ("h",),
                               _binding.FACT_NULL)
 assert type(row) is Row and type(flagged) is tuple and flagged[0] == row and row[0] == "h", (row, flagged)
 for size in (64, 1024, 20000):  # Sealed objects made by _fastcall.rows (shared buffers) and seal_rows (one each)
