@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import pasarela
+
 WORKER = Path(__file__).with_name("shared_terminal_worker.py")
 
 
@@ -36,3 +38,24 @@ def test_credentials_outlive_every_c_call_whatever_another_thread_does(scenario:
 def test_every_public_entry_from_a_second_thread_while_the_first_is_in_c() -> None:
     calls = int(_run("every", 3.0).split()[-1])
     assert calls >= 16  # every entry at least once
+
+
+def test_a_terminals_credentials_are_set_once() -> None:
+    """Refused in-process too: a second __init__, and assigning or deleting what holds the credentials; a subclass
+    keeps attributes of its own."""
+    terminal = pasarela.Terminal("bc-1", "SN-1")
+    with pytest.raises(TypeError, match="cannot be changed"):
+        terminal.__init__("bc-2", "SN-2")  # type: ignore[misc]
+    for name in ("_native", "_business_code", "_serial_bytes", "terminal_serial"):
+        with pytest.raises(AttributeError, match="cannot be changed"):
+            setattr(terminal, name, getattr(terminal, name))
+        with pytest.raises(AttributeError, match="cannot be changed"):
+            delattr(terminal, name)
+    assert terminal.terminal_serial == "SN-1"
+
+    class Gateway(pasarela.Terminal):
+        def __init__(self, business_code: str, terminal_serial: str) -> None:
+            super().__init__(business_code, terminal_serial)
+            self.region = "co"
+
+    assert Gateway("bc-1", "SN-1").region == "co"

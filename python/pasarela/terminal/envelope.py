@@ -170,8 +170,8 @@ class Terminal:
     """A terminal's credentials, sealing requests on the C core.
 
     ``repr`` and ``str`` show the terminal serial only; the business code never leaves this object.
-    Immutable: its credentials are set once (a second ``__init__`` and attribute assignment raise), since
-    other threads may be sealing and opening with them.
+    Its credentials are set once (a second ``__init__`` raises TypeError, assigning or deleting them
+    AttributeError), since other threads may be sealing and opening with them.
     """
 
     __slots__ = ("_business_code", "_native", "_serial_bytes", "terminal_serial")
@@ -191,10 +191,14 @@ class Terminal:
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
+        if name in Terminal.__slots__:
+            raise AttributeError(f"a {type(self).__name__}'s credentials cannot be changed: make a new one")
+        object.__setattr__(self, name, value)  # (a subclass's own attributes)
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
+        if name in Terminal.__slots__:
+            raise AttributeError(f"a {type(self).__name__}'s credentials cannot be changed: make a new one")
+        object.__delattr__(self, name)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(terminal_serial={self.terminal_serial!r}, business_code=<redacted>)"
