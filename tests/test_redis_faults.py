@@ -30,6 +30,7 @@ from pasarela.transfers.pending import GuardedInit
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
 from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisEventLedger
 from redis_faults import busy, calls, pause, refusing_scripts, retrying_client
+from redis_memory import declare_new
 from redis_server import RedisServer
 
 T = TypeVar("T")
@@ -41,10 +42,12 @@ SECRET = "whsec-faults"
 LATE = 4e9  # an expiry far ahead: the replay window is still open
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def db(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    """The shared Redis emptied, and declared new (see tests/redis_memory.py)."""
     with redis_server.client() as client:
         client.flushall()
+        declare_new(redis_server)
         yield client
 
 
@@ -82,9 +85,9 @@ def test_replay_store_first_use_stays_first_when_the_set_is_retried(
             first = await settle(store.first_use("ab" * 64, LATE))
         return [first, await settle(store.first_use("ab" * 64, LATE))]
 
-    before = calls(redis_server, "set")
+    before = calls(redis_server, "evalsha")
     assert run_with(kind, redis_server, body) == [True, False]  # the first use accepted, the replay refused
-    assert calls(redis_server, "set") - before >= 3  # the fault made the client send the first SET again
+    assert calls(redis_server, "evalsha") - before >= 3  # the fault made the client send the first check again
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -230,7 +233,7 @@ def test_a_final_event_recorded_but_its_order_not_released_is_released_by_the_re
     with retrying_client(redis_server) as client:
         guard = RedisPendingTransfers(client)
         guard.reserve("order-1", "tok-ref-order")
-        guard.confirm("order-1", "ref-order")
+        guard.confirm("order-1", "ref-order", token="tok-ref-order")
         handled: list[str] = []
 
         def on_event(event: TransferEvent) -> None:
@@ -245,12 +248,13 @@ def test_a_final_event_recorded_but_its_order_not_released_is_released_by_the_re
 
 def test_redis_lost_while_the_handler_runs_then_restarted_empty(caplog: pytest.LogCaptureFixture) -> None:
     """The handler took the event: answered 200 (a 503 would have it handled again once Redis is back), the
-    failure to record it logged. Restarted without persistence, the stores have forgotten what the README
-    says they forget (orders, signatures, handled events), and work again."""
+    failure to record it logged. Restarted without persistence, the stores refuse what they forgot and can no
+    longer judge (tests/test_redis_memory_loss.py: until when)."""
     with RedisServer() as server, retrying_client(server) as client:
+        declare_new(server)
         guard, ledger, store = RedisPendingTransfers(client), RedisEventLedger(client), RedisReplayStore(client)
         guard.reserve("order-1", "tok-ref-lost")
-        guard.confirm("order-1", "ref-lost")
+        guard.confirm("order-1", "ref-lost", token="tok-ref-lost")
         assert store.first_use("ab" * 64, LATE)
         handled: list[str] = []
 
@@ -273,11 +277,12 @@ def test_redis_lost_while_the_handler_runs_then_restarted_empty(caplog: pytest.L
 
         server.start()
 
-        assert answer(receiver, other_headers, other_body) == "received"
-        assert handled == ["ref-lost:PAID", "ref-other:PAID"]
-        assert store.first_use("cd" * 64, LATE) and not store.first_use("cd" * 64, LATE)
-        assert store.first_use("ab" * 64, LATE)  # forgotten: why the README asks for persistence
-        assert guard.pending("order-1") is None  # forgotten too
-        guard.reserve("order-2", "tok-2")
-        with pytest.raises(PendingTransferError):
-            guard.reserve("order-2", "tok-3")
+        assert answer(receiver, other_headers, other_body) == "unavailable"  # sent before: may have been handled
+        assert answer(receiver, headers, body) == "unavailable"  # handled, and the record of it lost
+        assert handled == ["ref-lost:PAID"]
+        with pytest.raises(StoreUnavailableError, match="memory lost"):
+            store.first_use("cd" * 64, time.time() + 300)  # a request in its window, maybe accepted before
+        with pytest.raises(StoreUnavailableError, match="memory lost"):
+            guard.reserve("order-1", "tok-2")  # its transfer may still be Initialized
+        with pytest.raises(StoreUnavailableError, match="memory lost"):
+            guard.pending("order-1")

@@ -26,6 +26,7 @@ from faulty_clients import BUSINESS_CODE, SERIAL
 from pasarela.transfers import body_signature
 from pasarela.transfers.pending_redis import RedisPendingTransfers
 from redis_faults import RETRIES, SOCKET_TIMEOUT, faults_meanwhile
+from redis_memory import declare_new
 from redis_racers import reserve_each_order_under_faults
 from redis_server import RedisServer
 from uvicorn_workers import UvicornWorkers
@@ -47,6 +48,12 @@ def workers(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory)
     with UvicornWorkers("redis_app:app", environment, workers=4) as server:
         server.events = events  # type: ignore[attr-defined]
         yield server
+
+
+@pytest.fixture(autouse=True)
+def new_redis(redis_server: RedisServer) -> None:
+    """Another module's test may have flushed the shared Redis: declared new again before each test."""
+    declare_new(redis_server)
 
 
 def post(url: str, headers: dict[str, str], body: bytes) -> tuple[int, str]:

@@ -1,5 +1,7 @@
 """Redis taken away mid-run (SIGKILL): the replay store, the pending-transfer guard and the webhook ledger
-fail closed (refuse, never let through), and work again once Redis is back on the same address."""
+fail closed (refuse, never let through) while it is away and, back empty on the same address (no persistence),
+for what it forgot: until the operator declares that nothing was lost, or the time a lost claim could matter
+has passed (tests/test_redis_memory_loss.py moves that clock)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from pasarela.errors import PendingTransferError, StoreUnavailableError
 from pasarela.transfers import body_signature
 from pasarela.transfers.pending import GuardedInit
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
+from redis_memory import declare_new
 from redis_server import RedisServer
 from uvicorn_workers import UvicornWorkers
 
@@ -38,6 +41,7 @@ def outage(tmp_path: Path) -> Iterator[tuple[RedisServer, UvicornWorkers, Path]]
     events = tmp_path / "events.log"
     events.touch()
     with RedisServer() as server:
+        declare_new(server)
         environment = {"PASARELA_TEST_REDIS_URL": server.url, "PASARELA_TEST_EVENTS": str(events),
                        "PASARELA_TEST_WEBHOOK_SECRET": WEBHOOK_SECRET}
         with UvicornWorkers("redis_app:app", environment, workers=4) as workers:
@@ -107,6 +111,20 @@ def test_redis_down_refuses_requests_webhooks_and_transfers_then_recovers(
             guard.release_transfer(token="tok-1")  # noqa: S106 (a test token)
 
         server.start()  # an empty Redis (no persistence in the tests) on the same port
+
+        # What it held is lost: a request signed, a webhook sent, an order reserved before may have been seen.
+        assert http.post("/charge", headers=dict(during.headers), content=during.body).status_code == 503
+        fresh = TERMINAL.seal({"step": "after"})  # signed inside the tolerance of the memory's beginning
+        assert http.post("/charge", headers=dict(fresh.headers), content=fresh.body).status_code == 503
+        answer = http.post("/webhook", headers=headers, content=body)
+        assert (answer.status_code, answer.json()) == (503, {"status": "try again later"})
+        with pytest.raises(StoreUnavailableError, match="memory lost"), GuardedInit(guard, "order-2", "tok-2"):
+            pytest.fail("init would have been sent without knowing whether order-2 has a transfer pending")
+        with pytest.raises(StoreUnavailableError, match="memory lost"):
+            reserve_async(server.port, "order-2", "tok-2")
+        assert handled(events, "ref-during") == 0
+
+        declare_new(server)  # the operator: nothing was lost that matters (here: nothing had been accepted)
 
         assert http.post("/charge", headers=dict(during.headers), content=during.body).status_code == 200
         assert http.post("/charge", headers=dict(during.headers), content=during.body).status_code == 401

@@ -27,7 +27,7 @@ import redis.retry
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from pasarela import AuthError
-from pasarela._redis_store import _has_hash_tag
+from pasarela._redis_store import _has_hash_tag, bucket_tag
 from pasarela.errors import PendingTransferError, StoreUnavailableError
 from pasarela.terminal.replay import Verifier, verify_once
 from pasarela.terminal.replay_redis import AsyncRedisReplayStore, RedisReplayStore
@@ -43,6 +43,27 @@ T = TypeVar("T")
 
 async def settle(value: Union[T, Awaitable[T]]) -> T:
     return await value if inspect.isawaitable(value) else value
+
+
+def declared(store: T) -> T:
+    """A sync store on a Redis declared to have lost nothing (a new Redis, as the operator declares it)."""
+    store.declare_memory_complete()  # type: ignore[attr-defined]
+    return store
+
+
+async def declared_async(store: T) -> T:
+    """:func:`declared` for a sync or an asyncio store."""
+    await settle(store.declare_memory_complete())  # type: ignore[attr-defined]
+    return store
+
+
+def replay_key(prefix: str, signature: str) -> str:
+    return prefix + bucket_tag(signature) + "s:" + signature
+
+
+def data_keys(client: redis.Redis) -> list[bytes]:
+    """The keys of claims, without the stores' memory markers."""
+    return sorted(key for key in client.scan_iter() if not key.endswith(b"memory"))
 
 
 @pytest.fixture
@@ -92,31 +113,31 @@ def test_replay_store_first_use_once_with_a_prefixed_key_expiring_after_the_wind
     kind: str, redis_server: RedisServer, db: redis.Redis
 ) -> None:
     async def body(client: Any) -> None:
-        store = REPLAY[kind](client, prefix="gw1:", clock_skew=5, clock=lambda: NOON)
+        store = await declared_async(REPLAY[kind](client, prefix="gw1:", clock_skew=5, clock=lambda: NOON))
         assert await settle(store.first_use(SIGNATURE, NOON + 300)) is True
         assert await settle(store.first_use(SIGNATURE, NOON + 300)) is False
         assert await settle(store.first_use("cd" * 64, NOON + 300)) is True
 
     run_with(kind, redis_server, body)
-    assert sorted(db.keys()) == [b"gw1:" + b"ab" * 64, b"gw1:" + b"cd" * 64]
-    assert 304_000 < db.pttl("gw1:" + SIGNATURE) <= 305_000  # the window left (300 s) plus the skew (5 s)
+    assert data_keys(db) == sorted(replay_key("gw1:", signature).encode() for signature in (SIGNATURE, "cd" * 64))
+    assert 304_000 < db.pttl(replay_key("gw1:", SIGNATURE)) <= 305_000  # the window left (300 s) plus the skew (5 s)
 
 
 def test_replay_store_key_lifetime_follows_the_node_clock_not_redis(db: redis.Redis) -> None:
-    store = RedisReplayStore(db, clock_skew=0, clock=lambda: NOON)  # Redis's clock is years later than NOON
+    store = declared(RedisReplayStore(db, clock_skew=0, clock=lambda: NOON))  # Redis's clock: years later
     assert store.first_use(SIGNATURE, NOON + 2)
-    assert 1000 < db.pttl("pasarela:replay:" + SIGNATURE) <= 2000
+    assert 1000 < db.pttl(replay_key("pasarela:replay:", SIGNATURE)) <= 2000
     store = RedisReplayStore(db, clock_skew=0, clock=lambda: NOON + 10)  # already outside the window
     assert store.first_use("cd" * 64, NOON)
-    assert db.pttl("pasarela:replay:" + "cd" * 64) in (-2, 0, 1)  # gone within a millisecond
+    assert db.pttl(replay_key("pasarela:replay:", "cd" * 64)) in (-2, 0, 1)  # gone within a millisecond
 
 
 def test_replay_store_keys_expire_by_themselves(db: redis.Redis) -> None:
-    store = RedisReplayStore(db, clock_skew=0.05, clock=lambda: NOON)
+    store = declared(RedisReplayStore(db, clock_skew=0.05, clock=lambda: NOON))
     assert store.first_use(SIGNATURE, NOON)
     assert not store.first_use(SIGNATURE, NOON)
     waited = 0
-    while db.exists("pasarela:replay:" + SIGNATURE) and waited < 500:  # Redis expires it (50 ms)
+    while db.exists(replay_key("pasarela:replay:", SIGNATURE)) and waited < 500:  # Redis expires it (50 ms)
         threading.Event().wait(0.01)
         waited += 1
     assert store.first_use(SIGNATURE, NOON)
@@ -124,6 +145,7 @@ def test_replay_store_keys_expire_by_themselves(db: redis.Redis) -> None:
 
 def test_replay_store_one_winner_among_concurrent_nodes(redis_server: RedisServer, db: redis.Redis) -> None:
     nodes = [RedisReplayStore(redis_server.client()) for _ in range(8)]  # a client (connection pool) per node
+    declared(nodes[0])
     barrier = threading.Barrier(len(nodes))
     outcomes: list[bool] = []
 
@@ -141,7 +163,7 @@ def test_replay_store_one_winner_among_concurrent_nodes(redis_server: RedisServe
 
 
 def test_verify_once_with_redis_refuses_the_request_on_another_node(redis_server: RedisServer, db: redis.Redis) -> None:
-    node_a, node_b = RedisReplayStore(redis_server.client()), RedisReplayStore(redis_server.client())
+    node_a, node_b = declared(RedisReplayStore(redis_server.client())), RedisReplayStore(redis_server.client())
     sealed = TERMINAL.seal({"amount": 100}, timestamp=NOON)
     assert verify_once(TERMINAL, node_a, "POST", sealed.headers, sealed.body, now=NOON) == {"amount": 100}
     with pytest.raises(AuthError) as refused:
@@ -150,14 +172,15 @@ def test_verify_once_with_redis_refuses_the_request_on_another_node(redis_server
     forged = TERMINAL.seal({"amount": 1}, timestamp=NOON)
     with pytest.raises(AuthError):  # a forged body under a real signature is refused before the store is asked
         verify_once(TERMINAL, node_a, "POST", forged.headers, sealed.body.replace(b"0", b"1", 1), now=NOON)
-    assert db.dbsize() == 1
+    assert len(data_keys(db)) == 1
 
 
 def test_async_verifier_with_the_asyncio_redis_store(redis_server: RedisServer, db: redis.Redis) -> None:
     sealed = TERMINAL.seal({"a": 1}, timestamp=NOON)
 
     async def body(client: Any) -> None:
-        verifier = Verifier(TERMINAL, replay_store=AsyncRedisReplayStore(client), clock=lambda: NOON)
+        verifier = Verifier(TERMINAL, replay_store=await declared_async(AsyncRedisReplayStore(client)),
+                            clock=lambda: NOON)
         results = await asyncio.gather(*(verifier.open_async("POST", sealed.headers, sealed.body)
                                          for _ in range(10)), return_exceptions=True)
         assert sum(result == {"a": 1} for result in results) == 1
@@ -204,7 +227,7 @@ def test_cluster_hash_tags_are_recognized_as_redis_cluster_does() -> None:
 def test_guard_refuses_a_second_transfer_until_released(kind: str, redis_server: RedisServer,
                                                         db: redis.Redis) -> None:
     async def body(client: Any) -> None:
-        guard = GUARD[kind](client, clock=lambda: NOON)
+        guard = await declared_async(GUARD[kind](client, clock=lambda: NOON))
         await settle(guard.reserve("order-1", "tok-1"))
         with pytest.raises(PendingTransferError) as caught:
             await settle(guard.reserve("order-1", "tok-2"))
@@ -227,31 +250,31 @@ def test_guard_refuses_a_second_transfer_until_released(kind: str, redis_server:
 def test_guard_confirm_then_release_by_reference_or_token(kind: str, redis_server: RedisServer,
                                                           db: redis.Redis) -> None:
     async def body(client: Any) -> None:
-        guard = GUARD[kind](client)
+        guard = await declared_async(GUARD[kind](client))
         await settle(guard.reserve("order-1", "tok-1"))
-        await settle(guard.confirm("order-1", "ref-1"))
+        await settle(guard.confirm("order-1", "ref-1", token="tok-1"))
         pending = await settle(guard.pending("order-1"))
         assert pending is not None and pending.confirmed and pending.transaction_reference == "ref-1"
         assert await settle(guard.release_transfer(transaction_reference="ref-1")) == "order-1"
         assert await settle(guard.pending("order-1")) is None
         assert await settle(guard.release_transfer(transaction_reference="ref-1")) is None
-        assert db.dbsize() == 0  # order, token and reference keys all gone
+        assert data_keys(db) == []  # order, token and reference keys all gone
         await settle(guard.reserve("order-2", "tok-2"))
-        await settle(guard.confirm("order-2", None))
+        await settle(guard.confirm("order-2", None, token="tok-2"))
         assert await settle(guard.release_transfer(token="tok-other")) is None
         assert await settle(guard.release_transfer()) is None
         assert await settle(guard.pending("order-2")) is not None
         assert await settle(guard.release_transfer(token="tok-2")) == "order-2"
-        await settle(guard.confirm("order-2", "ref-late"))  # released meanwhile: nothing is recreated
-        assert db.dbsize() == 0
+        await settle(guard.confirm("order-2", "ref-late", token="tok-2"))  # released meanwhile: nothing recreated
+        assert data_keys(db) == []
 
     run_with(kind, redis_server, body)
 
 
 def test_guard_keys_expire_together_after_the_ttl(db: redis.Redis) -> None:
-    guard = RedisPendingTransfers(db, prefix="shop:{guard}:", ttl=60)
+    guard = declared(RedisPendingTransfers(db, prefix="shop:{guard}:", ttl=60))
     guard.reserve("order-1", "tok-1")
-    guard.confirm("order-1", "ref-1")
+    guard.confirm("order-1", "ref-1", token="tok-1")
     lifetimes = [db.pttl(f"shop:{{guard}}:{kind}") for kind in ("order:order-1", "token:tok-1", "ref:ref-1")]
     assert all(59_000 < lifetime <= 60_000 for lifetime in lifetimes), lifetimes
     short = RedisPendingTransfers(db, prefix="shop:{guard}:", ttl=0.05)
@@ -264,17 +287,18 @@ def test_guard_keys_expire_together_after_the_ttl(db: redis.Redis) -> None:
 
 
 def test_guard_index_of_another_order_is_not_trusted(db: redis.Redis) -> None:
-    guard = RedisPendingTransfers(db)
+    guard = declared(RedisPendingTransfers(db))
     guard.reserve("order-1", "tok-shared")
     guard.reserve("order-2", "tok-shared")  # the token now points at order-2
     assert guard.release_transfer(token="tok-shared") == "order-2"
     assert guard.pending("order-1") is not None  # order-1 waits for its own release
     guard.release("order-1")
-    assert db.dbsize() == 0
+    assert data_keys(db) == []
 
 
 def test_guard_one_winner_among_concurrent_nodes(redis_server: RedisServer, db: redis.Redis) -> None:
     nodes = [RedisPendingTransfers(redis_server.client()) for _ in range(8)]
+    declared(nodes[0])
     barrier = threading.Barrier(len(nodes))
     winners: list[str] = []
 
@@ -318,7 +342,7 @@ def test_ledger_claims_once_releases_confirms_and_expires(kind: str, redis_serve
     long_key = EventKey("x" * 1000, "PAID", final=True)
 
     async def body(client: Any) -> None:
-        ledger = LEDGER[kind](client, prefix="hooks:", ttl=3600, lease=60)
+        ledger = await declared_async(LEDGER[kind](client, prefix="hooks:", ttl=3600, lease=60))
         assert await settle(ledger.claim(initialized, "a")) is Claim.CLAIMED
         assert await settle(ledger.claim(initialized, "a")) is Claim.CLAIMED  # its own claim, sent again
         assert await settle(ledger.claim(paid, "b")) is Claim.IN_PROGRESS  # one delivery per transaction at once
@@ -337,16 +361,17 @@ def test_ledger_claims_once_releases_confirms_and_expires(kind: str, redis_serve
         assert await settle(ledger.claim(long_key, "i")) is Claim.IN_PROGRESS
 
     run_with(kind, redis_server, body)
-    keys = sorted(db.keys())
-    assert keys[0] == b"hooks:ref-1"
-    assert len(keys) == 2 and keys[1].startswith(b"hooks:sha256:") and len(keys[1]) < 100  # long keys hashed
-    assert db.hget("hooks:ref-1", "final") == b"PAID" and db.hget("hooks:ref-1", "lease") is None
+    keys, ref_1 = data_keys(db), "hooks:" + bucket_tag("ref-1") + "t:ref-1"
+    assert ref_1.encode() in keys
+    hashed = [key for key in keys if key != ref_1.encode()]
+    assert len(hashed) == 1 and b"t:sha256:" in hashed[0] and len(hashed[0]) < 100  # long keys hashed
+    assert db.hget(ref_1, "final") == b"PAID" and db.hget(ref_1, "lease") is None
     assert all(3_599_000 < db.pttl(key) <= 3_600_000 for key in keys)
 
 
 def test_ledger_lease_ends_by_itself(db: redis.Redis) -> None:
     """A process that died while handling frees the transaction when its lease ends."""
-    ledger, event = RedisEventLedger(db, lease=0.05), EventKey("ref-1", "PAID", final=True)
+    ledger, event = declared(RedisEventLedger(db, lease=0.05)), EventKey("ref-1", "PAID", final=True)
     assert ledger.claim(event, "crashed") is Claim.CLAIMED
     assert ledger.claim(event, "redelivery") is Claim.IN_PROGRESS
     deadline = time.monotonic() + 10
@@ -354,7 +379,7 @@ def test_ledger_lease_ends_by_itself(db: redis.Redis) -> None:
         time.sleep(0.01)
     assert ledger.claim(event, "redelivery") is Claim.CLAIMED
     ledger.confirm(event, "crashed")  # the late process's confirmation records the event, keeps the new lease
-    assert db.hget("pasarela:webhook:ref-1", "lease") == b"redelivery"
+    assert db.hget("pasarela:webhook:" + bucket_tag("ref-1") + "t:ref-1", "lease") == b"redelivery"
     with pytest.raises(pasarela.errors.ConfigurationError, match="lease"):
         RedisEventLedger(db, ttl=10, lease=20)
 
@@ -397,15 +422,15 @@ def redis_cluster() -> Iterator[RedisServer]:
 def test_the_stores_on_a_redis_cluster(redis_cluster: RedisServer) -> None:
     client = redis.cluster.RedisCluster(host="127.0.0.1", port=redis_cluster.port)
     try:
-        guard = RedisPendingTransfers(client)  # the default prefix carries a hash tag
+        guard = declared(RedisPendingTransfers(client))  # the default prefix carries a hash tag
         guard.reserve("order-1", "tok-1")
-        guard.confirm("order-1", "ref-1")
+        guard.confirm("order-1", "ref-1", token="tok-1")
         with pytest.raises(PendingTransferError):
             guard.reserve("order-1", "tok-2")
         assert guard.release_transfer(transaction_reference="ref-1") == "order-1"
         with pytest.raises(pasarela.errors.ConfigurationError, match="hash tag"):
             RedisPendingTransfers(client, prefix="pasarela:pending:")
-        store, ledger = RedisReplayStore(client), RedisEventLedger(client)  # one key per call: no tag needed
+        store, ledger = declared(RedisReplayStore(client)), declared(RedisEventLedger(client))  # tags of their own
         assert store.first_use(SIGNATURE, 4e9) and not store.first_use(SIGNATURE, 4e9)
         event = EventKey("ref-1", "PAID", final=True)
         assert ledger.claim(event, "a") is Claim.CLAIMED and ledger.claim(event, "b") is Claim.IN_PROGRESS
@@ -415,7 +440,7 @@ def test_the_stores_on_a_redis_cluster(redis_cluster: RedisServer) -> None:
     async def on_asyncio_cluster() -> None:
         client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=redis_cluster.port)
         try:
-            guard = AsyncRedisPendingTransfers(client)
+            guard = await declared_async(AsyncRedisPendingTransfers(client))
             await guard.reserve("order-2", "tok-2")
             assert await guard.release_transfer(token="tok-2") == "order-2"
             with pytest.raises(pasarela.errors.ConfigurationError, match="hash tag"):

@@ -72,6 +72,7 @@ def test_async_client_with_the_asyncio_redis_guard(
         client = redis.asyncio.Redis(port=redis_server.port)
         guard = AsyncRedisPendingTransfers(client)
         try:
+            await guard.declare_memory_complete()  # a new Redis, as the operator declares it
             async with AsyncTransferClient(config, pending=guard) as transfers:
                 await transfers.init(TransferInitRequest(token="tok-1", amount=COP), order_id="order-1")
                 pending = await guard.pending("order-1")
@@ -88,7 +89,7 @@ def test_async_client_with_the_asyncio_redis_guard(
 
     asyncio.run(main())
     assert [r.path for r in service.requests].count("/transfer/v1/init") == 2  # the refused one was never sent
-    assert db.dbsize() == 0
+    assert db.keys() == [b"pasarela:{pending}:memory"]
 
 
 def test_sync_client_with_the_sync_redis_guard(
@@ -97,12 +98,13 @@ def test_sync_client_with_the_sync_redis_guard(
     service.reply("POST", "/transfer/v1/init", 201, COLOMBIA_INIT)
     service.reply("GET", "/transfer/v1/status/tok-1", 200, {"status": "rejected"})
     guard = RedisPendingTransfers(db)
+    guard.declare_memory_complete()
     with TransferClient(config, pending=guard) as transfers:
         transfers.init(TransferInitRequest(token="tok-1", amount=COP), order_id="order-1")
         with pytest.raises(PendingTransferError):
             transfers.init(TransferInitRequest(token="tok-2", amount=COP), order_id="order-1")
         transfers.status("tok-1")
-    assert guard.pending("order-1") is None and db.dbsize() == 0
+    assert guard.pending("order-1") is None and db.keys() == [b"pasarela:{pending}:memory"]
 
 
 def test_sync_client_refuses_an_asyncio_guard(service: ScriptedService, config: ServiceConfig,
@@ -116,9 +118,11 @@ def test_sync_client_refuses_an_asyncio_guard(service: ScriptedService, config: 
 
 
 def test_receiver_handle_with_sync_redis_stores(db: redis.Redis) -> None:
-    guard = RedisPendingTransfers(db)
+    guard, ledger = RedisPendingTransfers(db), RedisEventLedger(db)
+    guard.declare_memory_complete()
+    ledger.declare_memory_complete()
     guard.reserve("order-1", "tok-1")
-    guard.confirm("order-1", REFERENCE)
+    guard.confirm("order-1", REFERENCE, token="tok-1")
     seen: list[TransferEvent] = []
     failures = [RuntimeError("the handler failed once")]
 
@@ -127,7 +131,7 @@ def test_receiver_handle_with_sync_redis_stores(db: redis.Redis) -> None:
             raise failures.pop()
         seen.append(event)
 
-    receiver = TransferWebhookReceiver(on_event, secret=SECRET, ledger=RedisEventLedger(db), pending=guard)
+    receiver = TransferWebhookReceiver(on_event, secret=SECRET, ledger=ledger, pending=guard)
     headers, body = delivery()
     with pytest.raises(RuntimeError):
         receiver.handle(headers, body)
@@ -147,10 +151,11 @@ def test_receiver_handle_async_with_asyncio_redis_stores(redis_server: RedisServ
     async def main() -> list[int]:
         client = redis.asyncio.Redis(port=redis_server.port)
         try:
-            guard = AsyncRedisPendingTransfers(client)
+            guard, ledger = AsyncRedisPendingTransfers(client), AsyncRedisEventLedger(client)
+            await guard.declare_memory_complete()
+            await ledger.declare_memory_complete()
             await guard.reserve("order-1", "tok-1")
-            receiver = TransferWebhookReceiver(on_event, secret=SECRET, ledger=AsyncRedisEventLedger(client),
-                                               pending=guard)
+            receiver = TransferWebhookReceiver(on_event, secret=SECRET, ledger=ledger, pending=guard)
             headers, body = delivery("rejected")
             replies = await asyncio.gather(*(receiver.handle_async(headers, body) for _ in range(8)))
             assert await guard.pending("order-1") is None

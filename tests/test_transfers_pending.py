@@ -43,7 +43,7 @@ def test_second_transfer_for_an_order_is_refused_until_released() -> None:
 def test_confirm_records_the_reference_and_release_transfer_finds_it() -> None:
     guard = PendingTransfers()
     guard.reserve("order-1", "tok-1")
-    guard.confirm("order-1", REFERENCE)
+    guard.confirm("order-1", REFERENCE, token="tok-1")
     pending = guard.pending("order-1")
     assert pending is not None and pending.confirmed and pending.transaction_reference == REFERENCE
     assert guard.release_transfer(transaction_reference=REFERENCE) == "order-1"

@@ -396,7 +396,7 @@ def test_a_failing_handler_gets_no_200_and_the_redelivery_is_handled() -> None:
 def test_final_events_release_the_pending_order() -> None:
     guard = PendingTransfers()
     guard.reserve("order-1", "tok-1")
-    guard.confirm("order-1", REFERENCE)
+    guard.confirm("order-1", REFERENCE, token="tok-1")
     guard.reserve("order-2", "tok-2")
     receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, pending=guard, clock=clock)
     initialized = json.dumps({"token": "tok-2", "status": "initializedTransaction"}).encode()

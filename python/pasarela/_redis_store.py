@@ -1,5 +1,14 @@
 """What the Redis stores share: importing redis-py with a clear message, failing closed on its errors,
-the token that makes a claim survive redis-py's own retries, and the checks on key prefixes and lifetimes.
+the token that makes a claim survive redis-py's own retries, the memory marker that tells a claim when
+Redis lost what it held, and the checks on key prefixes and lifetimes.
+
+The memory marker: a Redis that restarts without persistence, or is flushed, forgets every claim; a store
+that went on judging by what is left would accept a replay, a second transfer or a handled event again.
+Each store keeps a key with no expiry, ``<...>memory``, holding the time (the caller's clock, Unix
+milliseconds) from which Redis remembers what the store wrote. Each claim's script reads it in the same
+round trip: when it is missing, Redis lost its memory at about that moment; the script writes the current
+time and the store refuses (:class:`~pasarela.errors.StoreUnavailableError`) exactly what it can no
+longer judge. ``0`` means "since always": what an operator's ``declare_memory_complete()`` writes.
 
 Imported only by the ``*_redis`` modules, so ``import pasarela`` never imports redis.
 """
@@ -9,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import math
 import secrets
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import ConfigurationError, StoreUnavailableError
@@ -22,7 +33,9 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests install redis
     raise ImportError('pasarela\'s Redis stores need the redis package: pip install "pasarela[redis]"') from exc
 
-__all__ = ["attempt_token", "check_prefix", "failing_closed", "milliseconds", "redis", "seconds"]
+__all__ = ["BUCKETS", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_tag", "check_prefix",
+           "failing_closed", "is_memory_lost", "memory_lost", "milliseconds", "noticed_loss", "redis", "seconds",
+           "setting_markers", "unix_ms"]
 
 _CLUSTER_CLIENTS = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
 
@@ -48,6 +61,69 @@ def attempt_token() -> str:
     and not someone else's.
     """
     return secrets.token_hex(16)
+
+
+MEMORY_BEGAN = """
+local function memory_began(marker, now)
+  local began = redis.call('GET', marker)
+  if began then return tonumber(began) end
+  redis.call('SET', marker, now)
+  return tonumber(now)
+end
+"""
+"""Lua: when Redis's memory began (ms), from the marker; a missing marker is written with ``now`` (ms)."""
+
+MEMORY_LOST = "memory lost"
+"""What a script answers when it refuses for want of memory; the next value is the marker's time (ms)."""
+
+BUCKETS = 256
+"""Stores whose keys spread over a Redis Cluster's slots keep one marker per bucket, in the bucket's slot."""
+
+
+def _tag(bucket: int) -> str:
+    return f"{{{bucket:02x}}}"
+
+
+def bucket_tag(name: str) -> str:
+    """``{xx}``: the hash tag of the bucket of ``name`` (its keys and their marker share one slot)."""
+    return _tag(zlib.crc32(name.encode("utf-8", "surrogatepass")) % BUCKETS)
+
+
+def bucket_markers(prefix: str) -> list[str]:
+    """The marker of every bucket under ``prefix``."""
+    return [prefix + _tag(bucket) + "memory" for bucket in range(BUCKETS)]
+
+
+def setting_markers(client: Any, markers: list[str], began_ms: int, *, missing_only: bool) -> Any:
+    """A pipeline (not a transaction: on a Cluster the markers are on every node) writing the markers; the
+    caller runs ``execute()``, or awaits it on an asyncio client. ``missing_only`` after a loss one claim
+    noticed: the buckets that lost their marker too learn of it now rather than at their own next claim
+    (which would refuse for the margin from then); a marker still there keeps its time."""
+    pipeline = client.pipeline(transaction=False)
+    for marker in markers:
+        pipeline.set(marker, began_ms, nx=missing_only)
+    return pipeline
+
+
+def noticed_loss(answer: Any, now_ms: int) -> bool:
+    """The script refused for a lost memory and wrote the marker itself (with this call's ``now``)."""
+    return is_memory_lost(answer) and int(answer[1]) == now_ms
+
+
+def unix_ms(moment: float) -> int:
+    """A time for the scripts: Unix milliseconds, whole (Lua numbers hold them exactly)."""
+    return math.floor(moment * 1000)
+
+
+def memory_lost(store: str, answer: Any, what: str) -> StoreUnavailableError:
+    """The refusal of a claim the store can no longer judge; ``answer`` is the script's ``[MEMORY_LOST, ms]``."""
+    began = datetime.fromtimestamp(int(answer[1]) / 1000, timezone.utc).isoformat(timespec="seconds")
+    return StoreUnavailableError(store, f"{MEMORY_LOST}: Redis remembers only since {began} "
+                                        f"(restarted empty, flushed or evicted); {what}")
+
+
+def is_memory_lost(answer: Any) -> bool:
+    return isinstance(answer, list) and len(answer) == 2 and answer[0] in (MEMORY_LOST, MEMORY_LOST.encode())
 
 
 def seconds(value: float, what: str, *, zero_ok: bool = False) -> float:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Protocol, Union
 
-from ..errors import AuthError
+from ..errors import AuthError, ConfigurationError
 from .inbound import DEFAULT_TOLERANCE, Body, Params, header
 
 __all__ = ["AsyncReplayStore", "InMemoryReplayStore", "Opener", "ReplayStore", "Verifier", "verify_once"]
@@ -100,10 +100,16 @@ class Verifier:
 
     ``clock`` gives the server time (default ``time.time``); ``open`` takes a sync store, ``open_async``
     either kind. Every refusal is an :class:`~pasarela.errors.AuthError` with the one AUTH-001 body.
+    A store that says how far back it judges after losing its memory (a ``tolerance``, as the Redis store
+    does) must reach at least as far back as ``tolerance``.
     """
 
     def __init__(self, terminal: Opener, *, replay_store: Union[ReplayStore, AsyncReplayStore, None] = None,
                  tolerance: float = DEFAULT_TOLERANCE, clock: Callable[[], float] = time.time) -> None:
+        reach = getattr(replay_store, "tolerance", None)
+        if isinstance(reach, (int, float)) and not isinstance(reach, bool) and reach < tolerance:
+            raise ConfigurationError(f"the replay store's tolerance ({reach:g} s) is shorter than the verifier's "
+                                     f"({tolerance:g} s): after Redis lost its memory it would accept replays")
         self._terminal = terminal
         self._store = replay_store
         self.tolerance = tolerance

@@ -49,8 +49,9 @@ class TransferGuard(Protocol):
     def reserve(self, order_id: str, token: str) -> None:
         """Claim the order for the transfer of ``token``; PendingTransferError if it has one already."""
 
-    def confirm(self, order_id: str, transaction_reference: Optional[str]) -> None:
-        """Init succeeded: the transfer is Initialized."""
+    def confirm(self, order_id: str, transaction_reference: Optional[str], *, token: str) -> None:
+        """Init of the transfer of ``token`` succeeded: it is Initialized (nothing changes when the order is
+        held by another transfer by then: a confirmation re-sent late never marks a newer reservation)."""
 
     def release(self, order_id: str) -> None:
         """Free the order, whatever its transfer's state (and whichever transfer holds it by then: the
@@ -67,7 +68,7 @@ class AsyncTransferGuard(Protocol):
 
     def reserve(self, order_id: str, token: str) -> Awaitable[None]: ...
 
-    def confirm(self, order_id: str, transaction_reference: Optional[str]) -> Awaitable[None]: ...
+    def confirm(self, order_id: str, transaction_reference: Optional[str], *, token: str) -> Awaitable[None]: ...
 
     def release(self, order_id: str) -> Awaitable[None]: ...
 
@@ -113,11 +114,12 @@ class PendingTransfers:
         except sqlite3.IntegrityError:
             raise PendingTransferError(order_id) from None
 
-    def confirm(self, order_id: str, transaction_reference: Optional[str]) -> None:
+    def confirm(self, order_id: str, transaction_reference: Optional[str], *, token: str) -> None:
         with self._lock:
             self._db.execute(
-                "UPDATE pending_transfers SET confirmed = 1, transaction_reference = ? WHERE order_id = ?",
-                (transaction_reference, order_id),
+                "UPDATE pending_transfers SET confirmed = 1, transaction_reference = ?"
+                " WHERE order_id = ? AND token = ?",
+                (transaction_reference, order_id, token),
             )
 
     def release(self, order_id: str) -> None:
@@ -184,12 +186,12 @@ class GuardedInit:
 
     def done(self, result: TransferInit) -> TransferInit:
         if self._guard is not None:
-            synchronously(self._guard.confirm(self._order_id, _reference(result)), _ASYNC_GUARD)
+            synchronously(self._guard.confirm(self._order_id, _reference(result), token=self._token), _ASYNC_GUARD)
         return result
 
     async def done_async(self, result: TransferInit) -> TransferInit:
         if self._guard is not None:
-            await settled(self._guard.confirm(self._order_id, _reference(result)))
+            await settled(self._guard.confirm(self._order_id, _reference(result), token=self._token))
         return result
 
     def __exit__(

@@ -67,8 +67,13 @@ class EventLedger(Protocol):
     def ttl(self) -> float:
         """Seconds a handled event is remembered (the receiver refuses one shorter than its freshness window)."""
 
-    def claim(self, event: EventKey, token: str) -> Claim:
-        """Take the lease on the event's transaction for the delivery holding ``token``, or say why not."""
+    def claim(self, event: EventKey, token: str, *, earliest_receipt: Optional[float] = None) -> Claim:
+        """Take the lease on the event's transaction for the delivery holding ``token``, or say why not.
+
+        ``earliest_receipt``: the earliest time (Unix seconds) any node can have received this delivery (its
+        signed ``X-Kushki-Id`` less the receiver's ``max_ahead``), None when it is not dated. A ledger that
+        lost its memory since then cannot know whether the event was handled: it raises
+        :class:`~pasarela.errors.StoreUnavailableError` rather than answer."""
 
     def confirm(self, event: EventKey, token: str) -> None:
         """The handler took the event: record it as handled and end the lease, if still held by ``token``."""
@@ -83,7 +88,7 @@ class AsyncEventLedger(Protocol):
     @property
     def ttl(self) -> float: ...
 
-    def claim(self, event: EventKey, token: str) -> Awaitable[Claim]: ...
+    def claim(self, event: EventKey, token: str, *, earliest_receipt: Optional[float] = None) -> Awaitable[Claim]: ...
 
     def confirm(self, event: EventKey, token: str) -> Awaitable[None]: ...
 
@@ -129,7 +134,9 @@ class SeenEvents:
     def ttl(self) -> float:
         return self._ttl
 
-    def claim(self, event: EventKey, token: str) -> Claim:
+    def claim(self, event: EventKey, token: str, *, earliest_receipt: Optional[float] = None) -> Claim:
+        """As :meth:`EventLedger.claim`; ``earliest_receipt`` is ignored: this memory ends with its process, and
+        a process started since cannot know what the last one handled (share a ledger on Redis for that)."""
         with self._lock:
             now = self._clock()
             self._purge(now)

@@ -312,6 +312,18 @@ class TransferWebhookReceiver:
         _log.warning("transfer webhook not handled: the status query failed: %s", exc)
         return WebhookReply.of(503, "status unavailable")
 
+    def _earliest_receipt(self, headers: Mapping[str, str]) -> Optional[float]:
+        """The earliest any node can have received this (verified) delivery: its signed id, Unix milliseconds,
+        less ``max_ahead``; None when it is not dated (no secret, or an id that is not a fresh timestamp). The
+        ledger refuses a delivery it cannot tell from one received before Redis lost its memory."""
+        if self._secret is None:
+            return None
+        webhook_id = {name.lower(): value for name, value in headers.items()}.get(self._names.webhook_id.lower(), "")
+        if not (webhook_id.isascii() and webhook_id.isdigit() and len(webhook_id) <= 20):
+            return None
+        sent, now = int(webhook_id) / 1000, self._clock()
+        return sent - self._max_ahead if now - self._max_age <= sent <= now + self._max_ahead else None
+
     def _release(self, event: TransferEvent) -> object:
         """Settle the guard once a final event was handled (what the guard returned, awaitable if async)."""
         if self._pending is not None and event.state.is_final:
@@ -335,7 +347,8 @@ class TransferWebhookReceiver:
             return admitted
         ledger, key, token = self._ledger, admitted.key, secrets.token_hex(16)  # the token: this delivery's claim
         try:
-            claim = synchronously(ledger.claim(key, token), _ASYNC_STORE)
+            claim = synchronously(ledger.claim(key, token, earliest_receipt=self._earliest_receipt(headers)),
+                                  _ASYNC_STORE)
         except StoreUnavailableError:
             _quietly(lambda: ledger.release(key, token))  # the claim may have run
             raise
@@ -375,7 +388,7 @@ class TransferWebhookReceiver:
             return admitted
         ledger, key, token = self._ledger, admitted.key, secrets.token_hex(16)
         try:
-            claim = await settled(ledger.claim(key, token))
+            claim = await settled(ledger.claim(key, token, earliest_receipt=self._earliest_receipt(headers)))
         except StoreUnavailableError:
             await _quietly_async(lambda: ledger.release(key, token))
             raise
