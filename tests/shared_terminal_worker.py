@@ -2,8 +2,8 @@
 
     python tests/shared_terminal_worker.py reinit|swap|every SECONDS
 
-One Terminal is shared by threads. A first thread seals large batches (seal_many: long C calls with the GIL
-released) the whole time; meanwhile
+One Terminal is shared by threads. A first thread seals large batches (seal_many, seal_batch: long C calls with the
+GIL released) and makes every other C call that reads the credentials (seal, open) the whole time; meanwhile
   reinit  another thread calls Terminal.__init__ on the shared object again and again (which freed the credentials
           under the running C call: SIGSEGV; it must be refused, the credentials unchanged);
   swap    another thread replaces the shared object's credentials object behind its back (object.__setattr__,
@@ -53,14 +53,29 @@ def _check(got: object, expected: object, what: str) -> None:
 
 def _sealer(terminal: Terminal, checker: Terminal, stop: threading.Event, started: threading.Event,
             failures: list[BaseException]) -> None:
-    """Large batches, one after another: most of this thread's time is spent in C with the GIL released."""
+    """Large batches, one after another, and between them each other C call that reads the credentials: most of
+    this thread's time is spent in C with the GIL released, each call in a new minute, so that it derives the
+    password again from the business code."""
     try:
         second = NOON
         while not stop.is_set():
-            second += 60  # a new minute each batch: the password is derived again, reading the business code
+            second += 60
             sealed = terminal.seal_many(BATCH, timestamp=second)
             started.set()
             _check(checker.open("POST", sealed[-1].headers, sealed[-1].body, now=second), BATCH[-1], "seal_many")
+            second += 60
+            sealed = seal_batch([(terminal, item) for item in BATCH[:64]], timestamp=second)
+            _check(checker.open("POST", sealed[-1].headers, sealed[-1].body, now=second), BATCH[63], "seal_batch")
+            for text in (PAYLOAD, canonical_json(PAYLOAD)):  # seal_payload, seal_json
+                second += 60
+                one = terminal.seal(text, timestamp=second)
+                _check(checker.open("POST", one.headers, one.body, now=second), PAYLOAD, "seal")
+            second += 60
+            one = checker.seal(PAYLOAD, timestamp=second)
+            _check(terminal.open("POST", one.headers, one.body, now=second), PAYLOAD, "open (open_post)")
+            second += 60
+            one = checker.seal(PAYLOAD, method="GET", timestamp=second)
+            _check(terminal.open("GET", one.headers, params=one.params, now=second), PAYLOAD, "open GET (cffi)")
     except BaseException as exc:  # reported by the main thread
         failures.append(exc)
         started.set()
