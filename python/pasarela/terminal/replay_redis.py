@@ -19,8 +19,9 @@ Redis lost its memory (a restart without persistence, FLUSHALL, an eviction), th
 window are gone and any of them could be replayed: a request signed before the memory's beginning plus
 ``tolerance + clock_skew`` seconds may have been accepted before, so it is refused with
 :class:`~pasarela.errors.StoreUnavailableError` ("memory lost"; 503 from the middleware: the terminal signs
-again with a fresh timestamp); later requests are judged as usual. ``tolerance`` must be at least the
-verifier's (:class:`~pasarela.terminal.replay.Verifier` checks it). :meth:`declare_memory_complete` tells
+again with a fresh timestamp); later requests are judged as usual. The store reads when a request was signed
+from ``expires_at``, its timestamp plus ``tolerance`` as the verifier passes it: ``tolerance`` must be at least
+the verifier's (:class:`~pasarela.terminal.replay.Verifier` checks it). :meth:`declare_memory_complete` tells
 the store that Redis lost nothing (a new Redis, before its first request): nothing is refused for it.
 ``{xx}`` is one of 256 buckets of the signature, a Redis Cluster hash tag: each bucket's keys and its
 marker share a slot, and the buckets spread over the cluster.
