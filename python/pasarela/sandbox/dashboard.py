@@ -119,7 +119,7 @@ class Dashboard:
     # --- pages
     async def transfers(self, call: Call) -> Response:
         self._check_host(call.request)
-        query = listing(call.request.query_params, {"status": _STATUSES, "country": COUNTRIES,
+        query = listing(_chosen(call.request), {"status": _STATUSES, "country": COUNTRIES,
                                                     "flow": TRANSFER_FLOWS})
         settle_due(self._context)
         with self._context.store.read() as tx:
@@ -169,7 +169,7 @@ class Dashboard:
 
     async def charges(self, call: Call) -> Response:
         self._check_host(call.request)
-        query = listing(call.request.query_params, {"kind": CHARGE_KINDS})
+        query = listing(_chosen(call.request), {"kind": CHARGE_KINDS})
         with self._context.store.read() as tx:
             found = tx.charges(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
         rows = []
@@ -201,7 +201,7 @@ class Dashboard:
 
     async def terminal(self, call: Call) -> Response:
         self._check_host(call.request)
-        query = listing(call.request.query_params, {})
+        query = listing(_chosen(call.request), {})
         with self._context.store.read() as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind="terminal")
         rows = [(link(f"/sandbox/requests/{record.id}", record.id), when(int(record.at * 1000)), esc(record.method),
@@ -216,7 +216,7 @@ class Dashboard:
     async def requests(self, call: Call) -> Response:
         self._check_host(call.request)
         kinds = ("api", "terminal", "page", "cdn")
-        query = listing(call.request.query_params, {"kind": kinds})
+        query = listing(_chosen(call.request), {"kind": kinds})
         with self._context.store.read() as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
         body = (filters_form("/sandbox/requests", (("kind", "Kind", kinds),), query.filters)
@@ -322,6 +322,11 @@ class Dashboard:
             return self._message(400, "Action refused", "seconds: a whole number from 1 to 31536000", back)
         advance_clock(self._context, float(text))
         return redirect(back)
+
+
+def _chosen(request: Request) -> dict[str, str]:
+    """The page's query without empty values: a filter form's "any" option sends the filter empty."""
+    return {name: value for name, value in request.query_params.items() if value}
 
 
 def _state(item: Mapping[str, Any]) -> str:

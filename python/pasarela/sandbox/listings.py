@@ -48,7 +48,7 @@ class Listing:
 
 
 def _choice(query: Mapping[str, str], name: str, allowed: Sequence[str]) -> Optional[str]:
-    value = query.get(name) or None  # empty: any (what a form's "any" option sends)
+    value = query.get(name)
     if value is not None and value not in allowed:
         raise SandboxError.invalid(name, f"must be one of {', '.join(allowed)}")
     return value
