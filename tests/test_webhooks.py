@@ -541,6 +541,16 @@ def test_the_simple_signature_path_is_still_dated_and_needs_a_token() -> None:
     assert (no_token.status, json.loads(no_token.body)) == (400, {"status": "no token to query"})
 
 
+@pytest.mark.parametrize("token", ["..", ".", "%2e%2E", "x" * 1025])
+def test_a_token_the_status_query_would_refuse_is_a_400_not_a_503_redelivered_forever(token: str) -> None:
+    asked: list[str] = []
+    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, allow_simple_signature=True,
+                                       status_query=lambda token: asked.append(token) or {"status": "PAID"},
+                                       clock=clock)
+    reply = receiver.handle(simple_only(), json.dumps({"token": token, "status": "PAID"}).encode())
+    assert (reply.status, json.loads(reply.body), asked) == (400, {"status": "token cannot be queried"}, [])
+
+
 scripted_server, service = scripted_service_fixtures()
 
 

@@ -52,8 +52,10 @@ from ..errors import (
     PasarelaError,
     ResponseShapeError,
     StoreUnavailableError,
+    ValidationError,
     WebhookSignatureError,
 )
+from ..http.path import path_segment
 from ..http.response_reader import ResponseReader
 from .pending import AnyGuard
 from .responses import TransferStatus
@@ -297,6 +299,12 @@ class TransferWebhookReceiver:
         if not token or self._status_query is None:  # the constructor requires the query with the simple signature
             _log.warning("transfer webhook refused: signed with the simple signature only and no token to query")
             return WebhookReply.of(400, "no token to query")
+        try:
+            path_segment("token", token)  # what the status query would refuse, refused here once and for all
+        except ValidationError as exc:
+            # a 503 would have the service redeliver, forever, a body whose token can never be queried
+            _log.warning("transfer webhook refused: its token cannot be queried: %s", exc)
+            return WebhookReply.of(400, "token cannot be queried")
         return _StatusLookup(token, merchant, self._status_query)
 
     @staticmethod
