@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
+from . import _telemetry
 from .errors import ConfigurationError, StoreUnavailableError
 
 try:
@@ -50,6 +51,7 @@ def failing_closed(store: str) -> Iterator[None]:
     try:
         yield
     except (redis.RedisError, OSError, asyncio.TimeoutError) as exc:
+        _telemetry.store_error(store)
         raise StoreUnavailableError(store, f"{type(exc).__name__}: {exc}") from None
 
 
@@ -118,6 +120,7 @@ def unix_ms(moment: float) -> int:
 def memory_lost(store: str, answer: Any, what: str) -> StoreUnavailableError:
     """The refusal of a claim the store can no longer judge; ``answer`` is the script's ``[MEMORY_LOST, ms]``."""
     began = datetime.fromtimestamp(int(answer[1]) / 1000, timezone.utc).isoformat(timespec="seconds")
+    _telemetry.store_error(store)
     return StoreUnavailableError(store, f"{MEMORY_LOST}: Redis remembers only since {began} "
                                         f"(restarted empty, flushed or evicted); {what}")
 

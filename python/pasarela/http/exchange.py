@@ -10,6 +10,7 @@ mapping and auditing exist once for both.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+_log = logging.getLogger("pasarela.http")
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD"})
 
 
@@ -47,10 +49,21 @@ class ServiceCall:
     body: Optional[Mapping[str, Any]] = field(default=None, repr=False)  # may hold a card
     idempotency_key: Optional[str] = None
     """POST only: the caller's own key (to repeat a call safely); a fresh one is made when ``None``."""
+    template: Optional[str] = None
+    """The documented path with its parameters unfilled (what spans and metrics name: never a token)."""
 
     @property
     def idempotent(self) -> bool:
         return self.method in _IDEMPOTENT_METHODS
+
+    @property
+    def operation(self) -> str:
+        """What spans, metrics and logs call it: the service and the path's last fixed segment ("transfer.init",
+        "card.charges"), from the template; "other" for a call made without one."""
+        if self.template is None:
+            return "other"
+        segments = [part for part in self.template.split("/") if part and not part.startswith("{")]
+        return f"{segments[0]}.{segments[-1]}" if len(segments) > 1 else "other"
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,7 @@ class Endpoint:
         """The call with each path parameter put in as one segment (:func:`~.path.path_segment`): a
         ValidationError naming the parameter, before anything is sent, when a value would change the path."""
         path = self.path.format_map({name: path_segment(name, value) for name, value in parameters.items()})
-        return ServiceCall(self.method, path, self.key, body, idempotency_key)
+        return ServiceCall(self.method, path, self.key, body, idempotency_key, self.path)
 
 
 @dataclass(frozen=True)
@@ -141,7 +154,12 @@ def exchange(call: ServiceCall, config: ServiceConfig) -> Exchange:
         notify(config.audit, _record(config, request, idempotency_key, attempt, outcome))
         failed = isinstance(outcome, Failed) or outcome.status >= 500
         if failed and call.idempotent and config.retry.allows_another(attempt):
-            yield Pause(config.retry.delay(attempt))
+            delay = config.retry.delay(attempt)
+            _log.info("retrying %s after attempt %d (%s) in %.3f s", call.operation, attempt,
+                      outcome.description if isinstance(outcome, Failed) else f"HTTP {outcome.status}", delay,
+                      extra={"pasarela": {"event": "client.retry", "operation": call.operation, "attempt": attempt,
+                                          "status": None if isinstance(outcome, Failed) else outcome.status}})
+            yield Pause(delay)
             continue
         if isinstance(outcome, Failed):
             raise TransportError(f"{call.method} {call.path}: {outcome.description} (after {attempt} attempt(s))")

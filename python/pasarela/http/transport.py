@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union, cast
 
+from .. import _telemetry
 from ..errors import missing_extra
 from .config import ServiceConfig
 from .exchange import Exchange, Failed, OutgoingRequest, Pause, Received, Reply, ServiceCall, exchange
@@ -80,13 +81,18 @@ class SyncServiceClient(_ServiceClientBase):
         return Received(answer.status_code, answer.content)
 
     def _send(self, call: ServiceCall) -> Reply:
-        flow = exchange(call, self._config)
-        step = _advance(flow, None)
-        while not isinstance(step, Reply):
-            if isinstance(step, Pause):
-                self._sleep(step.seconds)
-            step = _advance(flow, None if isinstance(step, Pause) else self._deliver(step))
-        return step
+        with _telemetry.client_call(call.method, call.operation, call.template or "", self._config.base_url) as note:
+            flow = exchange(call, self._config)
+            step = _advance(flow, None)
+            while not isinstance(step, Reply):
+                if isinstance(step, Pause):
+                    self._sleep(step.seconds)
+                    step = _advance(flow, None)
+                else:
+                    outcome = self._deliver(step)
+                    note.answered(outcome.status if isinstance(outcome, Received) else None)
+                    step = _advance(flow, outcome)
+            return step
 
     def close(self) -> None:
         if self._owns_http:
@@ -127,13 +133,18 @@ class AsyncServiceClient(_ServiceClientBase):
         return Received(answer.status_code, answer.content)
 
     async def _send(self, call: ServiceCall) -> Reply:
-        flow = exchange(call, self._config)
-        step = _advance(flow, None)
-        while not isinstance(step, Reply):
-            if isinstance(step, Pause):
-                await self._sleep(step.seconds)
-            step = _advance(flow, None if isinstance(step, Pause) else await self._deliver(step))
-        return step
+        with _telemetry.client_call(call.method, call.operation, call.template or "", self._config.base_url) as note:
+            flow = exchange(call, self._config)
+            step = _advance(flow, None)
+            while not isinstance(step, Reply):
+                if isinstance(step, Pause):
+                    await self._sleep(step.seconds)
+                    step = _advance(flow, None)
+                else:
+                    outcome = await self._deliver(step)
+                    note.answered(outcome.status if isinstance(outcome, Received) else None)
+                    step = _advance(flow, outcome)
+            return step
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -45,6 +45,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from .. import _telemetry
 from .._asgi_body import read_body
 from .._maybe_async import settled, synchronously
 from ..errors import (
@@ -133,10 +134,26 @@ class WebhookReply:
     status: int
     body: bytes
     headers: Mapping[str, str] = field(default_factory=lambda: dict(_JSON))
+    verdict: str = field(default="", compare=False, repr=False)
+    """For metrics and logs (one of ``pasarela._telemetry.WEBHOOK_VERDICTS``), never sent."""
 
     @classmethod
-    def of(cls, status: int, outcome: str) -> WebhookReply:
-        return cls(status, json.dumps({"status": outcome}).encode("ascii"))
+    def of(cls, status: int, outcome: str, verdict: Optional[str] = None) -> WebhookReply:
+        return cls(status, json.dumps({"status": outcome}).encode("ascii"), verdict=verdict or _VERDICTS[outcome])
+
+
+_VERDICTS = {"received": "handled", "duplicate": "duplicate", "superseded": "superseded", "in progress": "in_progress",
+             "invalid signature": "bad_signature", "body too large": "too_large", "unreadable body": "unreadable",
+             "no token to query": "unreadable", "token cannot be queried": "unreadable",
+             "status unavailable": "unavailable", "try again later": "unavailable", "POST only": "not_post"}
+
+
+def _counted(reply: WebhookReply) -> WebhookReply:
+    """Count and log the verdict on a delivery."""
+    _telemetry.webhook_verdict(reply.verdict)
+    _log.info("transfer webhook %s (HTTP %d)", reply.verdict, reply.status,
+              extra={"pasarela": {"event": "webhook.verdict", "verdict": reply.verdict, "status": reply.status}})
+    return reply
 
 
 EventHandler = Callable[[TransferEvent], Optional[Awaitable[None]]]
@@ -270,7 +287,8 @@ class TransferWebhookReceiver:
             )
         except WebhookSignatureError as exc:
             _log.warning("transfer webhook refused: %s", exc)
-            return WebhookReply.of(401, "invalid signature")
+            stale = "stale or replayed" in str(exc) or "in the future (more than" in str(exc)  # webhook_signature's
+            return WebhookReply.of(401, "invalid signature", "stale" if stale else None)
 
     def _admit(self, headers: Mapping[str, str], body: bytes) -> Union[WebhookReply, TransferEvent, _StatusLookup]:
         """Verify and parse: an event to claim and hand over, a status to query first, or the reply that
@@ -343,6 +361,13 @@ class TransferWebhookReceiver:
 
         Claim the event (a redelivery ends here), run the handler (forget the claim if it fails), release the guard.
         """
+        try:
+            return _counted(self._handle(headers, body))
+        except StoreUnavailableError:
+            _telemetry.webhook_verdict("unavailable")
+            raise
+
+    def _handle(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
         admitted = self._admit(headers, body)
         if isinstance(admitted, _StatusLookup):
             try:
@@ -381,6 +406,13 @@ class TransferWebhookReceiver:
         """As :meth:`handle`, awaiting the handler, the status query, the ledger and the guard when they are
         asynchronous. A blocking status query (``TransferClient.status``) runs in a worker thread, off the
         event loop."""
+        try:
+            return _counted(await self._handle_async(headers, body))
+        except StoreUnavailableError:
+            _telemetry.webhook_verdict("unavailable")
+            raise
+
+    async def _handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
         admitted = self._admit(headers, body)
         if isinstance(admitted, _StatusLookup):
             query = admitted.query
@@ -429,19 +461,19 @@ class TransferWebhookReceiver:
         if scope["type"] != "http":
             raise ConfigurationError(f"the webhook receiver serves HTTP, not {scope['type']}")
         if scope["method"] != "POST":
-            await _respond(send, WebhookReply.of(405, "POST only"))
+            await _respond(send, _counted(WebhookReply.of(405, "POST only")))
             return
         body = await read_body(receive, self._max_body_bytes)
         if body is None:  # the sender went away
             return
         if len(body) > self._max_body_bytes:
-            await _respond(send, WebhookReply.of(413, "body too large"))
+            await _respond(send, _counted(WebhookReply.of(413, "body too large")))
             return
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
         try:
             reply = await self.handle_async(headers, body)
         except StoreUnavailableError as exc:  # fail closed: not handled, so the service delivers it again
-            _log.error("transfer webhook not handled: %s", exc)
+            _log.error("transfer webhook not handled: %s", exc)  # (counted unavailable by handle_async)
             reply = WebhookReply.of(503, "try again later")
         await _respond(send, reply)
 

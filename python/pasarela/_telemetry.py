@@ -1,0 +1,273 @@
+"""What the rest of the package tells OpenTelemetry: plain counters on the hot paths, and the hooks they call.
+
+:data:`ENABLED` is True when ``opentelemetry-api`` is installed (``pip install "pasarela[otel]"``) and the
+environment does not say ``PASARELA_OTEL=off``; otherwise nothing of OpenTelemetry is imported and every hook
+here does nothing. Seals and opens are counted with ``itertools.count`` (one C call, atomic under the GIL, about
+30 ns) and read at collection time by :mod:`pasarela._otel`'s observable counters; one call in
+:data:`SAMPLE_EVERY` is timed for the duration histograms. Attribute values come from fixed sets only (a method,
+a cause, a verdict, an operation name, a status class, a store name): never a key, a token, a code or an amount.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from .errors import (
+    BAD_DATA,
+    BAD_LENGTH,
+    BAD_PADDING,
+    KEY_IN_PLAINTEXT,
+    NOT_JSON,
+    NOT_OBJECT,
+    PROTO_IN_PLAINTEXT,
+    SIGNATURE_FORMAT,
+    SIGNATURE_MISMATCH,
+)
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "WEBHOOK_VERDICTS", "ClientCall",
+           "client_call", "clock", "next_open", "next_seal", "open_refused", "open_took", "refusal_cause",
+           "seal_took", "sealed_many", "store_error", "webhook_verdict"]
+
+
+def _load_otel() -> Optional[ModuleType]:
+    if os.environ.get("PASARELA_OTEL", "").strip().lower() in {"off", "0", "false", "no"}:
+        return None
+    try:
+        from . import _otel
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "opentelemetry":
+            raise
+        return None
+    return _otel
+
+
+_otel_module = _load_otel()
+ENABLED = _otel_module is not None
+
+SAMPLE_EVERY = 64
+"""One seal and one open in this many is timed for the duration histograms (a power of two)."""
+SAMPLE_MASK = SAMPLE_EVERY - 1
+clock = time.perf_counter_ns
+
+METHODS = ("GET", "POST", "PUT", "PATCH")
+_seal_counts = {method: itertools.count(1) for method in METHODS}
+next_seal: dict[str, Callable[[], int]] = {method: count.__next__ for method, count in _seal_counts.items()}
+"""method -> a function counting one seal and returning how many there have been (what Terminal.seal calls)."""
+_open_count = itertools.count(1)
+next_open: Callable[[], int] = _open_count.__next__
+
+OPEN_OUTCOMES = (
+    "ok", "clock_skew", "malformed_timestamp", "missing_header", "malformed_header", "missing_basic_prefix",
+    "malformed_signature", "signature_mismatch", "wrong_credentials", "malformed_data", "malformed_plaintext",
+    "key_in_payload", "proto_in_payload", "unsupported_method", "replayed", "rate_limited", "error",
+)
+"""Every ``outcome`` of ``pasarela.terminal.opens``: ``ok`` or the refusal's cause, in the words of
+:data:`pasarela.terminal.diagnose.CAUSES` where the verifier can tell the same thing (``clock_skew``,
+``wrong_credentials`` for a bad padding: the key is wrong, ...), plus what only a verifier sees
+(``signature_mismatch``, ``replayed``, ``rate_limited``); ``error`` is an exception that is no AuthError."""
+
+_EXACT_CAUSES = {
+    BAD_PADDING: "wrong_credentials", NOT_OBJECT: "malformed_plaintext", KEY_IN_PLAINTEXT: "key_in_payload",
+    PROTO_IN_PLAINTEXT: "proto_in_payload", SIGNATURE_MISMATCH: "signature_mismatch", BAD_DATA: "malformed_data",
+    BAD_LENGTH: "malformed_data", SIGNATURE_FORMAT: "malformed_signature",
+    "no timestamp header": "missing_header", "no Authorization header": "missing_header",
+    "Authorization does not start with 'Basic '": "missing_basic_prefix", "body is not JSON": "malformed_data",
+    "no data string in the request": "malformed_data", "GET request without a data query parameter": "malformed_data",
+    "query parameters beside data: they would travel unsigned and unencrypted": "malformed_data",
+}
+_PREFIX_CAUSES = (  # the reasons with a detail after a fixed beginning (inbound.py, asgi.py, replay.py)
+    ("timestamp is ", "clock_skew"), ("timestamp header ", "malformed_timestamp"), (NOT_JSON, "malformed_plaintext"),
+    ("IV is ", "malformed_data"), ("ciphertext is ", "malformed_data"), ("method ", "unsupported_method"),
+    ("the ", "malformed_header"), ("repeated ", "malformed_header"), ("replayed request", "replayed"),
+    ("too many AUTH-001 failures", "rate_limited"),
+)
+
+
+def refusal_cause(reason: Optional[str]) -> str:
+    """The cause (one of :data:`OPEN_OUTCOMES`) of an ``AuthError.reason``; None (not an AuthError): ``error``."""
+    if reason is None:
+        return "error"
+    exact = _EXACT_CAUSES.get(reason)
+    if exact is not None:
+        return exact
+    if reason.endswith("request without a body"):
+        return "malformed_data"
+    return next((cause for prefix, cause in _PREFIX_CAUSES if reason.startswith(prefix)), "error")
+
+
+_lock = threading.Lock()
+_batch_seals = dict.fromkeys(METHODS, 0)
+_refusals = dict.fromkeys(OPEN_OUTCOMES[1:], 0)
+_reported_ok = 0
+
+WEBHOOK_VERDICTS = ("handled", "duplicate", "superseded", "in_progress", "bad_signature", "stale", "unreadable",
+                    "too_large", "unavailable", "not_post")
+_webhooks = dict.fromkeys(WEBHOOK_VERDICTS, 0)
+STORES = {"replay store (Redis)": "replay", "pending-transfer guard (Redis)": "pending",
+          "webhook ledger (Redis)": "webhook_ledger"}
+_store_errors = dict.fromkeys([*STORES.values(), "other"], 0)
+_client_calls: dict[tuple[tuple[str, str], ...], int] = {}
+
+
+def sealed_many(method: str, count: int) -> None:
+    """seal_many and seal_batch: ``count`` requests sealed at once."""
+    if ENABLED:
+        with _lock:
+            _batch_seals[method] += count
+
+
+def open_refused(reason: Optional[str], outcome: Optional[str] = None) -> str:
+    """Count a refused open (its ``AuthError.reason``, None for another exception); returns its cause.
+    ``outcome`` counts a refusal of a request no open was called for (the middleware's limiter)."""
+    cause = outcome or refusal_cause(reason)
+    if ENABLED:
+        with _lock:
+            _refusals[cause] += 1
+    return cause
+
+
+def seal_took(start: int, method: str) -> None:
+    if _otel_module is not None:
+        _otel_module.SEAL_DURATION.record((clock() - start) / 1e9, {"method": method})
+
+
+def open_took(start: int, outcome: str) -> None:
+    if _otel_module is not None:
+        _otel_module.OPEN_DURATION.record((clock() - start) / 1e9, {"outcome": outcome})
+
+
+def webhook_verdict(verdict: str) -> None:
+    if ENABLED:
+        with _lock:
+            _webhooks[verdict] += 1
+
+
+def store_error(store: str) -> None:
+    """A shared store (Redis) failed closed; ``store`` as StoreUnavailableError names it."""
+    if ENABLED:
+        with _lock:
+            _store_errors[STORES.get(store, "other")] += 1
+
+
+def _read(count: itertools.count[int]) -> int:
+    return int(repr(count)[6:-1]) - 1  # "count(n)": n is the next value, so n - 1 were taken (the count starts at 1)
+
+
+def _seal_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
+    with _lock:
+        batches = dict(_batch_seals)
+    return {(("method", method),): _read(count) + batches[method] for method, count in _seal_counts.items()}
+
+
+def _open_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
+    global _reported_ok
+    with _lock:
+        refused = dict(_refusals)
+        # open() counts itself on entry and a refusal on its way out: read between the two, a call is neither yet
+        _reported_ok = max(_reported_ok, _read(_open_count) - sum(refused.values()))
+        ok = _reported_ok
+    return {(("outcome", "ok"),): ok, **{(("outcome", cause),): value for cause, value in refused.items()}}
+
+
+def _snapshot(counts: Mapping[Any, int], key: str) -> Callable[[], Mapping[tuple[tuple[str, str], ...], int]]:
+    def readings() -> Mapping[tuple[tuple[str, str], ...], int]:
+        with _lock:
+            return {((key, name),): value for name, value in counts.items()}
+    return readings
+
+
+def _client_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
+    with _lock:
+        return dict(_client_calls)
+
+
+class ClientCall:
+    """One call of a service client (card, transfer): its span, then its count and duration when it ends."""
+
+    def __init__(self, method: str, operation: str, template: str) -> None:
+        self.method, self.operation, self.template = method, operation, template
+        self.attempts = 0
+        self.status: Optional[int] = None
+        self.span: Any = None
+
+    def answered(self, status: Optional[int]) -> None:
+        """An attempt ended: the HTTP status, or None when no answer came."""
+        self.attempts += 1
+        self.status = status
+
+    def attributes(self) -> dict[str, str]:
+        status = "error" if self.status is None else f"{self.status // 100}xx"
+        return {"operation": self.operation, "http.request.method": self.method, "status_class": status,
+                "retried": "true" if self.attempts > 1 else "false"}
+
+
+@contextmanager
+def client_call(method: str, operation: str, template: str, base_url: str) -> Iterator[ClientCall]:
+    """A span (kind CLIENT, HTTP semantic conventions: the URL template, never the filled path) around one call,
+    then ``pasarela.client.requests`` and ``pasarela.client.duration``."""
+    call = ClientCall(method, operation, template)
+    if _otel_module is None:
+        yield call
+        return
+    from urllib.parse import urlsplit
+
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    url = urlsplit(base_url)
+    start = clock()
+    attributes = {"http.request.method": method, "url.template": template, "server.address": url.hostname or "",
+                  "server.port": url.port or (443 if url.scheme == "https" else 80), "pasarela.operation": operation}
+    with _otel_module.tracer.start_as_current_span(f"{method} {template}", kind=SpanKind.CLIENT,
+                                                    attributes=attributes, record_exception=False) as span:
+        call.span = span
+        try:
+            yield call
+        except BaseException as exc:
+            span.set_attribute("error.type", type(exc).__name__)
+            span.set_status(Status(StatusCode.ERROR))
+            raise
+        finally:
+            if call.status is not None:
+                span.set_attribute("http.response.status_code", call.status)
+            if call.attempts > 1:
+                span.set_attribute("http.request.resend_count", call.attempts - 1)
+            final = call.attributes()
+            key = tuple(sorted(final.items()))
+            with _lock:
+                _client_calls[key] = _client_calls.get(key, 0) + 1
+            _otel_module.CLIENT_DURATION.record((clock() - start) / 1e9, final)
+
+
+@contextmanager
+def server_span(name: str, attributes: Mapping[str, Any]) -> Iterator[Any]:
+    """A span of kind SERVER (TerminalAuthMiddleware's), or None without OpenTelemetry."""
+    if _otel_module is None:
+        yield None
+        return
+    from opentelemetry.trace import SpanKind
+
+    with _otel_module.tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=attributes,
+                                                    record_exception=False) as span:
+        yield span
+
+
+if _otel_module is not None:
+    _otel_module.observe("pasarela.terminal.seals", "Terminal requests sealed (seal_many: each request)",
+                         _seal_readings)
+    _otel_module.observe("pasarela.terminal.opens", "Terminal requests opened, by outcome (ok or the refusal's cause)",
+                         _open_readings)
+    _otel_module.observe("pasarela.webhooks.received", "Transfer webhook deliveries, by the receiver's verdict",
+                         _snapshot(_webhooks, "verdict"))
+    _otel_module.observe("pasarela.client.requests", "Calls of the card and transfer clients to the service",
+                         _client_readings)
+    _otel_module.observe("pasarela.store.errors", "Failures of a shared store (Redis): the call failed closed",
+                         _snapshot(_store_errors, "store"))
