@@ -214,6 +214,18 @@ def test_the_access_log_records_each_request_redacted_and_names_the_terminals_au
     assert workbench.get("/sandbox/v1/requests", kind="terminal", limit=1)["items"][0]["verdict"] == "clock_skew"
 
 
+def test_the_payer_pages_answer_and_its_form_token_are_not_recorded(workbench: Bench) -> None:
+    token = workbench.start({"currency": "USD", "amount": untaxed(25), "documentType": "CI",
+                             "documentNumber": "1710034065", "callbackUrl": "https://shop.example/back"})
+    page = workbench.http.get(f"/sandbox/pay/{token}")
+    assert page.status_code == 200 and 'name="page_token"' in page.text
+    [visit] = workbench.get("/sandbox/v1/requests", kind="page")["items"]
+    assert (visit["token"], visit["response"]) == (token, "(a page: not recorded)")
+    everything = workbench.http.get("/sandbox/v1/requests", params={"limit": 200},
+                                    headers={"Private-Merchant-Id": PRIVATE}).text
+    assert "page_token" not in everything
+
+
 def test_one_transfer_whole_history_requests_and_webhook_deliveries(workbench: Bench) -> None:
     workbench.receiver.reply("POST", "/hooks", 200)
     token = workbench.start({**colombia_qr(10000), "callbackUrl": "https://shop.example/back"})

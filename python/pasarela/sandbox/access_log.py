@@ -33,6 +33,7 @@ from ..http.redaction import redact_headers
 from ..terminal.diagnose import diagnose
 from .auth import PRIVATE_HEADER, PUBLIC_HEADER, same_key
 from .context import Context
+from .store import NewRequest
 
 __all__ = ["ACCESS_LOGGER", "RECORDED_BODY_BYTES", "AccessLog", "is_dashboard_path"]
 
@@ -40,7 +41,10 @@ ACCESS_LOGGER = "pasarela.sandbox.access"
 RECORDED_BODY_BYTES = 16 * 1024
 _DIAGNOSED_BODY_BYTES = 1 << 20
 _LOGGED_PATH_CHARACTERS = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TOKEN_SEGMENT = re.compile(r"/([0-9a-f]{32})(?:/|$)")
+_TOKEN_MEMBER = re.compile(r'^\{"token":"([0-9a-f]{32})"')
+"""The answer of a token request (the sandbox writes compact JSON, token first when it is the answer's subject)."""
 _log = logging.getLogger(ACCESS_LOGGER)
 
 
@@ -63,9 +67,8 @@ def _kind(path: str) -> str:
 
 def _path_as_sent(scope: Scope) -> str:
     raw = scope.get("raw_path") or str(scope["path"]).encode("utf-8")
-    text = bytes(raw).split(b"?", 1)[0].decode("ascii", "backslashreplace")
-    printable = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
-    return printable[:_LOGGED_PATH_CHARACTERS]
+    text = bytes(raw).split(b"?", 1)[0].decode("ascii", "backslashreplace")  # ASCII from here on
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)[:_LOGGED_PATH_CHARACTERS]
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -86,21 +89,36 @@ def key_used(headers: Mapping[str, str], context: Context) -> str:
     return "none" if private is None and public is None else "wrong"
 
 
-def _token(path: str, body: Any, response: Any) -> Optional[str]:
+def _token(path: str, body: Any, answer: str) -> Optional[str]:
     """The transfer or card token a request concerns: in its path, its body, or the answer that created it."""
-    found = _TOKEN_SEGMENT.search(path)
+    found = _TOKEN_SEGMENT.search(path) or _TOKEN_MEMBER.search(answer)
     if found:
         return found.group(1)
-    for value in (body, response):
-        if isinstance(value, Mapping) and isinstance(value.get("token"), str) and len(value["token"]) <= 255:
-            return str(value["token"])
+    if isinstance(body, Mapping) and isinstance(body.get("token"), str) and len(body["token"]) <= 255:
+        return str(body["token"])
     return None
 
 
+def _too_large(content: bytes) -> Optional[str]:
+    return f"({len(content)} bytes, not recorded)" if len(content) > RECORDED_BODY_BYTES else None
+
+
 def _recordable(content: bytes) -> Any:
-    if len(content) > RECORDED_BODY_BYTES:
-        return f"({len(content)} bytes, not recorded)"
-    return recordable_body(content)
+    """A request body, redacted: the caller may have sent a card number or a key."""
+    return _too_large(content) or recordable_body(content)
+
+
+def _unrecorded_answer(method: str, path: str, kind: str) -> Optional[str]:
+    """Answers not kept: a listing's repeats what is recorded already (kept, the log would hold itself over and
+    over); a payer page holds its form's per-page token; the CDN scripts are the sandbox's own files."""
+    if method == "GET" and path.startswith("/sandbox/v1/"):
+        return "(a listing: not recorded)"
+    return {"page": "(a page: not recorded)", "cdn": "(a script: not recorded)"}.get(kind)
+
+
+def _recordable_answer(content: bytes) -> str:
+    """An answer of the sandbox, as text: it holds no secret to redact (the sandbox keeps none to answer with)."""
+    return _too_large(content) or content.decode("utf-8", "replace")
 
 
 class AccessLog:
@@ -153,13 +171,11 @@ class AccessLog:
         kind = _kind(path)
         verdict = self._verdict(method, headers, body, scope, status) if kind == "terminal" else None
         recorded_body = _recordable(body)
-        # A listing's answer repeats what is recorded already: kept, the log would hold itself over and over.
-        listing = method == "GET" and path.startswith("/sandbox/v1/")
-        recorded_response = "(a listing: not recorded)" if listing else _recordable(response)
-        with self._context.store.write() as tx:
-            tx.add_request(self._context.clock.now(), kind, method, path, status, round(milliseconds, 2), key,
-                           _token(path, recorded_body, recorded_response), redact_headers(headers), recorded_body,
-                           recorded_response, verdict)
+        recorded_response = _unrecorded_answer(method, path, kind) or _recordable_answer(response)
+        self._context.store.record_request(NewRequest(
+            self._context.clock.now(), kind, method, path, status, round(milliseconds, 2), key,
+            _token(path, recorded_body, recorded_response), redact_headers(headers), recorded_body, recorded_response,
+            verdict))
 
     def _verdict(self, method: str, headers: Mapping[str, str], body: bytes, scope: Scope, status: int) -> str:
         """``valid``, or why the terminal request got AUTH-001 (the real clock: the terminal's window is real)."""

@@ -105,7 +105,7 @@ class Listings:
     async def transfer(self, call: Call) -> Response:
         token = call.params["token"]
         settle_due(self._context, token)
-        with self._context.store.read() as tx:
+        with self._context.store.read(recorded_requests=True) as tx:
             detail = transfer_detail(tx, token, self._context.clock.now())
         if detail is None:
             raise SandboxError.not_found("no transfer was started with this token")
@@ -121,7 +121,7 @@ class Listings:
         query = listing(call.request.query_params, {"kind": REQUEST_KINDS,
                                                     "method": ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")})
         token = call.request.query_params.get("token")
-        with self._context.store.read() as tx:
+        with self._context.store.read(recorded_requests=True) as tx:
             page = tx.requests(query.limit, query.cursor, token=token, **query.filters)
         return json_reply(200, _page([request_item(record) for record in page.items], page))
 

@@ -24,7 +24,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import Optional, TextIO
+from typing import Any, Optional, TextIO
 
 from .._version import __version__
 from ..errors import ConfigurationError
@@ -103,6 +103,9 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
         help="default warning")
     add("--access-log", choices=("on", "off"), default="on",
         help="a line on stderr for every request: method, path, status, milliseconds, which key (default on)")
+    add("--metrics", action="store_true",
+        help="serve pasarela's OpenTelemetry metrics of this sandbox's traffic as Prometheus text at /metrics "
+             "(needs pasarela[otel], opentelemetry-sdk and opentelemetry-exporter-prometheus)")
     parser.add_argument("--version", action="version", version=f"pasarela {__version__}")
     return parser
 
@@ -167,6 +170,7 @@ def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str,
         "  --settle-after    " + ("never" if args.settle_after is None else f"{args.settle_after:g}"),
         f"  --public-url      {args.public_url or url}",
         f"  --access-log      {args.access_log}",
+        "  --metrics         " + (f"{url}/metrics" if args.metrics else "off"),
         f"  --cors-origin     {', '.join(args.cors_origins or ('*',))}",
     ]
     out.write("\n".join(lines) + "\n")
@@ -218,8 +222,19 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Its own level: the access log is on (or off) whatever --log-level says of the other lines.
     logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO if args.access_log == "on" else logging.CRITICAL + 1)
+    app: Any = sandbox.app  # an ASGI app (with_metrics's aliases are its own)
+    if args.metrics:
+        from .metrics import MetricsUnavailable, with_metrics
+
+        try:
+            app = with_metrics(app)
+        except MetricsUnavailable as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            sandbox.close()
+            listener.close()
+            return 2
     _banner(sys.stdout, args, listener.getsockname()[1], secrets)
-    server = uvicorn.Server(uvicorn.Config(sandbox.app, log_level=args.log_level, access_log=False, lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, access_log=False, lifespan="on"))
     # uvicorn restores the handler it found and re-raises the signal once it has shut down: ours ends the run.
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

@@ -55,7 +55,7 @@ class Simulator:
                                 "webhooks": [webhook_item(entry, attempts) for entry in entries]})
 
     async def certification(self, call: Call) -> Response:
-        with self._context.store.read() as tx:
+        with self._context.store.read(recorded_requests=True) as tx:
             verdicts = certification(tx, self._context.config.webhook_url)
         return json_reply(200, {"rules": [verdict.to_json() for verdict in verdicts]})
 

@@ -21,8 +21,8 @@ from typing import Any, Optional, Union
 from .jsontext import dumps
 from .states import PaymentWindow, TransferStatus
 
-__all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "OutboxEntry", "Page", "RequestRecord", "Store",
-           "Transfer", "TransferToken", "Tx"]
+__all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "NewRequest", "OutboxEntry", "Page", "RequestRecord",
+           "Store", "Transfer", "TransferToken", "Tx"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfer_tokens (
@@ -240,6 +240,25 @@ class RequestRecord:
 
 
 @dataclass(frozen=True)
+class NewRequest:
+    """A request the access log hands to :meth:`Store.record_request` (headers and bodies already redacted)."""
+
+    at: float
+    kind: str
+    method: str
+    path: str
+    status: int
+    ms: float
+    key: str
+    token: Optional[str]
+    headers: Mapping[str, str]
+    body: Any
+    response: str
+    """The answer as sent (text): the sandbox's answers hold no secret."""
+    verdict: Optional[str]
+
+
+@dataclass(frozen=True)
 class Page:
     """One page of a listing, newest first; ``next_cursor`` fetches the next one (``None``: this was the last)."""
 
@@ -250,6 +269,8 @@ class Page:
 MAX_RECORDED_REQUESTS = 5_000
 """The access log keeps this many requests, the newest (the certification reads the same records)."""
 _PRUNE_EVERY = 100
+_REQUEST_BATCH = 64
+"""Recorded requests wait in memory for the next write transaction, a read that needs them, or this many."""
 
 
 _TRANSFER_COLUMNS = (
@@ -308,7 +329,17 @@ def _attempt(row: tuple[Any, ...]) -> Attempt:
 def _request(row: tuple[Any, ...]) -> RequestRecord:
     return RequestRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], json.loads(row[9]),
                          None if row[10] is None else json.loads(row[10]),
-                         None if row[11] is None else json.loads(row[11]), row[12])
+                         _answer(row[11]), row[12])
+
+
+def _answer(text: Optional[str]) -> Any:
+    """A recorded answer: JSON as its value, anything else (a page, a note) as the text."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
 
 
 def _charge(row: tuple[Any, ...]) -> Charge:
@@ -547,18 +578,22 @@ class Tx:
         return [_attempt(row) for row in rows]
 
     # --- the access log
-    def add_request(self, at: float, kind: str, method: str, path: str, status: int, ms: float, key: str,
-                    token: Optional[str], headers: Mapping[str, str], body: Any, response: Any,
-                    verdict: Optional[str]) -> int:
+    def add_request(self, record: NewRequest) -> int:
         cursor = self._db.execute(
             f"INSERT INTO requests ({_REQUEST_COLUMNS.removeprefix('id, ')})"  # noqa: S608
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (at, kind, method, path, status, ms, key, token, dumps(dict(headers)),
-             None if body is None else dumps(body), None if response is None else dumps(response), verdict))
+            (record.at, record.kind, record.method, record.path, record.status, record.ms, record.key, record.token,
+             dumps(dict(record.headers)), None if record.body is None else dumps(record.body),
+             record.response, record.verdict))
         new_id = int(cursor.lastrowid or 0)
         if new_id % _PRUNE_EVERY == 0:
             self._db.execute("DELETE FROM requests WHERE id <= ?", (new_id - MAX_RECORDED_REQUESTS,))
         return new_id
+
+    def request(self, request_id: int) -> Optional[RequestRecord]:
+        row = self._db.execute(f"SELECT {_REQUEST_COLUMNS} FROM requests WHERE id = ?",  # noqa: S608
+                               (request_id,)).fetchone()
+        return None if row is None else _request(row)
 
     def requests(self, limit: int, cursor: Optional[str] = None, **equal: Optional[str]) -> Page:
         """The access log newest first; ``equal`` filters ``kind``, ``method``, ``status``, ``token``, ``path``."""
@@ -579,6 +614,7 @@ class Store:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._closed = False
+        self._unwritten: list[NewRequest] = []
         self.version = 0
         """Counts the write transactions committed: a page showing the state knows when it is stale."""
         self._db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
@@ -595,24 +631,51 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
-        """One write transaction: every statement inside commits together or not at all."""
+        """One write transaction: every statement inside commits together or not at all. The recorded requests
+        waiting in memory are written in it too (one commit for many: the access log costs every request)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield Tx(self._db)
+                tx = Tx(self._db)
+                for record in self._unwritten:
+                    tx.add_request(record)
+                yield tx
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+            self._unwritten.clear()
             self.version += 1
 
     @contextmanager
-    def read(self) -> Iterator[Tx]:
+    def read(self, *, recorded_requests: bool = False) -> Iterator[Tx]:
+        """``recorded_requests``: the read looks at the access log, so what waits in memory is written first."""
+        if recorded_requests:
+            self.flush_requests()
         with self._lock:
             yield Tx(self._db)
 
+    def flush_requests(self) -> None:
+        """Write the recorded requests waiting in memory (:meth:`record_request`)."""
+        if self._unwritten:
+            with self.write():
+                pass
+
+    def record_request(self, record: NewRequest) -> None:
+        """Add ``record`` to the access log: kept in memory until the next write transaction, a read of the
+        log, or :data:`_REQUEST_BATCH` of them (a sandbox killed loses at most those, never state)."""
+        with self._lock:
+            if self._closed:  # a request answered while the sandbox shut down
+                return
+            self._unwritten.append(record)
+            full = len(self._unwritten) >= _REQUEST_BATCH
+        if full:
+            self.flush_requests()
+
     def close(self) -> None:
         """Close the database; a file's write-ahead log is checkpointed into it first (no -wal left behind)."""
+        if not self._closed:
+            self.flush_requests()
         with self._lock:
             if self._closed:
                 return
