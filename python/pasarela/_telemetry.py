@@ -59,10 +59,11 @@ SAMPLE_MASK = SAMPLE_EVERY - 1
 clock = time.perf_counter_ns
 
 METHODS = ("GET", "POST", "PUT", "PATCH")
-_seal_counts = {method: itertools.count(1) for method in METHODS}
+_seal_counts = {method: itertools.count() for method in METHODS}
 next_seal: dict[str, Callable[[], int]] = {method: count.__next__ for method, count in _seal_counts.items()}
-"""method -> a function counting one seal and returning how many there have been (what Terminal.seal calls)."""
-_open_count = itertools.count(1)
+"""method -> a function counting one seal and returning how many there were before it (what Terminal.seal calls:
+the first call, and every SAMPLE_EVERY-th after it, is timed)."""
+_open_count = itertools.count()
 next_open: Callable[[], int] = _open_count.__next__
 
 OPEN_OUTCOMES = (
@@ -159,7 +160,7 @@ def store_error(store: str) -> None:
 
 
 def _read(count: itertools.count[int]) -> int:
-    return int(repr(count)[6:-1]) - 1  # "count(n)": n is the next value, so n - 1 were taken (the count starts at 1)
+    return int(repr(count)[6:-1])  # "count(n)": n values were taken (the count starts at 0)
 
 
 def _seal_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
