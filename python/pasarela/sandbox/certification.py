@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from .store import Attempt, RequestRecord, Transfer, TransferToken, Tx
@@ -72,7 +72,7 @@ class Verdict:
     verdict: str
     summary: str
     evidence: tuple[str, ...] = ()
-    parts: tuple[Verdict, ...] = field(default=())
+    parts: tuple[Verdict, ...] = ()
     part: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def _payer(transfer: Transfer, tokens: Mapping[str, TransferToken]) -> Optional[
 
 def _ended_at(tx: Tx, transfer: Transfer) -> Optional[float]:
     """When the transfer stopped being initialized: final, cancelled or expired (``None``: it has not)."""
-    ends = [entry.at for entry in tx.history(transfer.token) if entry.state not in ("initialized",)]
+    ends = [entry.at for entry in tx.history(transfer.token) if entry.state != "initialized"]
     if transfer.window.expires_at is not None:
         ends.append(transfer.window.expires_at)
     return min(ends) if ends else None

@@ -47,7 +47,7 @@ from .dashboard_html import (
 )
 from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
 from .errors import SandboxError
-from .listings import COUNTRIES, TRANSFER_FLOWS, listing, transfer_detail
+from .listings import COUNTRIES, REQUEST_KINDS, TRANSFER_FLOWS, listing, transfer_detail
 from .page_token import PageTokens
 from .payments import pay
 from .records import request_item, transfer_item, webhook_item
@@ -55,6 +55,7 @@ from .scenarios import Outcome
 from .settlement import settle_due
 from .simulator import advance_clock, redeliver
 from .states import TransferStatus
+from .wire import amount as wire_amount
 
 __all__ = ["POLICY", "routes"]
 
@@ -216,11 +217,10 @@ class Dashboard:
 
     async def requests(self, call: Call) -> Response:
         self._check_host(call.request)
-        kinds = ("api", "terminal", "page", "cdn")
-        query = listing(_chosen(call.request), {"kind": kinds})
+        query = listing(_chosen(call.request), {"kind": REQUEST_KINDS})
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
-        body = (filters_form("/sandbox/requests", (("kind", "Kind", kinds),), query.filters)
+        body = (filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
                 + _requests_table([request_item(record) for record in found.items], with_bodies=False)
                 + next_page("/sandbox/requests", found.next_cursor, query.filters))
         return self._page(call.request, "Access log", "/sandbox/requests", body)
@@ -340,11 +340,8 @@ def _state(item: Mapping[str, Any]) -> str:
 
 
 def _total(amount: Mapping[str, Any]) -> str:
-    figures = [amount.get(name) for name in ("subtotalIva0", "subtotalIva", "iva")]
-    numbers = [figure for figure in figures if isinstance(figure, (int, float))]
-    if amount.get("subtotalIva") == amount.get("subtotalIva0") and not amount.get("iva"):
-        return f"{amount.get('subtotalIva0', 0):g}"  # the mirrored Colombia form counts once
-    return f"{sum(numbers):g}"
+    """What the payer pays, as :class:`pasarela.transfers.Amount` adds it up (the mirrored Colombia form once)."""
+    return str(wire_amount(amount).total) if amount else ""
 
 
 def _token_link(token: Optional[str]) -> Html:

@@ -24,7 +24,8 @@ from .settlement import settle_due
 from .states import TransferStatus
 from .store import Page, Tx
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Listing", "routes", "transfer_detail"]
+__all__ = ["COUNTRIES", "DEFAULT_LIMIT", "MAX_LIMIT", "REQUEST_KINDS", "TRANSFER_FLOWS", "Listing", "listing", "routes",
+           "transfer_detail"]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200

@@ -217,10 +217,9 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class RequestRecord:
-    """One request the sandbox answered (the access log), headers and bodies already redacted."""
+class NewRequest:
+    """A request the access log hands to :meth:`Store.record_request`, headers and body already redacted."""
 
-    id: int
     at: float
     kind: str
     """``api`` (the service's API and the simulator's), ``terminal``, ``page`` (payer pages) or ``cdn``."""
@@ -235,27 +234,16 @@ class RequestRecord:
     headers: Mapping[str, str]
     body: Any
     response: Any
+    """The answer as sent, text (the sandbox's answers hold no secret); read back, JSON is parsed."""
     verdict: Optional[str]
     """Terminal requests: ``valid`` or the AUTH-001 cause :func:`pasarela.diagnose` names."""
 
 
 @dataclass(frozen=True)
-class NewRequest:
-    """A request the access log hands to :meth:`Store.record_request` (headers and bodies already redacted)."""
+class RequestRecord(NewRequest):
+    """A request of the access log as stored: its number there (evidence ``request:<id>``)."""
 
-    at: float
-    kind: str
-    method: str
-    path: str
-    status: int
-    ms: float
-    key: str
-    token: Optional[str]
-    headers: Mapping[str, str]
-    body: Any
-    response: str
-    """The answer as sent (text): the sandbox's answers hold no secret."""
-    verdict: Optional[str]
+    id: int = 0
 
 
 @dataclass(frozen=True)
@@ -327,9 +315,8 @@ def _attempt(row: tuple[Any, ...]) -> Attempt:
 
 
 def _request(row: tuple[Any, ...]) -> RequestRecord:
-    return RequestRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], json.loads(row[9]),
-                         None if row[10] is None else json.loads(row[10]),
-                         _answer(row[11]), row[12])
+    return RequestRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], json.loads(row[9]),
+                         None if row[10] is None else json.loads(row[10]), _answer(row[11]), row[12], id=row[0])
 
 
 def _answer(text: Optional[str]) -> Any:
