@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any, Optional, TextIO
@@ -236,7 +237,9 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
     _banner(sys.stdout, args, listener.getsockname()[1], secrets)
     server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, access_log=False, lifespan="on"))
     # uvicorn restores the handler it found and re-raises the signal once it has shut down: ours ends the run.
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # (Signals are the main thread's: elsewhere uvicorn does not handle them either.)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:  # uvicorn shut down gracefully, then re-raised Ctrl-C: no traceback
@@ -244,7 +247,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
     except _Terminated:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
         sandbox.close()
         listener.close()
     return 0
