@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
+from .certification import VERDICTS
 from .config import SandboxConfig
 
 __all__ = ["fetch_verdicts", "main"]
 
 _PATH = "/sandbox/v1/certification"
 _MAX_ANSWER_BYTES = 1 << 20
-_VERDICTS = ("pass", "fail", "not_observed", "check_yourself")
 _KEY_VARIABLE = "PASARELA_SANDBOX_PRIVATE_KEY"
 
 
@@ -41,7 +41,7 @@ def _printable(value: object) -> str:
 def _checked(answer: Any) -> list[dict[str, Any]]:
     rules = answer.get("rules") if isinstance(answer, dict) else None
     if not isinstance(rules, list) or not all(
-            isinstance(rule, dict) and isinstance(rule.get("rule"), int) and rule.get("verdict") in _VERDICTS
+            isinstance(rule, dict) and isinstance(rule.get("rule"), int) and rule.get("verdict") in VERDICTS
             and isinstance(rule.get("evidence", []), list) for rule in rules):
         raise CertifyError("the answer is not the sandbox's certification verdicts")
     return rules
