@@ -66,3 +66,18 @@ def test_the_readme_lists_as_refused_nothing_that_seal_accepts() -> None:
     value = uuid.UUID("12345678-1234-5678-1234-567812345678")
     assert pasarela.canonical_json({"id": value}) == b'{"id":"12345678-1234-5678-1234-567812345678"}'
     assert "a `uuid.UUID` is written as its text" in readme
+
+
+def test_the_scripts_install_python_packages_only_into_a_virtual_environment() -> None:
+    """Nothing goes into the interpreter on the PATH: every pip call is one of .venv's python ("$PY" in scripts/setup)
+    or of a venv the script made itself (wheel-check's)."""
+    calls = []  # (script, the interpreter whose pip installs)
+    for script in sorted((ROOT / "scripts").iterdir()):
+        for line in script.read_text().splitlines():
+            command = line.split("#", 1)[0]
+            calls += [(script.name, python) for python in re.findall(r"(\S+) -m pip install\b", command)]
+            assert not re.search(r"(^|[;&|(]|\bexec|\benv)\s*pip3? install\b", command), f"{script.name}: {line}"
+    assert calls  # scripts/setup installs the package, so there is at least one
+    for script, python in calls:
+        assert python in ('"$PY"', '"$venv/bin/python"'), f"{script}: {python} -m pip install"
+    assert 'PY=$VENV/bin/python' in (ROOT / "scripts" / "setup").read_text()
