@@ -586,15 +586,13 @@ def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None) -
     limit that the scanner cannot finish from this stack (RecursionError) is read by this module's own
     non-recursive parser, which makes the same values."""
     s = text.decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
-    raw_surrogates = _SURROGATE(s) is not None
-    too_deep = nesting_too_deep(s)
-    if too_deep is None:
+    if nesting_too_deep(s) is None:
         try:
             return json.loads(s) if parse_int is None else json.loads(s, parse_int=parse_int)
         except RecursionError:
             pass
-    try:
-        return _parse(s, raw_surrogates, int if parse_int is None else parse_int)
+    try:  # (beyond MAX_DEPTH, refused by _parse's own count, with the offset of the first level too deep)
+        return _parse(s, _SURROGATE(s) is not None, int if parse_int is None else parse_int)
     except _SyntaxError as exc:
         offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
         raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
