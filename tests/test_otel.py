@@ -21,8 +21,11 @@ import redis
 import pasarela._telemetry as telemetry
 from local_server import LocalServer
 from otel_sdk import Sdk, delta, installed, key
+from pasarela import Terminal
 from pasarela.errors import StoreUnavailableError, TransportError
 from pasarela.http import RetryPolicy, ServiceConfig
+from pasarela.httpx import TerminalClient
+from pasarela.requests_adapter import TerminalClient as RequestsTerminalClient
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.terminal.replay_redis import RedisReplayStore
 from pasarela.transfers import SeenEvents, TransferClient, TransferEvent, TransferStatus, TransferWebhookReceiver
@@ -31,7 +34,7 @@ from test_webhooks import BODY, FORGED, NOW, REFERENCE, SECRET, Clock, at, signe
 
 PUBLIC = "pk-otel-public-4242"
 PRIVATE = "sk-otel-private-4242"
-SECRETS = (PUBLIC, PRIVATE, SECRET, "tok-1", REFERENCE, "10000")
+SECRETS = (PUBLIC, PRIVATE, SECRET, "tok-1", REFERENCE, "10000", "bc-otel-1")
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +88,23 @@ def test_a_client_call_with_a_retry_is_one_span_and_one_count(sdk: Sdk, sandbox_
         "http.request.method": "GET", "url.template": "/transfer/v1/bankList", "server.address": "127.0.0.1",
         "server.port": port, "pasarela.operation": "transfer.bankList", "http.response.status_code": 200,
         "http.request.resend_count": 1}
+
+
+@pytest.mark.parametrize("client_class", [TerminalClient, RequestsTerminalClient])
+def test_a_terminal_client_call_is_a_client_span_named_by_its_method(sdk: Sdk, sandbox_url: str,
+                                                                    client_class: Any) -> None:
+    before = sdk.points()
+    sdk.spans.clear()
+    with client_class(sandbox_url + "/terminal", Terminal("bc-otel-1", "SN-OTEL-1")) as client:
+        assert client.post("/v1/echo", {"amount": 10000}) == {"amount": 10000}
+    attributes = {"operation": "terminal.request", "http.request.method": "POST", "status_class": "2xx",
+                  "retried": "false"}
+    changed = {name: value for name, value in delta(before, sdk.points()).items() if name[0].startswith("pasarela.cl")}
+    assert changed == {key("pasarela.client.requests", **attributes): 1,
+                       key("pasarela.client.duration", **attributes): 1}
+    [span] = [span for span in sdk.spans.get_finished_spans() if span.kind.name == "CLIENT"]
+    assert span.name == "POST" and (span.attributes or {})["http.response.status_code"] == 200
+    assert "url.template" not in (span.attributes or {})  # the caller's path is no template
 
 
 def test_a_failed_call_is_counted_as_an_error_and_its_span_says_why(sdk: Sdk) -> None:
@@ -170,6 +190,7 @@ def test_a_redis_store_failing_closed_is_counted_by_store(sdk: Sdk) -> None:
 def test_no_attribute_value_holds_a_secret(sdk: Sdk, sandbox_url: str) -> None:
     test_a_client_call_with_a_retry_is_one_span_and_one_count(sdk, sandbox_url)
     test_each_webhook_verdict_is_counted(sdk)
+    test_a_terminal_client_call_is_a_client_span_named_by_its_method(sdk, sandbox_url, TerminalClient)
     values = list(sdk.attribute_values())
     assert values
     for value in values:

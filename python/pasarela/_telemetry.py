@@ -28,14 +28,17 @@ from .errors import (
     PROTO_IN_PLAINTEXT,
     SIGNATURE_FORMAT,
     SIGNATURE_MISMATCH,
+    AuthError,
 )
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "WEBHOOK_VERDICTS", "ClientCall",
-           "client_call", "clock", "next_open", "next_seal", "open_refused", "open_took", "refusal_cause",
-           "seal_took", "sealed_many", "store_error", "webhook_verdict"]
+__all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION", "WEBHOOK_VERDICTS",
+           "ClientCall",
+           "client_call", "clock", "middleware_refused", "next_open", "next_seal", "open_failed", "open_refused",
+           "open_took", "refusal_cause", "seal_took", "sealed_many", "store_error", "verify_span",
+           "webhook_verdict"]
 
 
 def _load_otel() -> Optional[ModuleType]:
@@ -59,10 +62,11 @@ SAMPLE_MASK = SAMPLE_EVERY - 1
 clock = time.perf_counter_ns
 
 METHODS = ("GET", "POST", "PUT", "PATCH")
-_seal_counts = {method: itertools.count() for method in METHODS}
-next_seal: dict[str, Callable[[], int]] = {method: count.__next__ for method, count in _seal_counts.items()}
-"""method -> a function counting one seal and returning how many there were before it (what Terminal.seal calls:
-the first call, and every SAMPLE_EVERY-th after it, is timed)."""
+_seal_count = itertools.count()
+next_seal: Callable[[], int] = _seal_count.__next__
+"""Counts one call of Terminal.seal and returns how many there were before it (the first call, and every
+SAMPLE_EVERY-th after it, is timed). A method other than POST is counted apart too (:func:`seal_method`): one
+C call on the hot path, the per-method split made at collection time."""
 _open_count = itertools.count()
 next_open: Callable[[], int] = _open_count.__next__
 
@@ -107,6 +111,8 @@ def refusal_cause(reason: Optional[str]) -> str:
 
 _lock = threading.Lock()
 _batch_seals = dict.fromkeys(METHODS, 0)
+_other_seals = dict.fromkeys(METHODS, 0)  # single seals of a method other than POST
+_reported_post = 0
 _refusals = dict.fromkeys(OPEN_OUTCOMES[1:], 0)
 _reported_ok = 0
 
@@ -117,6 +123,13 @@ STORES = {"replay store (Redis)": "replay", "pending-transfer guard (Redis)": "p
           "webhook ledger (Redis)": "webhook_ledger"}
 _store_errors = dict.fromkeys([*STORES.values(), "other"], 0)
 _client_calls: dict[tuple[tuple[str, str], ...], int] = {}
+
+
+def seal_method(method: str) -> None:
+    """Terminal.seal was called with ``method`` (checked, upper case), which is not the default POST."""
+    if ENABLED and method != "POST":
+        with _lock:
+            _other_seals[method] += 1
 
 
 def sealed_many(method: str, count: int) -> None:
@@ -136,14 +149,54 @@ def open_refused(reason: Optional[str], outcome: Optional[str] = None) -> str:
     return cause
 
 
+def open_failed(exc: Exception, start: int) -> None:
+    """Terminal.open raised ``exc``: count its cause; ``start``: the clock when the call was sampled, else 0."""
+    open_refused(exc.reason if isinstance(exc, AuthError) else None)
+    if start:
+        open_took(start, "refused")
+
+
+def middleware_refused(reason: str, opened: bool) -> str:
+    """TerminalAuthMiddleware refused a request (AuthError.reason); ``opened``: Terminal.open was called for it (and
+    counted what it refused itself). Counts what open did not see: a refusal before it (the limiter, a repeated
+    header, a query), counted as one more open, or a replay after it accepted the request. Returns the cause."""
+    cause = refusal_cause(reason)
+    if ENABLED and not opened:
+        next_open()
+        open_refused(reason)
+    elif opened and cause == "replayed":
+        open_refused(reason)
+    return cause
+
+
+MAX_PENDING_SAMPLES = 10_000
+_pending_samples: list[tuple[bool, int, str]] = []
+"""Sampled durations not yet handed to the histograms: (seal?, nanoseconds, attribute value). The SDK's
+Histogram.record takes about 8 us, five seals' worth: the hot path only appends here, and the observable counters'
+callbacks, which the SDK runs at collection time before it reads the histograms, record them. Without an SDK
+nothing collects: past MAX_PENDING_SAMPLES the samples are dropped."""
+
+
 def seal_took(start: int, method: str) -> None:
-    if _otel_module is not None:
-        _otel_module.SEAL_DURATION.record((clock() - start) / 1e9, {"method": method})
+    if len(_pending_samples) < MAX_PENDING_SAMPLES:
+        _pending_samples.append((True, clock() - start, method))
 
 
 def open_took(start: int, outcome: str) -> None:
-    if _otel_module is not None:
-        _otel_module.OPEN_DURATION.record((clock() - start) / 1e9, {"outcome": outcome})
+    if len(_pending_samples) < MAX_PENDING_SAMPLES:
+        _pending_samples.append((False, clock() - start, outcome))
+
+
+def _record_samples() -> None:
+    if _otel_module is None:
+        return
+    samples = _pending_samples[:]
+    del _pending_samples[:len(samples)]  # (other threads append at the end meanwhile)
+    for seal, nanoseconds, value in samples:
+        if seal:
+            _otel_module.SEAL_DURATION.record(nanoseconds / 1e9, {"method": value})
+        else:
+            _otel_module.OPEN_DURATION.record(nanoseconds / 1e9, {"outcome": value})
 
 
 def webhook_verdict(verdict: str) -> None:
@@ -164,13 +217,20 @@ def _read(count: itertools.count[int]) -> int:
 
 
 def _seal_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
+    global _reported_post
+    _record_samples()
     with _lock:
-        batches = dict(_batch_seals)
-    return {(("method", method),): _read(count) + batches[method] for method, count in _seal_counts.items()}
+        counts = {method: _batch_seals[method] + _other_seals[method] for method in METHODS}
+        # seal counts every call on entry and a method other than POST just before: read between the two, a call
+        # would be taken away from POST for a moment
+        _reported_post = max(_reported_post, _read(_seal_count) - sum(_other_seals.values()))
+        counts["POST"] += _reported_post
+    return {(("method", method),): count for method, count in counts.items()}
 
 
 def _open_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
     global _reported_ok
+    _record_samples()
     with _lock:
         refused = dict(_refusals)
         # open() counts itself on entry and a refusal on its way out: read between the two, a call is neither yet
@@ -189,6 +249,10 @@ def _snapshot(counts: Mapping[Any, int], key: str) -> Callable[[], Mapping[tuple
 def _client_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
     with _lock:
         return dict(_client_calls)
+
+
+TERMINAL_OPERATION = "terminal.request"
+"""The ``operation`` of the terminal clients' calls (pasarela.httpx, pasarela.requests_adapter)."""
 
 
 class ClientCall:
@@ -225,9 +289,11 @@ def client_call(method: str, operation: str, template: str, base_url: str) -> It
 
     url = urlsplit(base_url)
     start = clock()
-    attributes = {"http.request.method": method, "url.template": template, "server.address": url.hostname or "",
+    attributes = {"http.request.method": method, "server.address": url.hostname or "",
                   "server.port": url.port or (443 if url.scheme == "https" else 80), "pasarela.operation": operation}
-    with _otel_module.tracer.start_as_current_span(f"{method} {template}", kind=SpanKind.CLIENT,
+    if template:  # (the terminal clients' paths are the caller's: no template, and the span is named by the method)
+        attributes["url.template"] = template
+    with _otel_module.tracer.start_as_current_span(f"{method} {template}".rstrip(), kind=SpanKind.CLIENT,
                                                     attributes=attributes, record_exception=False) as span:
         call.span = span
         try:
@@ -249,15 +315,15 @@ def client_call(method: str, operation: str, template: str, base_url: str) -> It
 
 
 @contextmanager
-def server_span(name: str, attributes: Mapping[str, Any]) -> Iterator[Any]:
-    """A span of kind SERVER (TerminalAuthMiddleware's), or None without OpenTelemetry."""
+def verify_span(method: str) -> Iterator[Any]:
+    """TerminalAuthMiddleware's span around one request's verification (kind INTERNAL: it nests under the HTTP
+    server span of uvicorn's or Starlette's instrumentation), or None without OpenTelemetry; the middleware sets
+    ``pasarela.terminal.outcome`` on it."""
     if _otel_module is None:
         yield None
         return
-    from opentelemetry.trace import SpanKind
-
-    with _otel_module.tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=attributes,
-                                                    record_exception=False) as span:
+    with _otel_module.tracer.start_as_current_span("pasarela.terminal.verify", attributes={
+            "http.request.method": method}, record_exception=False) as span:
         yield span
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Optional, TypeVar
 
+from . import _telemetry
 from .errors import TransportError, missing_extra
 
 try:
@@ -53,11 +54,13 @@ class TerminalClient(BlockingTerminalClient):
 
     def request(self, method: str, path: str, payload: Any = None) -> Any:
         call = prepare(self.base_url, self._terminal, method, path, payload)
-        try:
-            answer = self._http.request(call.method, call.url, **_arguments(call))
-        except httpx.TransportError as exc:
-            raise _failure(exc) from exc
-        return read_answer(call.sealed, answer.status_code, answer.content)
+        with _telemetry.client_call(call.method, _telemetry.TERMINAL_OPERATION, "", self.base_url) as note:
+            try:
+                answer = self._http.request(call.method, call.url, **_arguments(call))
+            except httpx.TransportError as exc:
+                raise _failure(exc) from exc
+            note.answered(answer.status_code)
+            return read_answer(call.sealed, answer.status_code, answer.content)
 
     def close(self) -> None:
         if self._owns_http:
@@ -76,11 +79,13 @@ class AsyncTerminalClient:
 
     async def request(self, method: str, path: str, payload: Any = None) -> Any:
         call = prepare(self.base_url, self._terminal, method, path, payload)
-        try:
-            answer = await self._http.request(call.method, call.url, **_arguments(call))
-        except httpx.TransportError as exc:
-            raise _failure(exc) from exc
-        return read_answer(call.sealed, answer.status_code, answer.content)
+        with _telemetry.client_call(call.method, _telemetry.TERMINAL_OPERATION, "", self.base_url) as note:
+            try:
+                answer = await self._http.request(call.method, call.url, **_arguments(call))
+            except httpx.TransportError as exc:
+                raise _failure(exc) from exc
+            note.answered(answer.status_code)
+            return read_answer(call.sealed, answer.status_code, answer.content)
 
     async def post(self, path: str, payload: Any = None) -> Any:
         return await self.request("POST", path, payload)

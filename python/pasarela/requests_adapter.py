@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from . import _telemetry
 from .errors import TransportError, missing_extra
 
 try:
@@ -39,12 +40,14 @@ class TerminalClient(BlockingTerminalClient):
 
     def request(self, method: str, path: str, payload: Any = None) -> Any:
         call = prepare(self.base_url, self._terminal, method, path, payload)
-        try:
-            answer = self._session.request(call.method, call.url, headers=call.headers, data=call.content,
-                                           params=call.params, timeout=self._timeout)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}") from exc
-        return read_answer(call.sealed, answer.status_code, answer.content)
+        with _telemetry.client_call(call.method, _telemetry.TERMINAL_OPERATION, "", self.base_url) as note:
+            try:
+                answer = self._session.request(call.method, call.url, headers=call.headers, data=call.content,
+                                               params=call.params, timeout=self._timeout)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+            note.answered(answer.status_code)
+            return read_answer(call.sealed, answer.status_code, answer.content)
 
     def close(self) -> None:
         if self._owns_session:
