@@ -139,10 +139,9 @@ def sealed_many(method: str, count: int) -> None:
             _batch_seals[method] += count
 
 
-def open_refused(reason: Optional[str], outcome: Optional[str] = None) -> str:
-    """Count a refused open (its ``AuthError.reason``, None for another exception); returns its cause.
-    ``outcome`` counts a refusal of a request no open was called for (the middleware's limiter)."""
-    cause = outcome or refusal_cause(reason)
+def open_refused(reason: Optional[str]) -> str:
+    """Count a refused open (its ``AuthError.reason``, None for another exception); returns its cause."""
+    cause = refusal_cause(reason)
     if ENABLED:
         with _lock:
             _refusals[cause] += 1

@@ -1,5 +1,7 @@
 """A JSON log formatter with a stable field set, for log pipelines (Loki, Elasticsearch, CloudWatch).
 
+.. code-block:: python
+
     import logging
     from pasarela.logging import JSONFormatter
 
