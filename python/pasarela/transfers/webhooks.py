@@ -148,11 +148,15 @@ _VERDICTS = {"received": "handled", "duplicate": "duplicate", "superseded": "sup
              "status unavailable": "unavailable", "try again later": "unavailable", "POST only": "not_post"}
 
 
-def _counted(reply: WebhookReply) -> WebhookReply:
+def _note(verdict: str, status: int) -> None:
     """Count and log the verdict on a delivery."""
-    _telemetry.webhook_verdict(reply.verdict)
-    _log.info("transfer webhook %s (HTTP %d)", reply.verdict, reply.status,
-              extra={"pasarela": {"event": "webhook.verdict", "verdict": reply.verdict, "status": reply.status}})
+    _telemetry.webhook_verdict(verdict)
+    _log.info("transfer webhook %s (HTTP %d)", verdict, status,
+              extra={"pasarela": {"event": "webhook.verdict", "verdict": verdict, "status": status}})
+
+
+def _counted(reply: WebhookReply) -> WebhookReply:
+    _note(reply.verdict, reply.status)
     return reply
 
 
@@ -364,7 +368,7 @@ class TransferWebhookReceiver:
         try:
             return _counted(self._handle(headers, body))
         except StoreUnavailableError:
-            _telemetry.webhook_verdict("unavailable")
+            _note("unavailable", StoreUnavailableError.status)
             raise
 
     def _handle(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
@@ -409,7 +413,7 @@ class TransferWebhookReceiver:
         try:
             return _counted(await self._handle_async(headers, body))
         except StoreUnavailableError:
-            _telemetry.webhook_verdict("unavailable")
+            _note("unavailable", StoreUnavailableError.status)
             raise
 
     async def _handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
