@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from finalizers import finalizer_at_each_collection
@@ -169,11 +169,14 @@ def _has_null(value: Any) -> bool:
        st.sampled_from([None, {"n": None}, {"__proto__": {}}, {"n": None, "__proto__": 0}]),
        st.sampled_from([0, _binding.FACT_NULL, _binding.FACT_PROTO, _binding.FACT_NULL | _binding.FACT_PROTO,
                         2**32 - 1]))
+@example({"n": None}, {"n": None}, _binding.FACT_NULL)  # a member of both: the text has it once, the extra's
 def test_seal_json_gives_the_same_row_and_facts_either_way(payload: dict[str, Any], extra: Optional[dict[str, Any]],
                                                           check_facts: int) -> None:
     """_binding.seal_json's row is (*head, request, plaintext_len, 0), of row_type; it comes alone, or with the
     text's facts when they have a bit of check_facts (here: a null somewhere, a top-level "__proto__")."""
     terminal = Terminal(BUSINESS_CODE, SERIAL)
+    if extra is not None:  # one text of distinct members: a duplicate key ({"n":null,"n":null}) is another test's
+        payload = {key: value for key, value in payload.items() if key not in extra}
     text = canonical_json(payload)  # whose numbers the C path proves exact only with SHORTEST_DIGITS
     if extra is not None:  # members canonical_json refuses at the top level ("__proto__"), after the others
         members = json.dumps(extra, separators=(",", ":"))[1:-1].encode()

@@ -20,9 +20,11 @@ from typing import Optional
 
 import httpx
 
+import pasarela
 from redis_server import die_with_parent, free_port
 
 TESTS = Path(__file__).resolve().parent
+PASARELA_HOME = Path(pasarela.__file__).resolve().parent.parent
 
 
 class UvicornWorkers:
@@ -30,7 +32,8 @@ class UvicornWorkers:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._workers = workers
-        python_path = os.pathsep.join([str(TESTS.parent / "python"), str(TESTS), os.environ.get("PYTHONPATH", "")])
+        # the workers import the pasarela this process imported (the source tree's, or the installed wheel's)
+        python_path = os.pathsep.join([str(PASARELA_HOME), str(TESTS), os.environ.get("PYTHONPATH", "")])
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop); a pipe nobody reads would block
         self._process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(self.port),

@@ -59,7 +59,9 @@ def _address(cdata: Any) -> int:
     return int(ffi.cast("uintptr_t", cdata))
 
 
-if sys.implementation.name == "cpython":  # seal_json and open_post through pasarela._fastcall (see its source)
+# PASARELA_NO_FASTCALL=1: the cffi path alone, as on PyPy or a build without _fastcall (docs/free-threading.md)
+FASTCALL = sys.implementation.name == "cpython" and os.environ.get("PASARELA_NO_FASTCALL") != "1"
+if FASTCALL:  # seal_json and open_post through pasarela._fastcall (see its source)
     try:
         from ._fastcall import connect as _connect_fastcall
         from ._fastcall import open_post as _fast_open_post
