@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, Union
 
+from .json_depth import nesting_too_deep
 from .redaction import redact_form, redact_json
 
 __all__ = ["TOO_DEEP", "AuditHook", "AuditRecord", "JsonlAuditLog", "notify", "recordable_body"]
@@ -53,13 +54,16 @@ AuditHook = Callable[[AuditRecord], None]
 
 def recordable_body(content: Optional[bytes]) -> Any:
     """A body as it goes into a record: parsed JSON redacted, else text with the secret fields of a form
-    redacted (cut at 64 KiB), ``None`` when empty; :data:`TOO_DEEP` for JSON nested deeper than Python can
-    parse or redact."""
+    redacted (cut at 64 KiB), ``None`` when empty; :data:`TOO_DEEP` for text nesting deeper than MAX_DEPTH
+    (1000 levels, counted first, on every interpreter), or JSON deeper than the caller's stack can parse or
+    redact."""
     if not content:
         return None
+    if nesting_too_deep(content.decode("utf-8", "replace")) is not None:  # counted before json's recursive scanner
+        return TOO_DEEP
     try:
         return redact_json(json.loads(content))
-    except RecursionError:
+    except RecursionError:  # within MAX_DEPTH, but deeper than this caller's stack can parse or redact
         return TOO_DEEP
     except ValueError:
         return redact_form(content[:_MAX_TEXT].decode("utf-8", errors="replace"))[:_MAX_TEXT]

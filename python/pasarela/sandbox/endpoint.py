@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from ..http.json_depth import MAX_DEPTH, nesting_too_deep
 from .auth import KeyRule, check_key
 from .body_schema import check_body
 from .context import Context
@@ -99,9 +100,12 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 def parse_json(body: bytes) -> Any:
     """The body as JSON, numbers with a fraction as Decimal (amounts keep their digits)."""
     try:
-        return json.loads(body.decode("utf-8"), parse_float=Decimal, parse_constant=_refuse_constant)
+        text = body.decode("utf-8")
+        if nesting_too_deep(text) is None:  # counted before json's recursive scanner, the same on every CPython
+            return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise SandboxError.invalid("body", "is not valid JSON") from None
+    raise SandboxError.invalid("body", f"nests deeper than {MAX_DEPTH} levels")
 
 
 async def form(request: Request) -> dict[str, str]:

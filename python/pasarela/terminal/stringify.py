@@ -27,11 +27,10 @@ from json.encoder import encode_basestring
 from typing import Any, Optional, cast
 
 from pasarela.errors import PayloadError
+from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
 
 __all__ = ["MAX_DEPTH", "canonicalize_text", "format_number", "loads", "nesting_too_deep", "stringify"]
 
-MAX_DEPTH = 1000
-"""Deepest accepted nesting of arrays and objects (the outermost container is depth 1)."""
 
 _MAX_SAFE_INTEGER = 2**53 - 1  # every int up to here is a double; beyond, _int_token checks
 _INF = math.inf
@@ -555,29 +554,6 @@ def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any
                 keys.pop()
                 continue
             raise _SyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
-
-
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
-
-
-def nesting_too_deep(s: str) -> Optional[int]:
-    """The index in JSON text *s* of the bracket that opens a level deeper than MAX_DEPTH, or None: counted
-    without recursion (brackets inside strings skipped), so that a recursive parser (json's C scanner, which
-    counts against Python's recursion limit and overflows the C stack when that limit is raised) only ever
-    sees text within the limit, and the limit is the same at any caller depth. Text with at most MAX_DEPTH
-    brackets in all is answered by two counts."""
-    if s.count("[") + s.count("{") <= MAX_DEPTH:
-        return None
-    depth = 0
-    for m in _STRING_OR_BRACKET.finditer(s):
-        c = m.group()
-        if c == "[" or c == "{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return m.start()
-        elif c == "]" or c == "}":
-            depth -= 1
-    return None
 
 
 def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None) -> Any:

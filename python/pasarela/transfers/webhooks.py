@@ -58,6 +58,7 @@ from ..errors import (
 )
 from ..http.path import path_segment
 from ..http.response_reader import ResponseReader
+from ..terminal.stringify import loads
 from .pending import AnyGuard
 from .responses import TransferStatus
 from .status import TransferState, find_status
@@ -78,9 +79,11 @@ _JSON = (("content-type", "application/json"),)
 
 
 def _parse(body: bytes) -> Any:
+    """The body's JSON: up to MAX_DEPTH (1000) levels on every interpreter and at any caller depth, deeper
+    refused before any recursive parser sees it (stringify.loads)."""
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the interpreter's limit
+        return loads(body)
+    except ValueError:  # PayloadError (nesting deeper than MAX_DEPTH) is one
         raise ResponseShapeError("$", "the webhook body is not JSON (or nests too deep)") from None
 
 

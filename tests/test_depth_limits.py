@@ -1,0 +1,117 @@
+"""The nesting limit (MAX_DEPTH, 1000 levels) of webhook bodies, the sandbox's request bodies and audit records is
+pasarela's own count, made before any recursive parser: the same on every CPython (json's recursive scanner
+refused near 990 levels on 3.10 and 3.11, parsed 1400 on 3.12 and 5000 on 3.13) and under a raised recursion
+limit. Payloads and terminal requests: tests/test_deep_stack.py. Plain tests, no @given: Hypothesis raises the
+recursion limit inside its tests, which would hide what these check."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from pasarela.http.audit import TOO_DEEP, recordable_body
+from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
+from pasarela.sandbox import Sandbox, SandboxConfig
+from pasarela.transfers import TransferWebhookReceiver
+from pasarela.transfers.webhook_signature import body_signature
+
+SECRET = "whsec-0123456789"  # noqa: S105 (a test secret)
+NOW = 1_700_000_000.0
+WEBHOOK_ID = "1700000000000"  # the sender's clock in Unix milliseconds: NOW
+LEVELS = [999, 1000, 1001, 100_000]
+
+
+def _webhook(levels: int) -> bytes:
+    """A webhook body nesting `levels` deep in all (the event's own object is the first level)."""
+    inner = levels - 1
+    return b'{"token":"tok-1","status":"PAID","x":' + b"[" * inner + b"]" * inner + b"}"
+
+
+def _signed(body: bytes) -> dict[str, str]:
+    return {"X-Kushki-Id": WEBHOOK_ID, "X-Kushki-Signature": body_signature(SECRET, body, WEBHOOK_ID),
+            "X-Kushki-Key": "merchant-1"}
+
+
+def _at_depth(frames: int, call: Any) -> Any:
+    """call() from `frames` Python frames deeper than here."""
+    return call() if frames == 0 else _at_depth(frames - 1, call)
+
+
+@contextmanager
+def _recursion_limit(limit: int) -> Iterator[None]:
+    """What an application may do (or a test framework does): raise the recursion limit."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def test_the_count_is_of_levels_not_of_brackets() -> None:
+    assert nesting_too_deep("[" * 1000 + "]" * 1000) is None
+    assert nesting_too_deep("[" * 1001 + "]" * 1001) == 1000
+    assert nesting_too_deep('["' + "[" * 5000 + '"]' + "[]" * 5000) is None  # brackets in a string, siblings
+    assert MAX_DEPTH == 1000
+
+
+@pytest.mark.parametrize("levels", LEVELS)
+@pytest.mark.parametrize("frames", [0, 600])
+def test_a_webhook_body_is_read_up_to_1000_levels_and_refused_beyond(levels: int, frames: int) -> None:
+    body = _webhook(levels)
+    events: list[Any] = []
+    receiver = TransferWebhookReceiver(events.append, secret=SECRET, clock=lambda: NOW)
+    reply = _at_depth(frames, lambda: receiver.handle(_signed(body), body))
+    if levels <= MAX_DEPTH:
+        assert reply.status == 200 and len(events) == 1
+    else:
+        assert reply.status == 400 and events == []
+
+
+@pytest.mark.parametrize("levels", [1001, 100_000])
+def test_a_webhook_body_beyond_1000_levels_is_refused_under_a_raised_recursion_limit(levels: int) -> None:
+    body = _webhook(levels)
+    receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, clock=lambda: NOW)
+    with _recursion_limit(5000):
+        assert receiver.handle(_signed(body), body).status == 400
+
+
+@pytest.mark.parametrize("levels", LEVELS)
+def test_an_audit_record_beyond_1000_levels_is_the_placeholder_under_a_raised_recursion_limit(levels: int) -> None:
+    body = b'{"number":"4242424242424242","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+    with _recursion_limit(5000):  # enough for json and the redaction to go 1000 levels deep, not 100,000
+        recorded = recordable_body(body)
+    if levels <= MAX_DEPTH:
+        assert recorded["number"] == "424242******4242"
+    else:
+        assert recorded == TOO_DEEP
+
+
+@pytest.mark.parametrize("levels", [1001, 100_000])
+def test_an_audit_record_beyond_1000_levels_is_the_placeholder(levels: int) -> None:
+    body = b"[" * levels + b"]" * levels
+    assert recordable_body(body) == TOO_DEEP
+    assert _at_depth(600, lambda: recordable_body(body)) == TOO_DEEP
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[TestClient]:
+    with Sandbox(SandboxConfig(public_key="pk-depth", private_key="sk-depth", settle_after=None)) as running:
+        app: Any = running.app
+        with TestClient(app, raise_server_exceptions=False) as client:
+            yield client
+
+
+@pytest.mark.parametrize("levels", [1001, 100_000])
+def test_the_sandbox_refuses_a_body_beyond_1000_levels_by_its_count(sandbox: TestClient, levels: int) -> None:
+    body = b'{"currency":"USD","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+    with _recursion_limit(5000):  # the count, not the interpreter's recursion, refuses it
+        answer = sandbox.post("/transfer/v1/tokens", content=body,
+                              headers={"Public-Merchant-Id": "pk-depth", "Content-Type": "application/json"})
+    assert answer.status_code == 400
+    assert answer.json()["message"] == "body: nests deeper than 1000 levels"
