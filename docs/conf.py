@@ -8,6 +8,7 @@ sphinx-build -W) on any warning, and on any public name that no API page documen
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,15 @@ def check_api_coverage(app: Sphinx, env: BuildEnvironment) -> None:
             logger.warning("the API reference does not document %s.%s (docs/api/)", module_name, name)
 
 
+def drop_type_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A constant without a doc comment of its own (one a package re-exports) shows its value, not the docstring of
+    its type ("str(object='') -> str")."""
+    own = type(obj).__doc__
+    if what in ("data", "attribute") and own and "\n".join(lines).strip() == inspect.cleandoc(own).strip():
+        lines.clear()
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-docstring", drop_type_docstring)
     app.connect("env-check-consistency", check_api_coverage)
     return {"parallel_read_safe": True}
