@@ -73,7 +73,8 @@ def test_a_client_call_with_a_retry_is_one_span_and_one_count(sdk: Sdk, sandbox_
                            retry=RetryPolicy(max_attempts=2, base_delay=0.0, jitter=lambda: 0.0))
     before = sdk.points()
     sdk.spans.clear()
-    with TransferClient(config, http_client=httpx.Client(transport=FailsFirst()), sleep=lambda seconds: None) as client:
+    with httpx.Client(transport=FailsFirst()) as http, \
+            TransferClient(config, http_client=http, sleep=lambda seconds: None) as client:
         banks = client.bank_list()
     assert banks
     changed = delta(before, sdk.points())

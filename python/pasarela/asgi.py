@@ -38,6 +38,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
+from . import _telemetry
 from ._asgi_body import read_body
 from .auth_limit import AuthFailureLimiter
 from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
@@ -59,6 +60,7 @@ STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 """The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
 _SINGLE_HEADERS = frozenset({"authorization", "timestamp"})
+_MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
 
@@ -84,6 +86,7 @@ class TerminalAuthMiddleware:
         self._max_body_bytes = max_body_bytes
         self._limiter = failure_limiter
         serial = str(getattr(terminal, "terminal_serial", ""))
+        self._serial = serial
         self._limit_key: Callable[[Scope], str] = limit_key if limit_key is not None else (lambda scope: serial)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -99,12 +102,22 @@ class TerminalAuthMiddleware:
         method = str(scope["method"]).upper()
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         limit_key = self._limit_key(scope) if self._limiter is not None else ""
+        with _telemetry.verify_span(method) as span:
+            outcome = await self._verify(scope, receive, send, body, method, query, limit_key)
+            if span is not None:
+                span.set_attribute("pasarela.terminal.outcome", outcome)
+
+    async def _verify(self, scope: Scope, receive: Receive, send: Send, body: bytes, method: str, query: str,
+                      limit_key: str) -> str:
+        """Verify one request and pass it on, or answer the refusal; returns the outcome (``ok`` or the cause)."""
+        opened = False  # whether Terminal.open saw the request (and counted it)
         try:
             if self._limiter is not None and self._limiter.blocked(limit_key):
                 raise AuthError(f"too many AUTH-001 failures for {limit_key!r}: refused unopened until the "
                                 f"limiter's window ({self._limiter.window:g} s) ends")
             headers = _headers(scope)
             _check_query(method, query)
+            opened = True
             payload = await self._verifier.open_async(method, headers, body or None,
                                                       query if method == "GET" else None)
             forwarded = _forwarded(payload) if method in BODY_METHODS else b""
@@ -112,14 +125,16 @@ class TerminalAuthMiddleware:
             if self._limiter is not None and not self._limiter.blocked(limit_key):
                 self._limiter.failed(limit_key)
             client = scope.get("client") or ("?", 0)
+            cause = _telemetry.middleware_refused(exc.reason, opened)
             logger.warning("terminal request refused (AUTH-001): %s %r from %s: %s", method, scope.get("path"),
-                           client[0], exc.reason)
+                           client[0], exc.reason, extra=self._refusal(scope, cause, 401))
             await _answer(send, 401, AUTH_001_RESPONSE)
-            return
+            return cause
         except StoreUnavailableError as exc:
-            logger.error("terminal request refused (503, fail closed): %s %r: %s", method, scope.get("path"), exc)
+            logger.error("terminal request refused (503, fail closed): %s %r: %s", method, scope.get("path"), exc,
+                         extra=self._refusal(scope, "store_unavailable", StoreUnavailableError.status))
             await _answer(send, StoreUnavailableError.status, STORE_UNAVAILABLE_RESPONSE)
-            return
+            return "store_unavailable"
         inner = dict(scope)
         inner["headers"] = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-length"]
         inner["headers"].append((b"content-length", str(len(forwarded)).encode("ascii")))
@@ -127,6 +142,14 @@ class TerminalAuthMiddleware:
         inner["pasarela.payload"] = payload
         inner["pasarela.timestamp"] = int(headers["timestamp"])
         await self.app(inner, _replay_body(forwarded, receive), send)
+        return "ok"
+
+    def _refusal(self, scope: Scope, cause: str, status: int) -> dict[str, Any]:
+        """The log record's fields (pasarela.logging.JSONFormatter's ``terminal.refused``)."""
+        request_id = next((bytes(value).decode("latin-1")[:_MAX_REQUEST_ID] for name, value in scope["headers"]
+                           if bytes(name).lower() == b"x-request-id"), None)
+        return {"pasarela": {"event": "terminal.refused", "cause": cause, "terminal_serial": self._serial,
+                             "request_id": request_id, "status": status}}
 
 
 def _forwarded(payload: Any) -> bytes:

@@ -17,7 +17,7 @@ from typing import Any, Optional, Union, cast
 
 import orjson
 
-from .. import _binding
+from .. import _binding, _telemetry
 from ..errors import (
     BAD_DATA,
     BAD_LENGTH,
@@ -71,6 +71,11 @@ _dumps = orjson.dumps
 _loads = orjson.loads
 _seal_json = _binding.seal_json
 _FACT_LONG_INT = _binding.FACT_LONG_INT
+_COUNTING = _telemetry.ENABLED  # pasarela[otel]: seals and opens counted, a sample timed (pasarela._telemetry)
+_next_seal = _telemetry.next_seal
+_next_open = _telemetry.next_open
+_SAMPLE = _telemetry.SAMPLE_MASK
+_clock = _telemetry.clock
 # orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
 # goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
 # ints beyond ±(2**53 - 1) (OPT_STRICT_INTEGER): stringify writes those that are doubles, refuses the rest.
@@ -217,48 +222,59 @@ class Terminal:
         """
         if method != "POST":
             method = check_method(method)
+            if _COUNTING:
+                _telemetry.seal_method(method)
         if timestamp is not None:
             timestamp = check_timestamp(timestamp)
         if iv is not None:
             iv = check_iv(iv)
-        if type(payload) is dict and _HAS_HW_AES:  # its exact text written, signed and encrypted in one C call
-            # (which reads the clock when timestamp is None), the row made there: no other Python call
-            row = _binding.seal_payload(self._native, timestamp, payload, iv, Sealed, (self, method))
-            if type(row) is Sealed:
-                return row
-        ts = _whole(_now()) if timestamp is None else timestamp
-        if not _HAS_HW_AES:
-            return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-        if type(payload) is dict:
-            # a status (an empty IV pool, a workspace too small): the text, then a C call that sees to it; None:
-            # the writer declined the payload (a top-level "key" or "__proto__" among what it declines: refused below)
-            text = None if row is None else _stringify(payload)
-            if text is not None:
-                one = _seal_json(self._native, ts, text, _STRINGIFIED, iv, Sealed, (self, method, ts), 0)
-                if type(one) is Sealed:
+        start = 0
+        if _COUNTING and not _next_seal() & _SAMPLE:  # counted; the first call and one in 64 timed
+            start = _clock()
+        try:
+            if type(payload) is dict and _HAS_HW_AES:  # its exact text written, signed and encrypted in one C call
+                # (which reads the clock when timestamp is None), the row made there: no other Python call
+                row = _binding.seal_payload(self._native, timestamp, payload, iv, Sealed, (self, method))
+                if type(row) is Sealed:
+                    return row
+            ts = _whole(_now()) if timestamp is None else timestamp
+            if not _HAS_HW_AES:
+                return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
+            if type(payload) is dict:
+                # a status (an empty IV pool, a workspace too small): the text, then a C call that sees to it; None:
+                # the writer declined the payload (a top-level "key" or "__proto__" among what it declines: refused
+                # below)
+                text = None if row is None else _stringify(payload)
+                if text is not None:
+                    one = _seal_json(self._native, ts, text, _STRINGIFIED, iv, Sealed, (self, method, ts), 0)
+                    if type(one) is Sealed:
+                        return one
+                if "key" in payload or "__proto__" in payload:
+                    raise reserved_member(payload)
+                # else one orjson call, then one C call: canonicalize, sign, encrypt
+                try:
+                    raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
+                except (orjson.JSONEncodeError, TypeError):
+                    raw = None
+                if raw is not None:
+                    out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv, Sealed, (self, method, ts),
+                                     _FACT_NULL)
+                    if type(out) is Sealed:
+                        return out
+                    # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
+                    if out is not None and _finite(payload):
+                        return cast("tuple[Sealed, int]", out)[0]
+            elif isinstance(payload, (bytes, bytearray, memoryview, str)):
+                one = _seal_json(self._native, ts, _json_text(payload), 0, iv, Sealed, (self, method, ts), 0)
+                if type(one) is Sealed:  # check_facts 0: the row alone, or None
+                    if one[3].find(b'"__proto__":', 0, one[4]) >= 0:  # in the plaintext, at some depth
+                        check_no_proto(one.plaintext)
                     return one
-            if "key" in payload or "__proto__" in payload:
-                raise reserved_member(payload)
-            # else one orjson call, then one C call: canonicalize, sign, encrypt
-            try:
-                raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
-            except (orjson.JSONEncodeError, TypeError):
-                raw = None
-            if raw is not None:
-                out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv, Sealed, (self, method, ts), _FACT_NULL)
-                if type(out) is Sealed:
-                    return out
-                # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
-                if out is not None and _finite(payload):
-                    return cast("tuple[Sealed, int]", out)[0]
-        elif isinstance(payload, (bytes, bytearray, memoryview, str)):
-            one = _seal_json(self._native, ts, _json_text(payload), 0, iv, Sealed, (self, method, ts), 0)
-            if type(one) is Sealed:  # check_facts 0: the row alone, or None
-                if one[3].find(b'"__proto__":', 0, one[4]) >= 0:  # in the plaintext, at some depth
-                    check_no_proto(one.plaintext)
-                return one
-        request, plaintext_len = _binding.seal(self._native, ts, canonical_json(payload), iv)
-        return new_sealed(Sealed, (self, method, ts, request, plaintext_len, 0))
+            request, plaintext_len = _binding.seal(self._native, ts, canonical_json(payload), iv)
+            return new_sealed(Sealed, (self, method, ts, request, plaintext_len, 0))
+        finally:
+            if start:
+                _telemetry.seal_took(start, method)
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -275,52 +291,64 @@ class Terminal:
         Returns the payload. Every failure raises AuthError, whose ``body`` is the same AUTH-001 for
         every cause; ``reason`` says what was wrong, for the operator's logs only.
         """
-        if not _HAS_HW_AES:
-            return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
-        if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
-            when = _now() if now is None else now
-            opened_post = _binding.open_post(self._native, headers, body, when, tolerance)
-            if type(opened_post) is int:  # a status: the workspace grown, a refusal raised, or the slower way (None)
-                opened_post = _binding.settle_open_post(self._native, headers, body, when, tolerance, opened_post)
-            if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
-                return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
-            if opened_post is not None:
-                return opened_post  # type: ignore[return-value]  # the payload (a dict)
-        timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
+        start = 0
+        if _COUNTING and not _next_open() & _SAMPLE:  # counted; the first call and one in 64 timed
+            start = _clock()
         try:
-            opened = _binding.open_request(self._native, timestamp, data, signature)
-            raw = False
-        except AuthError as exc:
-            if not raw or exc.reason not in (BAD_DATA, BAD_LENGTH):
-                raise
-        if raw:  # the body, read as JSON: its precise refusal, or hex digits written as escapes
-            data = read_request(method, headers, body, params, now=now, tolerance=tolerance).data.encode("ascii")
-            opened = _binding.open_request(self._native, timestamp, data, signature)
-        text = opened.text
-        if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
-            refusal: Optional[AuthError] = None
-            payload: Optional[dict[str, Any]] = None
+            if not _HAS_HW_AES:
+                return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
+            if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
+                when = _now() if now is None else now
+                opened_post = _binding.open_post(self._native, headers, body, when, tolerance)
+                if type(opened_post) is int:  # a status: the workspace grown, a refusal raised, or slower (None)
+                    opened_post = _binding.settle_open_post(self._native, headers, body, when, tolerance, opened_post)
+                if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
+                    return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
+                if opened_post is not None:
+                    return opened_post  # type: ignore[return-value]  # the payload (a dict)
+            timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
             try:
-                text = canonicalize_text(text)
-            except PayloadError as exc:
-                refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
-            else:
-                if text.startswith(b"{"):  # a top-level "key" or "__proto__": refused whatever was signed, as the
-                    payload = _parse_canonical(text)  # C path and the reference do (a splicing client signs it)
-                    if "key" in payload:
-                        refusal = AuthError(KEY_IN_PLAINTEXT)
-                    elif "__proto__" in payload:
-                        refusal = AuthError(PROTO_IN_PLAINTEXT)
+                opened = _binding.open_request(self._native, timestamp, data, signature)
+                raw = False
+            except AuthError as exc:
+                if not raw or exc.reason not in (BAD_DATA, BAD_LENGTH):
+                    raise
+            if raw:  # the body, read as JSON: its precise refusal, or hex digits written as escapes
+                data = read_request(method, headers, body, params, now=now, tolerance=tolerance).data.encode("ascii")
+                opened = _binding.open_request(self._native, timestamp, data, signature)
+            text = opened.text
+            if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+                refusal: Optional[AuthError] = None
+                payload: Optional[dict[str, Any]] = None
                 try:
-                    _binding.verify(self._native, timestamp, text, signature)
-                except AuthError as exc:
-                    refusal = refusal or exc
-            if opened.bad_padding:  # decided only now, the same work done as for a valid padding
-                raise AuthError(BAD_PADDING)
-            if refusal is not None:
-                raise refusal
-            return cast("dict[str, Any]", payload)  # verified: JSON object text
-        return _parse_canonical(text)
+                    text = canonicalize_text(text)
+                except PayloadError as exc:
+                    refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
+                else:
+                    if text.startswith(b"{"):  # a top-level "key" or "__proto__": refused whatever was signed, as the
+                        payload = _parse_canonical(text)  # C path and the reference do (a splicing client signs it)
+                        if "key" in payload:
+                            refusal = AuthError(KEY_IN_PLAINTEXT)
+                        elif "__proto__" in payload:
+                            refusal = AuthError(PROTO_IN_PLAINTEXT)
+                    try:
+                        _binding.verify(self._native, timestamp, text, signature)
+                    except AuthError as exc:
+                        refusal = refusal or exc
+                if opened.bad_padding:  # decided only now, the same work done as for a valid padding
+                    raise AuthError(BAD_PADDING)
+                if refusal is not None:
+                    raise refusal
+                return cast("dict[str, Any]", payload)  # verified: JSON object text
+            return _parse_canonical(text)
+        except Exception as exc:
+            if _COUNTING:
+                _telemetry.open_failed(exc, start)
+                start = 0
+            raise
+        finally:
+            if start:
+                _telemetry.open_took(start, "ok")
 
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)
@@ -403,6 +431,8 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
     batch, facts = result
     if facts is None:  # every item sealed, none to check
         sealed += cast("list[Sealed]", batch)
+        if _COUNTING:
+            _telemetry.sealed_many(method, len(batch))
     else:
         sealed += [_checked(terminal, payload, request, fact, method, ts)
                    for terminal, payload, request, fact in zip(terminals, payloads, batch, facts)]
@@ -422,6 +452,8 @@ def _seal_lone(terminal: Terminal, payload: Payload, method: str, ts: int, seale
         out = None
     if type(out) is Sealed:
         sealed.append(out)
+        if _COUNTING:
+            _telemetry.sealed_many(method, 1)
     elif out is None:
         sealed.append(terminal.seal(payload, method=method, timestamp=ts))
     else:
@@ -454,5 +486,7 @@ def _checked(terminal: Terminal, payload: Payload, sealed: Optional[Sealed], fac
     """The batch's result for one item (None: refused), or the single path's when the batch could not vouch for
     it (refused, a top-level "__proto__" member, or a null that may stand for a NaN or an infinity)."""
     if sealed is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
+        if _COUNTING:
+            _telemetry.sealed_many(method, 1)
         return sealed
     return terminal.seal(payload, method=method, timestamp=ts)

@@ -1,0 +1,190 @@
+"""OpenTelemetry with the real SDK on the terminal side: pasarela.terminal.seals by method (seal_many counted per
+request), pasarela.terminal.opens by outcome for a good request and each kind of bad one (the faulty clients of
+tests/faulty_clients.py, each making one mistake), the sampled durations, and TerminalAuthMiddleware's span per
+request with its outcome; no attribute holds a secret."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from typing import Any, Callable
+
+import pytest
+
+import pasarela._telemetry as telemetry
+from faulty_clients import (
+    BUSINESS_CODE,
+    NOON,
+    SERIAL,
+    Captured,
+    KeyInPayloadClient,
+    MillisecondsClient,
+    NoBasicPrefixClient,
+    ReserializingClient,
+    SkewedClockClient,
+    SpecClient,
+    UppercaseHexClient,
+    WrongCredentialsClient,
+)
+from otel_sdk import Sdk, delta, installed, key
+from pasarela import AuthError, Terminal
+from pasarela.asgi import TerminalAuthMiddleware
+from pasarela.auth_limit import AuthFailureLimiter
+from pasarela.terminal.replay import InMemoryReplayStore
+
+OPENS = "pasarela.terminal.opens"
+
+
+@pytest.fixture(scope="module")
+def sdk() -> Sdk:
+    assert telemetry.ENABLED, "opentelemetry-api must be installed for these tests (the dev extra has it)"
+    return installed()
+
+
+def opened(sdk: Sdk, before: dict[Any, Any]) -> dict[str, int]:
+    return {dict(attributes)["outcome"]: value for (name, attributes), value in delta(before, sdk.points()).items()
+            if name == OPENS}
+
+
+def test_seals_are_counted_by_method_and_seal_many_per_request(sdk: Sdk) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    before = sdk.points()
+    terminal.seal({"amount": 1})
+    terminal.seal(None, method="PUT")
+    terminal.seal(b'{"a":1}', method="get")
+    terminal.seal_many([{"n": n} for n in range(70)])
+    changed = delta(before, sdk.points())
+    seals = {dict(attributes)["method"]: value for (name, attributes), value in changed.items()
+             if name == "pasarela.terminal.seals"}
+    assert seals == {"POST": 71, "PUT": 1, "GET": 1}
+
+
+def test_the_first_seal_and_open_and_then_one_in_64_are_timed(sdk: Sdk) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    before = sdk.points()
+    sealed = [terminal.seal({"n": n}) for n in range(2 * telemetry.SAMPLE_EVERY)]
+    for one in sealed:
+        terminal.open("POST", one.headers, one.body, now=one.timestamp)
+    changed = delta(before, sdk.points())
+    assert changed[key("pasarela.terminal.seal.duration", method="POST")] == 2
+    assert changed[key("pasarela.terminal.open.duration", outcome="ok")] == 2
+
+
+def test_counts_stay_exact_with_threads_sharing_a_terminal(sdk: Sdk) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    one = terminal.seal({"amount": 1})
+    before = sdk.points()
+
+    def work() -> None:
+        for _ in range(500):
+            terminal.seal({"amount": 1})
+            terminal.open("POST", one.headers, one.body, now=one.timestamp)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    changed = delta(before, sdk.points())
+    assert changed[key("pasarela.terminal.seals", method="POST")] == 2000
+    assert changed[key(OPENS, outcome="ok")] == 2000
+
+
+FAULTY: list[tuple[str, Callable[[], Captured]]] = [
+    ("ok", lambda: SpecClient().request({"amount": 1})),
+    ("wrong_credentials", lambda: WrongCredentialsClient().request({"amount": 1})),
+    ("clock_skew", lambda: SkewedClockClient(3600).request({"amount": 1})),
+    ("malformed_timestamp", lambda: MillisecondsClient().request({"amount": 1})),
+    ("missing_basic_prefix", lambda: NoBasicPrefixClient().request({"amount": 1})),
+    ("malformed_signature", lambda: UppercaseHexClient().request({"amount": 1})),
+    ("signature_mismatch", lambda: ReserializingClient(indent=2).request({"amount": 1})),
+    ("key_in_payload", lambda: KeyInPayloadClient().request({"amount": 1})),
+]
+
+
+def _without(captured: Captured, name: str) -> Captured:
+    return Captured(captured.method, {k: v for k, v in captured.headers.items() if k != name}, captured.body)
+
+
+HANDMADE: list[tuple[str, Callable[[], Captured]]] = [
+    ("missing_header", lambda: _without(SpecClient().request({"amount": 1}), "Authorization")),
+    ("malformed_data", lambda: Captured("POST", SpecClient().request({}).headers, b'{"data":"not hex"}')),
+    ("malformed_data", lambda: Captured("POST", SpecClient().request({}).headers, b"not json")),
+    ("unsupported_method", lambda: Captured("DELETE", SpecClient().request({}).headers, b"{}")),
+]
+
+
+@pytest.mark.parametrize(("outcome", "make"), FAULTY + HANDMADE, ids=[o for o, _ in FAULTY + HANDMADE])
+def test_each_kind_of_request_is_counted_under_its_outcome(sdk: Sdk, outcome: str,
+                                                           make: Callable[[], Captured]) -> None:
+    captured = make()
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    before = sdk.points()
+    try:
+        terminal.open(captured.method, captured.headers, captured.body, captured.params, now=NOON)
+    except AuthError as exc:
+        assert outcome != "ok", exc.reason
+        assert telemetry.refusal_cause(exc.reason) == outcome, exc.reason
+    assert opened(sdk, before) == {outcome: 1}
+
+
+def test_every_cause_is_an_outcome_and_the_unknown_is_error() -> None:
+    assert telemetry.refusal_cause("something new") == "error"
+    assert telemetry.refusal_cause(None) == "error"
+    assert set(telemetry.OPEN_OUTCOMES) >= {cause for cause, _ in FAULTY + HANDMADE}
+
+
+# --- TerminalAuthMiddleware: a span per request, replays and the limiter counted, the refusal logged -----------
+
+
+async def _app(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+def _call(app: Any, captured: Captured, headers: dict[str, str] | None = None) -> int:
+    raw = [(name.lower().encode(), value.encode()) for name, value in (headers or captured.headers).items()]
+    scope = {"type": "http", "method": captured.method, "path": "/pay", "headers": raw, "query_string": b"",
+             "client": ("127.0.0.1", 5000)}
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": captured.body or b"", "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return int(sent[0]["status"])
+
+
+def test_the_middleware_makes_a_span_per_request_with_its_outcome(sdk: Sdk, caplog: pytest.LogCaptureFixture
+                                                                  ) -> None:
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    limiter = AuthFailureLimiter(max_failures=3, window=60, clock=lambda: NOON)
+    app = TerminalAuthMiddleware(_app, terminal, replay_store=InMemoryReplayStore(clock=lambda: NOON),
+                                 clock=lambda: NOON, failure_limiter=limiter)
+    good = SpecClient().request({"amount": 1})
+    bad = WrongCredentialsClient().request({"amount": 1})
+    before = sdk.points()
+    sdk.spans.clear()
+    with caplog.at_level(logging.WARNING, logger="pasarela.asgi"):
+        statuses = [_call(app, good), _call(app, good),  # accepted, then replayed
+                    _call(app, bad), _call(app, bad),  # with the replay, three failures: the limit
+                    _call(app, SpecClient().request({"amount": 2}, iv=bytes(16)),
+                          {**good.headers, "X-Request-ID": "req-42"})]  # refused unopened
+    assert statuses == [200, 401, 401, 401, 401]
+    assert opened(sdk, before) == {"ok": 1, "replayed": 1, "wrong_credentials": 2, "rate_limited": 1}
+    spans = sdk.spans.get_finished_spans()
+    assert [span.attributes["pasarela.terminal.outcome"] for span in spans if span.attributes] == [
+        "ok", "replayed", "wrong_credentials", "wrong_credentials", "rate_limited"]
+    assert all(span.kind.name == "INTERNAL" and span.name == "pasarela.terminal.verify" for span in spans)
+    refusal = caplog.records[-1]
+    fields = refusal.pasarela  # type: ignore[attr-defined]
+    assert fields == {"event": "terminal.refused", "cause": "rate_limited", "terminal_serial": SERIAL,
+                      "request_id": "req-42", "status": 401}
+    values = [str(value) for span in spans for value in (span.attributes or {}).values()]
+    for secret in (BUSINESS_CODE, json.loads(good.body or b"{}")["data"], good.headers["Authorization"][6:]):
+        assert all(secret not in value for value in values)
