@@ -57,6 +57,7 @@ PUBLIC_MODULES = [
     "pasarela.reference",
     "pasarela.asgi",
     "pasarela.auth_limit",
+    "pasarela.logging",
     "pasarela.httpx",
     "pasarela.requests_adapter",
     "pasarela.http",
