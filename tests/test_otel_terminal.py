@@ -32,6 +32,7 @@ from otel_sdk import Sdk, delta, installed, key
 from pasarela import AuthError, Terminal
 from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.auth_limit import AuthFailureLimiter
+from pasarela.logging import JSONFormatter
 from pasarela.terminal.replay import InMemoryReplayStore
 
 OPENS = "pasarela.terminal.opens"
@@ -183,8 +184,12 @@ def test_the_middleware_makes_a_span_per_request_with_its_outcome(sdk: Sdk, capl
     assert all(span.kind.name == "INTERNAL" and span.name == "pasarela.terminal.verify" for span in spans)
     refusal = caplog.records[-1]
     fields = refusal.pasarela  # type: ignore[attr-defined]
+    ids = {"trace_id": format(spans[-1].context.trace_id, "032x"), "span_id": format(spans[-1].context.span_id, "016x")}
     assert fields == {"event": "terminal.refused", "cause": "rate_limited", "terminal_serial": SERIAL,
-                      "request_id": "req-42", "status": 401}
+                      "request_id": "req-42", "status": 401, **ids}
+    line = json.loads(JSONFormatter().format(refusal))  # formatted later, outside the span: the ids it was logged in
+    assert (line["event"], line["cause"], line["request_id"]) == ("terminal.refused", "rate_limited", "req-42")
+    assert (line["trace_id"], line["span_id"]) == (ids["trace_id"], ids["span_id"])
     values = [str(value) for span in spans for value in (span.attributes or {}).values()]
     for secret in (BUSINESS_CODE, json.loads(good.body or b"{}")["data"], good.headers["Authorization"][6:]):
         assert all(secret not in value for value in values)

@@ -17,7 +17,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from ._version import __version__
 
-__all__ = ["CLIENT_DURATION", "OPEN_DURATION", "SEAL_DURATION", "meter", "observe", "tracer"]
+__all__ = ["CLIENT_DURATION", "OPEN_DURATION", "SEAL_DURATION", "meter", "observe", "trace", "tracer"]
 
 meter = metrics.get_meter("pasarela", __version__)
 tracer = trace.get_tracer("pasarela", __version__)

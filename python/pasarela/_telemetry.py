@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION", "WEBHOOK_VERDICTS",
            "ClientCall",
            "client_call", "clock", "middleware_refused", "next_open", "next_seal", "open_failed", "open_refused",
-           "open_took", "refusal_cause", "seal_took", "sealed_many", "store_error", "verify_span",
+           "open_took", "refusal_cause", "seal_took", "sealed_many", "span_ids", "store_error", "verify_span",
            "webhook_verdict"]
 
 
@@ -311,6 +311,16 @@ def client_call(method: str, operation: str, template: str, base_url: str) -> It
             with _lock:
                 _client_calls[key] = _client_calls.get(key, 0) + 1
             _otel_module.CLIENT_DURATION.record((clock() - start) / 1e9, final)
+
+
+def span_ids() -> dict[str, str]:
+    """The trace and span ids (hex) of the span recording now, for a log record made now; {} when there is none."""
+    if _otel_module is None:
+        return {}
+    context = _otel_module.trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
 
 
 @contextmanager

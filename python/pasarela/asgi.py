@@ -149,7 +149,7 @@ class TerminalAuthMiddleware:
         request_id = next((bytes(value).decode("latin-1")[:_MAX_REQUEST_ID] for name, value in scope["headers"]
                            if bytes(name).lower() == b"x-request-id"), None)
         return {"pasarela": {"event": "terminal.refused", "cause": cause, "terminal_serial": self._serial,
-                             "request_id": request_id, "status": status}}
+                             "request_id": request_id, "status": status, **_telemetry.span_ids()}}
 
 
 def _forwarded(payload: Any) -> bytes:

@@ -10,8 +10,9 @@
     logging.getLogger("pasarela").addHandler(handler)
 
 Every record is one line of JSON with ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger`` and
-``message``; ``trace_id`` and ``span_id`` (hex) when an OpenTelemetry span is recording; ``exception`` when the
-record carries one. pasarela's own events add ``event`` and their fields (:data:`EVENT_FIELDS`):
+``message``; ``trace_id`` and ``span_id`` (hex) of the OpenTelemetry span recording where the record was made
+(pasarela's events carry them, as do records of opentelemetry-instrumentation-logging; any other record is given
+those of the span recording where it is formatted); ``exception`` when the record carries one. pasarela's own events add ``event`` and their fields (:data:`EVENT_FIELDS`):
 
 - ``terminal.refused`` (logger ``pasarela.asgi``): ``cause`` (one of ``pasarela._telemetry.OPEN_OUTCOMES``),
   ``terminal_serial``, ``request_id`` (the request's ``X-Request-ID`` header, or null), ``status`` (401 or 503);
@@ -41,15 +42,15 @@ EVENT_FIELDS = {
 """Each event's fields, besides ``time``, ``level``, ``logger``, ``message``, ``event``, ``trace_id``, ``span_id``."""
 
 
-def _span_ids() -> dict[str, str]:
-    if not _telemetry.ENABLED:
-        return {}
-    from opentelemetry import trace
-
-    context = trace.get_current_span().get_span_context()
-    if not context.is_valid:
-        return {}
-    return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
+def _span_ids(record: logging.LogRecord, fields: Any) -> dict[str, str]:
+    """The ids pasarela's event took when it was logged, else those opentelemetry-instrumentation-logging put on the
+    record, else the span recording now (a record formatted where it was made)."""
+    if isinstance(fields, dict) and "trace_id" in fields:
+        return {"trace_id": fields["trace_id"], "span_id": fields["span_id"]}
+    trace_id, span_id = getattr(record, "otelTraceID", "0"), getattr(record, "otelSpanID", "0")
+    if trace_id.strip("0") and span_id.strip("0"):
+        return {"trace_id": trace_id, "span_id": span_id}
+    return _telemetry.span_ids()
 
 
 class JSONFormatter(logging.Formatter):
@@ -67,7 +68,7 @@ class JSONFormatter(logging.Formatter):
         if isinstance(fields, dict) and fields.get("event") in EVENT_FIELDS:
             line["event"] = fields["event"]
             line.update({name: fields.get(name) for name in EVENT_FIELDS[fields["event"]]})
-        line.update(_span_ids())
+        line.update(_span_ids(record, fields))
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, default=str)

@@ -15,6 +15,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+from .. import _telemetry
 from ..errors import ResponseShapeError, TransportError
 from .audit import AuditRecord, notify, recordable_body
 from .config import MerchantKey, ServiceConfig
@@ -158,7 +159,8 @@ def exchange(call: ServiceCall, config: ServiceConfig) -> Exchange:
             _log.info("retrying %s after attempt %d (%s) in %.3f s", call.operation, attempt,
                       outcome.description if isinstance(outcome, Failed) else f"HTTP {outcome.status}", delay,
                       extra={"pasarela": {"event": "client.retry", "operation": call.operation, "attempt": attempt,
-                                          "status": None if isinstance(outcome, Failed) else outcome.status}})
+                                          "status": None if isinstance(outcome, Failed) else outcome.status,
+                                          **_telemetry.span_ids()}})
             yield Pause(delay)
             continue
         if isinstance(outcome, Failed):

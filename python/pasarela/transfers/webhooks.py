@@ -155,7 +155,8 @@ def _note(verdict: str, status: int) -> None:
     """Count and log the verdict on a delivery."""
     _telemetry.webhook_verdict(verdict)
     _log.info("transfer webhook %s (HTTP %d)", verdict, status,
-              extra={"pasarela": {"event": "webhook.verdict", "verdict": verdict, "status": status}})
+              extra={"pasarela": {"event": "webhook.verdict", "verdict": verdict, "status": status,
+                                  **_telemetry.span_ids()}})
 
 
 def _counted(reply: WebhookReply) -> WebhookReply:
