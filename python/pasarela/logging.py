@@ -12,7 +12,8 @@
 Every record is one line of JSON with ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger`` and
 ``message``; ``trace_id`` and ``span_id`` (hex) of the OpenTelemetry span recording where the record was made
 (pasarela's events carry them, as do records of opentelemetry-instrumentation-logging; any other record is given
-those of the span recording where it is formatted); ``exception`` when the record carries one. pasarela's own events add ``event`` and their fields (:data:`EVENT_FIELDS`):
+those of the span recording where it is formatted); ``exception`` when the record carries one. pasarela's own
+events add ``event`` and their fields (:data:`EVENT_FIELDS`):
 
 - ``terminal.refused`` (logger ``pasarela.asgi``): ``cause`` (one of ``pasarela._telemetry.OPEN_OUTCOMES``),
   ``terminal_serial``, ``request_id`` (the request's ``X-Request-ID`` header, or null), ``status`` (401 or 503);
