@@ -250,3 +250,26 @@ def test_a_seal_from_a_finalizer_during_a_batch_does_not_change_the_batchs_reque
     assert len(sealed_inside) > 100  # collections ran all through the batch, each sealing on this thread
     assert [terminal.open("POST", s.headers, s.body, now=NOON) for s in batch] == payloads
     assert all(terminal.open("POST", s.headers, s.body, now=NOON)["who"] == "inner" for s in sealed_inside[:50])
+
+
+def test_a_seal_from_a_finalizer_while_the_workspace_grows_works_and_changes_nothing() -> None:
+    """Growing a thread's buffers allocates (and calls into C): a collection may run meanwhile, and a finalizer may
+    seal on this thread in the buffers still installed, which must stay whole (they had lost their key cache and
+    IV pool to the new ones: TypeError). Each buffers has its own pool, so no IV is handed out twice."""
+    terminal = Terminal("bc-7f3a1c2e9d", "SN-0042")
+    sealed_inside: list[Any] = []
+
+    def reseal() -> bool:
+        if len(sealed_inside) >= 200:
+            return False
+        sealed_inside.append(terminal.seal({"who": "inner"}, timestamp=NOON))
+        return True
+
+    payloads = [{"who": "outer", "pad": "p" * size} for size in (5000, 20000, 70000, 300000)]  # each a grow
+    with finalizer_at_each_collection(reseal):
+        outer = [terminal.seal(payload, timestamp=NOON) for payload in payloads]
+    assert len(sealed_inside) > 10
+    assert [terminal.open("POST", s.headers, s.body, now=NOON) for s in outer] == payloads
+    assert all(terminal.open("POST", s.headers, s.body, now=NOON) == {"who": "inner"} for s in sealed_inside)
+    ivs = [s.body for s in outer + sealed_inside]
+    assert len(set(ivs)) == len(ivs)

@@ -158,7 +158,7 @@ class _Buffers:
     keys derived for the last (terminal, timestamp), and a pool of random IVs. The secrets in it are
     wiped when it goes away (with its thread)."""
 
-    def __init__(self, json_capacity: int, previous: Optional[_Buffers] = None) -> None:
+    def __init__(self, json_capacity: int) -> None:
         self.json_capacity = json_capacity
         plaintext_cap = lib.pasarela_json_out_max(json_capacity)
         scratch_cap = lib.pasarela_workspace_scratch_size(json_capacity)
@@ -170,15 +170,12 @@ class _Buffers:
         self.plaintext_text = ffi.cast("char *", self.plaintext)  # ffi.unpack of a char * gives bytes
         self.scratch = ffi.new("uint64_t[]", (scratch_cap + 7) // 8)
         self.out = ffi.new("char[]", out_cap)
-        if previous is None:
-            keys_cap = lib.pasarela_key_cache_size()
-            self.keys = ffi.new("uint64_t[]", (keys_cap + 7) // 8)
-            self.iv_pool = ffi.new("uint8_t[]", _IV_POOL_BYTES)
-            pool_used = _IV_POOL_BYTES  # empty: filled on first use
-        else:  # grown: the cache and the pool carry over
-            keys_cap, self.keys, self.iv_pool = previous.ws.keys_cap, previous.keys, previous.iv_pool
-            pool_used = previous.ws.iv_pool_used
-            previous.keys = previous.iv_pool = None
+        # Each its own key cache and IV pool, even when grown from other buffers: those stay whole and in use until
+        # the new ones are installed (a finalizer may seal in them meanwhile), and two pools never share IVs.
+        keys_cap = lib.pasarela_key_cache_size()
+        self.keys = ffi.new("uint64_t[]", (keys_cap + 7) // 8)
+        self.iv_pool = ffi.new("uint8_t[]", _IV_POOL_BYTES)
+        pool_used = _IV_POOL_BYTES  # empty: filled on first use
         self.ws: Any = ffi.new("pasarela_workspace *", {
             "plaintext": self.plaintext, "plaintext_cap": plaintext_cap, "scratch": self.scratch,
             "scratch_cap": scratch_cap, "out": self.out, "out_cap": out_cap, "keys": self.keys,
@@ -196,14 +193,13 @@ class _Buffers:
         self.ws.iv_pool_used = 0
 
     def __del__(self) -> None:
-        if self.keys is not None:
-            lib.pasarela_workspace_wipe(self.ws)
+        lib.pasarela_workspace_wipe(self.ws)
 
 
 def _grown(buffers: _Buffers, json_len: int) -> _Buffers:
-    """Buffers for json_len bytes of JSON (at least twice as large as buffers), its key cache and IV pool carried
-    over."""
-    return _Buffers(max(json_len, 2 * buffers.json_capacity), buffers)
+    """Buffers for json_len bytes of JSON (at least twice as large as buffers), with a key cache and IV pool of their
+    own."""
+    return _Buffers(max(json_len, 2 * buffers.json_capacity))
 
 
 class _Held:
@@ -341,16 +337,33 @@ def seal_json(credentials: Credentials, timestamp: int, json: bytes, flags: int,
             return out  # type: ignore[return-value]  # the row, or (row, facts)
         status = out
     else:
-        ws = b.ws
-        status = _seal_json(credentials.struct, ws, timestamp, json, len(json), flags, _NULL if iv is None else iv)
-        if status == _OK:
-            row = tuple.__new__(row_type, (*head, _unpack(b.out, ws.out_len), ws.plaintext_len, 0))
-            facts = ws.json_facts
-            return (row, facts) if facts & check_facts else row
+        return _seal_json_cffi(credentials, timestamp, json, flags, iv, row_type, head, check_facts)
     if status == _IV_POOL_EMPTY:
         b.refill_ivs()
         return seal_json(credentials, timestamp, json, flags, iv, row_type, head, check_facts)
     _raise_unless_fallback(status, timestamp, b.ws.error_offset)
+    return None
+
+
+def _seal_json_cffi(credentials: Credentials, timestamp: int, json: bytes, flags: int, iv: Optional[bytes],
+                    row_type: type[Row], head: tuple[Any, ...], check_facts: int) -> Optional[SealedRow[Row]]:
+    """seal_json through cffi (PyPy, or PASARELA_NO_FASTCALL=1), in buffers held (_Workspace.hold) until the request
+    is copied out: each Python-level call between the C call and the copy may start a collection of the cyclic GC,
+    whose finalizers may seal on this thread, in the spare buffers then."""
+    with _workspace.hold() as held:
+        b = held.buffers if len(json) <= held.buffers.json_capacity else held.grow(len(json))
+        ws = b.ws
+        status = _seal_json(credentials.struct, ws, timestamp, json, len(json), flags, _NULL if iv is None else iv)
+        if status == _IV_POOL_EMPTY:
+            b.refill_ivs()
+            status = _seal_json(credentials.struct, ws, timestamp, json, len(json), flags, _NULL if iv is None else iv)
+        if status == _OK:
+            request, plaintext_len, facts = _unpack(b.out, ws.out_len), ws.plaintext_len, ws.json_facts
+        error_offset = ws.error_offset
+    if status == _OK:
+        row = tuple.__new__(row_type, (*head, request, plaintext_len, 0))
+        return (row, facts) if facts & check_facts else row
+    _raise_unless_fallback(status, timestamp, error_offset)
     return None
 
 
