@@ -22,7 +22,12 @@ from test_sandbox_cli import sandbox_process
 
 SECONDS = 45
 PUBLIC, PRIVATE = "pk-schemathesis", "sk-schemathesis"
+# max-redirects = 0: the sandbox's own answer is checked against the document (GET / is a documented 303 to the
+# dashboard), not the page it leads to: schemathesis 4.30 (the newest for Python 3.10) follows every redirect unless
+# told, 4.32 stops at documented ones.
 CONFIG = """
+max-redirects = 0
+
 [checks.not_a_server_error]
 # QR-CODE-0001 is HTTP 500 by the spec; every 5xx is checked to be that one below.
 expected-statuses = ["2xx", "3xx", "4xx", "500"]
