@@ -209,6 +209,8 @@ def test_guard_confirm_sent_late_leaves_a_newer_reservation_unconfirmed(guard_ki
         await settle(guard.confirm("order-1", "ref-new", token="tok-new"))
         pending = await settle(guard.pending("order-1"))
         assert (pending.confirmed, pending.transaction_reference) == (True, "ref-new")
+        if guard_kind == "sqlite":
+            guard.close()
 
     run_with("async" if guard_kind == "async" else "sync", server, body)
 

@@ -240,6 +240,7 @@ def test_colombia_11000_is_qr_code_0001_and_releases_the_order(start: Start) -> 
             client.init(TransferInitRequest(token=token, amount=amount), order_id="order-1")
         assert (caught.value.status, caught.value.code) == (500, "QR-CODE-0001")
         assert guard.pending("order-1") is None
+    guard.close()
 
 
 def test_colombia_99999999_is_qr_code_0059(start: Start) -> None:
@@ -311,8 +312,8 @@ def test_simulator_clock_endpoint_expires_the_qr(start: Start) -> None:
 
 
 def test_cancel_invalidates_the_qr_and_may_be_repeated(start: Start) -> None:
-    running = start()
-    with running.transfers(pending=PendingTransfers()) as client:
+    running, guard = start(), PendingTransfers()
+    with running.transfers(pending=guard) as client:
         request, amount = colombia(5000)
         token = client.create_token(request).token
         client.init(TransferInitRequest(token=token, amount=amount), order_id="order-2")
@@ -322,6 +323,7 @@ def test_cancel_invalidates_the_qr_and_may_be_repeated(start: Start) -> None:
         refused = running.simulator("POST", "/sandbox/v1/payments", {"token": token})
         assert refused.status_code == 409 and refused.json()["code"] == "PAYMENT_CANCELLED"
         client.cancel(token)
+    guard.close()
 
 
 def test_a_token_starts_one_transfer_only_and_its_amount_must_match(start: Start) -> None:

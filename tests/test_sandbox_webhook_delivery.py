@@ -106,3 +106,4 @@ def test_one_transfers_events_are_handed_out_oldest_first() -> None:
         tx.delivered("first", 300.0)
     with store.read() as tx:
         assert [entry.id for entry in tx.due(300.0, 10)] == ["second", "other"]
+    store.close()

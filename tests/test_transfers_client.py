@@ -182,6 +182,7 @@ def test_guard_blocks_a_second_transfer_until_the_status_is_final(
     assert [r.path for r in service.requests].count("/transfer/v1/init") == 2  # refused ones were never sent
     pending = guard.pending("order-7")
     assert pending is not None and pending.token == "tok-2" and pending.transaction_reference == REFERENCE
+    guard.close()
 
 
 def test_guard_released_by_cancel_and_by_t023(service: ScriptedService, config: ServiceConfig) -> None:
@@ -198,6 +199,7 @@ def test_guard_released_by_cancel_and_by_t023(service: ScriptedService, config: 
         with pytest.raises(FinalStatusError):
             client.cancel("tok-2")
         assert guard.pending("order-8") is None
+    guard.close()
 
 
 def test_guard_kept_when_the_init_outcome_is_unknown(service: ScriptedService, config: ServiceConfig) -> None:
@@ -212,6 +214,7 @@ def test_guard_kept_when_the_init_outcome_is_unknown(service: ScriptedService, c
         with pytest.raises(ApiError):
             client.init(TransferInitRequest(token="tok-2", amount=COP), order_id="order-10")
         assert guard.pending("order-10") is None  # refused outright: nothing to wait for
+    guard.close()
 
 
 def test_async_client_full_round(service: ScriptedService, config: ServiceConfig) -> None:
@@ -248,3 +251,4 @@ def test_async_client_full_round(service: ScriptedService, config: ServiceConfig
     asyncio.run(main())
     assert sleeps == [0.25]
     assert [r.method for r in service.requests] == ["POST", "POST", "GET", "GET", "GET", "PATCH", "PATCH"]
+    guard.close()

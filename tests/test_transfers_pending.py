@@ -38,6 +38,7 @@ def test_second_transfer_for_an_order_is_refused_until_released() -> None:
     guard.release("order-1")
     assert guard.pending("order-1") is None
     guard.reserve("order-1", "tok-4")
+    guard.close()
 
 
 def test_confirm_records_the_reference_and_release_transfer_finds_it() -> None:
@@ -49,6 +50,7 @@ def test_confirm_records_the_reference_and_release_transfer_finds_it() -> None:
     assert guard.release_transfer(transaction_reference=REFERENCE) == "order-1"
     assert guard.pending("order-1") is None
     assert guard.release_transfer(transaction_reference=REFERENCE) is None
+    guard.close()
 
 
 def test_release_transfer_by_token() -> None:
@@ -58,6 +60,7 @@ def test_release_transfer_by_token() -> None:
     assert guard.pending("order-1") is not None
     assert guard.release_transfer(token="tok-1") == "order-1"
     assert guard.release_transfer() is None
+    guard.close()
 
 
 def test_guard_file_is_shared_between_instances(tmp_path: Path) -> None:
@@ -91,6 +94,7 @@ def test_only_one_of_many_concurrent_reservations_wins() -> None:
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["refused"] * 7 + ["won"]
+    guard.close()
 
 
 def test_guarded_init_confirms_on_success() -> None:
@@ -99,6 +103,7 @@ def test_guarded_init_confirms_on_success() -> None:
         init.done(ColombiaQr(QR, REFERENCE, None, {}))
     pending = guard.pending("order-1")
     assert pending is not None and pending.confirmed and pending.transaction_reference == REFERENCE
+    guard.close()
 
 
 def test_guarded_init_without_reference_confirms_too() -> None:
@@ -107,6 +112,7 @@ def test_guarded_init_without_reference_confirms_too() -> None:
         init.done(EcuadorRedirect("https://bank.example", {}))
     pending = guard.pending("order-1")
     assert pending is not None and pending.confirmed and pending.transaction_reference is None
+    guard.close()
 
 
 @pytest.mark.parametrize(
@@ -123,6 +129,7 @@ def test_guarded_init_releases_after_a_definite_failure(error: Exception) -> Non
     with pytest.raises(type(error)), GuardedInit(guard, "order-1", "tok-1"):
         raise error
     assert guard.pending("order-1") is None
+    guard.close()
 
 
 @pytest.mark.parametrize(
@@ -135,11 +142,14 @@ def test_guarded_init_keeps_the_order_blocked_when_the_outcome_is_unknown(error:
         raise error
     pending = guard.pending("order-1")
     assert pending is not None and not pending.confirmed and pending.token == "tok-1"
+    guard.close()
 
 
 def test_guarded_init_needs_an_order_id_with_a_guard_only() -> None:
+    guard = PendingTransfers()
     with pytest.raises(ValidationError) as caught:
-        GuardedInit(PendingTransfers(), None, "tok-1")
+        GuardedInit(guard, None, "tok-1")
+    guard.close()
     assert caught.value.field == "order_id"
     with GuardedInit(None, None, "tok-1") as init:
         result = EcuadorRedirect("https://bank.example", {})
@@ -153,3 +163,4 @@ def test_guarded_init_refuses_a_busy_order() -> None:
         pytest.fail("the body must not run")
     pending = guard.pending("order-1")
     assert pending is not None and pending.token == "tok-1"
+    guard.close()

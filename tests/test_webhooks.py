@@ -404,6 +404,7 @@ def test_final_events_release_the_pending_order() -> None:
     receiver.handle(signed(), BODY)
     assert guard.pending("order-1") is None
     assert guard.pending("order-2") is not None
+    guard.close()
 
 
 def test_merchant_id_checked_even_without_a_secret() -> None:

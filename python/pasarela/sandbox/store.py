@@ -605,6 +605,13 @@ class Store:
         self.version = 0
         """Counts the write transactions committed: a page showing the state knows when it is stale."""
         self._db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
+        try:
+            self._create_schema()
+        except BaseException:  # e.g. not a database: no Store to close() later, so no connection left open
+            self._db.close()
+            raise
+
+    def _create_schema(self) -> None:
         with self._lock:
             if self.path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")

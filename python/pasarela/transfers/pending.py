@@ -101,8 +101,11 @@ class PendingTransfers:
         self._clock = clock
         self._lock = threading.Lock()
         self._db = sqlite3.connect(os.fspath(path), timeout=10.0, isolation_level=None, check_same_thread=False)
-        with self._lock:
+        try:
             self._db.execute(_SCHEMA)
+        except BaseException:  # e.g. not a database: no guard to close() later, so no connection left open
+            self._db.close()
+            raise
 
     def reserve(self, order_id: str, token: str) -> None:
         try:
