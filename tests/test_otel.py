@@ -122,8 +122,9 @@ def test_a_failed_call_is_counted_as_an_error_and_its_span_says_why(sdk: Sdk) ->
                   "retried": "false"}
     assert delta(before, sdk.points()) == {key("pasarela.client.requests", **attributes): 1,
                                            key("pasarela.client.duration", **attributes): 1}
-    [span] = sdk.spans.get_finished_spans()
-    assert span.name == "GET /transfer/v1/status/{token}"  # the template: the token is in no attribute
+    # this call's span (named by the template: the token is in no attribute); a thread left by an earlier test of
+    # the worker may finish a span of its own meanwhile (wheel-check's 3.10 run: two spans)
+    [span] = [span for span in sdk.spans.get_finished_spans() if span.name == "GET /transfer/v1/status/{token}"]
     assert span.attributes is not None and span.attributes["error.type"] == "TransportError"
     assert span.status.status_code.name == "ERROR"
 
