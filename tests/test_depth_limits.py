@@ -6,9 +6,7 @@ recursion limit inside its tests, which would hide what these check."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -19,6 +17,7 @@ from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import body_signature
+from recursion_limit import recursion_limit
 
 SECRET = "whsec-0123456789"  # noqa: S105 (a test secret)
 NOW = 1_700_000_000.0
@@ -42,17 +41,6 @@ def _at_depth(frames: int, call: Any) -> Any:
     return call() if frames == 0 else _at_depth(frames - 1, call)
 
 
-@contextmanager
-def _recursion_limit(limit: int) -> Iterator[None]:
-    """What an application may do (or a test framework does): raise the recursion limit."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-
 def test_the_count_is_of_levels_not_of_brackets() -> None:
     assert nesting_too_deep("[" * 1000 + "]" * 1000) is None
     assert nesting_too_deep("[" * 1001 + "]" * 1001) == 1000
@@ -74,17 +62,17 @@ def test_a_webhook_body_is_read_up_to_1000_levels_and_refused_beyond(levels: int
 
 
 @pytest.mark.parametrize("levels", [1001, 100_000])
-def test_a_webhook_body_beyond_1000_levels_is_refused_under_a_raised_recursion_limit(levels: int) -> None:
+def test_a_webhook_body_beyond_1000_levels_is_refused_under_a_raisedrecursion_limit(levels: int) -> None:
     body = _webhook(levels)
     receiver = TransferWebhookReceiver(lambda event: None, secret=SECRET, clock=lambda: NOW)
-    with _recursion_limit(5000):
+    with recursion_limit(5000):
         assert receiver.handle(_signed(body), body).status == 400
 
 
 @pytest.mark.parametrize("levels", LEVELS)
-def test_an_audit_record_beyond_1000_levels_is_the_placeholder_under_a_raised_recursion_limit(levels: int) -> None:
+def test_an_audit_record_beyond_1000_levels_is_the_placeholder_under_a_raisedrecursion_limit(levels: int) -> None:
     body = b'{"number":"4242424242424242","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
-    with _recursion_limit(5000):  # enough for json and the redaction to go 1000 levels deep, not 100,000
+    with recursion_limit(5000):  # enough for json and the redaction to go 1000 levels deep, not 100,000
         recorded = recordable_body(body)
     if levels <= MAX_DEPTH:
         assert recorded["number"] == "424242******4242"
@@ -110,7 +98,7 @@ def sandbox() -> Iterator[TestClient]:
 @pytest.mark.parametrize("levels", [1001, 100_000])
 def test_the_sandbox_refuses_a_body_beyond_1000_levels_by_its_count(sandbox: TestClient, levels: int) -> None:
     body = b'{"currency":"USD","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
-    with _recursion_limit(5000):  # the count, not the interpreter's recursion, refuses it
+    with recursion_limit(5000):  # the count, not the interpreter's recursion, refuses it
         answer = sandbox.post("/transfer/v1/tokens", content=body,
                               headers={"Public-Merchant-Id": "pk-depth", "Content-Type": "application/json"})
     assert answer.status_code == 400

@@ -20,9 +20,7 @@ and "Security notes"): the server's side reports those facts of the payload it p
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any, Callable, NamedTuple
 
 import httpx
@@ -35,6 +33,7 @@ from pasarela import Terminal, canonical_json, reference
 from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.errors import AuthError
 from pasarela.terminal.stringify import MAX_DEPTH
+from recursion_limit import recursion_limit
 from strategies import json_texts, keys, number_texts, scalar_texts, string_texts, whitespace
 
 BUSINESS_CODE = "bc-server-verdict"
@@ -119,19 +118,11 @@ CPYTHON_RECURSION_LIMIT = 1000
 test runs, which would hide a nesting limit that shrinks with the stack (issue 38, defect 3)."""
 
 
-@contextmanager
-def application_recursion_limit() -> Iterator[None]:
-    raised = sys.getrecursionlimit()
-    sys.setrecursionlimit(CPYTHON_RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(raised)
 
 
 def opened(open_call: Callable[[], Any]) -> Outcome:
     try:
-        with application_recursion_limit():
+        with recursion_limit(CPYTHON_RECURSION_LIMIT):
             return Outcome(True, open_call())
     except AuthError as exc:
         return Outcome(False, exc.reason)
@@ -154,7 +145,7 @@ def routes() -> Iterator[dict[str, Route]]:
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as client:
                 return await client.post("/payments", content=request.body, headers=request.headers)
 
-        with application_recursion_limit():
+        with recursion_limit(CPYTHON_RECURSION_LIMIT):
             answer = loop.run_until_complete(post())
         assert answer.status_code in (204, 401), f"the middleware answered HTTP {answer.status_code}"
         return Outcome(True, capture.payloads[0]) if answer.status_code == 204 else Outcome(False, answer.text)
