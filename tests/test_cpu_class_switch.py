@@ -1,0 +1,56 @@
+"""PASARELA_NO_AVX512=1 runs this CPU as an AVX2 one: pasarela._binding drops the AVX-512 bit from CPU_FEATURES, so
+seal_many hashes with the AVX2 lanes and benchmarks/gate.py measures (and stores a baseline for) the "x86-64 AVX2"
+class of machine on an AVX-512 one. The requests it seals there must be the ones the default path opens."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pasarela
+from pasarela import _binding
+
+TIMESTAMP = 1764072000
+
+PROBE = """
+import json, pasarela
+from pasarela import _binding
+terminal = pasarela.Terminal("bc-1", "SN-1")
+payloads = [{"n": n, "text": "x" * size} for n, size in enumerate((0, 40, 200, 1000, 5000, 20000) * 6)]
+sealed = terminal.seal_many(payloads, timestamp=%d)
+print(json.dumps({
+    "cpu": _binding.CPU_FEATURES,
+    "requests": [[dict(row.headers), row.body.decode("ascii")] for row in sealed],
+    "payloads": payloads,
+}))
+""" % TIMESTAMP
+
+
+def _probe(switch: str | None) -> dict[str, object]:
+    environment = {key: value for key, value in os.environ.items() if key != "PASARELA_NO_AVX512"}
+    if switch is not None:
+        environment["PASARELA_NO_AVX512"] = switch
+    result = subprocess.run([sys.executable, "-c", PROBE], env=environment, capture_output=True, text=True,
+                            check=True, timeout=120)
+    answer: dict[str, object] = json.loads(result.stdout)
+    return answer
+
+
+def test_the_switch_drops_avx512_and_its_requests_open_on_the_default_path() -> None:
+    forced = _probe("1")
+    cpu = forced["cpu"]
+    assert isinstance(cpu, int)
+    assert not cpu & _binding.lib.PASARELA_CPU_AVX512
+    assert cpu == _binding.CPU_FEATURES & ~_binding.lib.PASARELA_CPU_AVX512
+    terminal = pasarela.Terminal("bc-1", "SN-1")
+    requests = forced["requests"]
+    assert isinstance(requests, list) and len(requests) == 36
+    opened = [terminal.open("POST", headers, body.encode("ascii"), now=TIMESTAMP) for headers, body in requests]
+    assert opened == forced["payloads"]
+
+
+def test_without_the_switch_the_cpu_is_as_detected() -> None:
+    for switch in (None, "0", ""):
+        assert _probe(switch)["cpu"] == _binding.lib.pasarela_cpu_features()
