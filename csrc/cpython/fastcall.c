@@ -558,10 +558,11 @@ static PyObject *payload_of(fastcall_state *state, pasarela_workspace *ws, const
  * when it is not PASARELA_OK (PASARELA_E_BUFFER_TOO_SMALL: a workspace too small for the body, which the caller
  * grows); None when the headers are not in the form read here (no str "timestamp", or one with lone surrogates; no
  * str "Authorization" or "authorization", or one that is not ASCII): the caller then reads the request the slower
- * way, which names what is wrong. Terminal.open calls it directly. */
-static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
+ * way, which names what is wrong. Terminal.open calls it directly. as_bytes: open_post_bytes (below). */
+static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
+    static const char *const names[2] = {"open_post", "open_post_bytes"};
     call_target target;
-    if (begin_call_with_credentials(module, args, 5, "open_post", &target) < 0)
+    if (begin_call_with_credentials(module, args, 5, names[as_bytes], &target) < 0)
         return NULL;
     fastcall_state *state = target.state;
     PyObject *headers = PyTuple_GetItem(args, 1);
@@ -594,15 +595,15 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
                                                   : header_text(state, authorization_value, 1, &authorization_len);
     /* the workspace found after the headers are read (a mapping's get may run Python code, which may seal on this
      * thread and grow its workspace) */
-    PyObject *buffers = authorization == NULL ? NULL : thread_buffers(state, "open_post", &target.ws);
+    PyObject *buffers = authorization == NULL ? NULL : thread_buffers(state, names[as_bytes], &target.ws);
     int status = PASARELA_OK;
     PyObject *payload = NULL;
     if (buffers != NULL) {
         /* first the signature of the text as sent: what a JavaScript client sends is already canonical, and the
          * reader confirms that as it builds the payload, so the C core need not canonicalize it (for what the reader
          * cannot confirm, the canonicalizer alone: no second decryption or signature) */
-        status = open_released(state->open_request_as_sent, &target, timestamp, timestamp_len, now, tolerance,
-                               authorization, authorization_len, body, body_len);
+        status = open_released(as_bytes ? state->open_request : state->open_request_as_sent, &target, timestamp,
+                               timestamp_len, now, tolerance, authorization, authorization_len, body, body_len);
         if (status == PASARELA_SIGNED_AS_SENT) {
             payload = payload_of(state, target.ws, target.ws->out, target.ws->out_len, 1, 0);
             if (payload == NULL && !PyErr_Occurred()) /* not confirmed: the server's own verdict, as before */
@@ -620,6 +621,8 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
         result = payload;
     } else if (status != PASARELA_OK) {
         result = PyLong_FromLong(status);
+    } else if (as_bytes) { /* a bytes object: not one the cyclic GC tracks, so no finalizer runs meanwhile */
+        result = bytes_at(target.ws->plaintext, target.ws->plaintext_len);
     } else if (target.ws->json_facts & PASARELA_JSON_FACT_LONG_INT) { /* such integers JSON.parse rounds: the caller
                                                                          * reads the text */
         result = plaintext_and_facts((const char *)target.ws->plaintext, target.ws->plaintext_len,
@@ -631,6 +634,15 @@ static PyObject *fastcall_open_post(PyObject *module, PyObject *args) {
     Py_XDECREF(buffers);
     return result;
 }
+
+static PyObject *fastcall_open_post(PyObject *module, PyObject *args) { return open_post(module, args, 0); }
+
+/* open_post_bytes(credentials, headers, body, now, tolerance) -> plaintext | status | None: open_post's checks and
+ * refusals, returning the verified canonical text itself (what JSON.stringify writes, without the signature's "key"
+ * member) instead of its payload: for a gateway that forwards the bytes. One pasarela_open_request, which
+ * canonicalizes the text and signs that (the text as sent would need the canonicalizer after it anyway, to confirm
+ * it: no work saved); no Python object but the bytes. */
+static PyObject *fastcall_open_post_bytes(PyObject *module, PyObject *args) { return open_post(module, args, 1); }
 
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
  * column_start and common): row i is row_type's instance of (column[column_start + i], *common, buffer,
@@ -970,6 +982,8 @@ static PyMethodDef fastcall_methods[] = {
      "seal_payload(credentials, timestamp, payload, iv, row_type, head) -> row | None | status"},
     {"open_post", fastcall_open_post, METH_VARARGS,
      "open_post(credentials, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None"},
+    {"open_post_bytes", fastcall_open_post_bytes, METH_VARARGS,
+     "open_post_bytes(credentials, headers, body, now, tolerance) -> plaintext | status | None"},
     {"rows", fastcall_rows, METH_VARARGS,
      "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
      "shared_request_bytes) -> list"},

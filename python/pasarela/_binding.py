@@ -65,6 +65,7 @@ if FASTCALL:  # seal_json and open_post through pasarela._fastcall (see its sour
     try:
         from ._fastcall import connect as _connect_fastcall
         from ._fastcall import open_post as _fast_open_post
+        from ._fastcall import open_post_bytes as _fast_open_post_bytes
         from ._fastcall import rows as _fast_rows
         from ._fastcall import seal_json as _fast_seal_json
         from ._fastcall import seal_payload as _fast_seal_payload
@@ -75,7 +76,8 @@ if FASTCALL:  # seal_json and open_post through pasarela._fastcall (see its sour
         raise _missing("compiled entry points module (pasarela._fastcall)") from exc
 else:  # PyPy and others: cffi is their native way into C
     _connect_fastcall = None  # type: ignore[assignment]
-    _fast_seal_json = _fast_seal_payload = _fast_open_post = _fast_rows = None  # type: ignore[assignment]
+    _fast_seal_json = _fast_seal_payload = _fast_open_post = _fast_open_post_bytes = None  # type: ignore[assignment]
+    _fast_rows = None  # type: ignore[assignment]
     _fast_stringify = _fast_stringify_into = _fast_seal_rows = None  # type: ignore[assignment]
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
@@ -698,13 +700,27 @@ not in that form (missing, not str, a timestamp with lone surrogates, an authori
 function itself where there is one: Terminal.open calls it with no Python call around it."""
 
 
+def _open_post_bytes_cffi(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float,
+                          tolerance: float) -> Union[bytes, int, None]:
+    """open_post_bytes where pasarela._fastcall is not built: _open_post_cffi's verified text alone."""
+    out = _open_post_cffi(credentials, headers, body, now, tolerance)
+    return out[0] if type(out) is tuple else cast("Optional[int]", out)
+
+
+open_post_bytes = _fast_open_post_bytes if _fast_open_post_bytes is not None else _open_post_bytes_cffi
+"""open_post_bytes(credentials, headers, body, now, tolerance): open_post's checks, returning the verified canonical
+text (bytes: what JSON.stringify writes, without the "key" member) instead of its payload; or, as open_post, a status
+(settle_open_post(..., as_bytes=True)) or None (read the slower way). Terminal.open_bytes calls it directly."""
+
+
 def settle_open_post(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float,
-                     status: int) -> Union[Any, tuple[bytes, int], None]:
-    """What becomes of open_post's status: a workspace too small for the body is grown and the request opened again;
-    None for a status the slower way reads (it names the refusal); other refusals raise AuthError."""
+                     status: int, as_bytes: bool = False) -> Union[Any, tuple[bytes, int], None]:
+    """What becomes of open_post's status (as_bytes: open_post_bytes's): a workspace too small for the body is grown
+    and the request opened again; None for a status the slower way reads (it names the refusal); other refusals
+    raise AuthError."""
     if status == _BUFFER_TOO_SMALL:
         _workspace.grow(len(body) // 2)
-        out = open_post(credentials, headers, body, now, tolerance)
+        out = (open_post_bytes if as_bytes else open_post)(credentials, headers, body, now, tolerance)
         if type(out) is not int:
             return out
         status = out

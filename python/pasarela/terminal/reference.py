@@ -154,7 +154,7 @@ def decrypt(aes_key: bytes, iv: bytes, ciphertext: bytes) -> bytes:
     return padded[:len(padded) - pad]
 
 
-def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> dict[str, Any]:
+def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> tuple[bytes, dict[str, Any]]:
     """verify() of decrypted blocks whose padding may be invalid, doing the same work either way (the text
     canonicalized, signed and compared) before refusing a bad padding: the time of a refusal must not
     tell a padding oracle attacker whether the padding was valid."""
@@ -162,7 +162,7 @@ def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> dict[str,
     refusal: Optional[AuthError] = None
     try:
         # (a copy whatever pad is: padded[:len(padded)] would be padded itself, a copy the less for a bad padding)
-        payload = verify(bytes(memoryview(padded)[:len(padded) - pad]), encoded_key, signature, fallback_signed=padded)
+        opened = _verify(bytes(memoryview(padded)[:len(padded) - pad]), encoded_key, signature, padded)
     except AuthError as exc:
         refusal = exc
     padding_refusal = AuthError(BAD_PADDING)  # made either way, raised the same way as the other refusal
@@ -170,7 +170,7 @@ def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> dict[str,
         raise padding_refusal
     if refusal is not None:
         raise refusal
-    return payload
+    return opened
 
 
 def verify(plaintext: bytes, encoded_key: str, signature: str, *,
@@ -180,6 +180,12 @@ def verify(plaintext: bytes, encoded_key: str, signature: str, *,
 
     The signature is computed and compared even for a plaintext that is refused before (of
     fallback_signed, default the plaintext, when it is not JSON), and the refusal chosen at the end."""
+    return _verify(plaintext, encoded_key, signature, fallback_signed)[1]
+
+
+def _verify(plaintext: bytes, encoded_key: str, signature: str, fallback_signed: Optional[bytes]
+            ) -> tuple[bytes, dict[str, Any]]:
+    """verify()'s work: (the verified canonical text, its payload)."""
     refusal: Optional[str] = None
     signed = plaintext if fallback_signed is None else fallback_signed
     payload: dict[str, Any] = {}
@@ -202,7 +208,7 @@ def verify(plaintext: bytes, encoded_key: str, signature: str, *,
         raise AuthError(refusal)
     if not matches:
         raise mismatch
-    return payload
+    return signed, payload
 
 
 class Terminal:
@@ -238,6 +244,16 @@ class Terminal:
 
         Every failure raises AuthError with the same AUTH-001 body; ``reason`` says why (operator only).
         """
+        return self._open(method, headers, body, params, now, tolerance)[1]
+
+    def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+                   now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> bytes:
+        """open(), returning the verified plaintext as JSON.stringify writes it (without the "key" member the
+        signature adds) instead of the payload: the same checks and refusals."""
+        return self._open(method, headers, body, params, now, tolerance)[0]
+
+    def _open(self, method: str, headers: Mapping[str, str], body: Body, params: Params, now: Optional[float],
+              tolerance: float) -> tuple[bytes, dict[str, Any]]:
         inbound = read_request(method, headers, body, params, now=now, tolerance=tolerance)
         derived = self._derive(inbound.timestamp)
         return _verify_padded(_decrypt_blocks(derived.aes_key, *read_data(inbound.data)), derived.encoded_key,
