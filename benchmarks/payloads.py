@@ -29,6 +29,18 @@ def payload_of_size(size: int) -> dict[str, Any]:
     return payload
 
 
+def string_heavy_payload(size: int) -> dict[str, Any]:
+    """A payload of a few members, one of them a long string, whose JSON.stringify form is `size` bytes: the
+    string-heavy shape (payload_of_size is the items-heavy one, objects of {"sku","qty","price"})."""
+    payload: dict[str, Any] = {"amount": 125.5, "currency": "COP", "ref": "ord-1", "note": ""}
+    payload["note"] = "n" * (size - len(canonical_json(payload)))
+    return payload
+
+
+SHAPES = {"string-heavy": string_heavy_payload, "items-heavy": payload_of_size}
+"""The two shapes of issue 42's measurements, by name."""
+
+
 def main(argv: list[str]) -> None:
     """Writes DIR/payload-<size>.json for each size: orjson's text of the payload, what seal hands the C core
     (for benchmarks/seal_speed.c)."""
