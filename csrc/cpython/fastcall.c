@@ -59,7 +59,31 @@ typedef struct {
                           * and open_post() read the thread's workspace address from it (.buffers.ws_address) */
     PyObject *buffers_name, *ws_address_name; /* "buffers", "ws_address", made once */
     parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
+    size_t release_bytes; /* the GIL is released around C work on at least this many bytes (release_for) */
 } fastcall_state;
+
+/* RELEASE_BYTES: the default of release_bytes. Releasing the GIL around a C call lets another thread run Python
+ * meanwhile, but taking it back costs a hand-off: the returning thread waits until the other lets go, which a thread
+ * running Python does only at its own next release or at the switch interval. For short calls that costs more than
+ * the parallel work gains: two threads sealing or opening 1 KiB payloads, the GIL released around every call, made
+ * 0.6-0.8x the requests per second of one thread (issue 42). Measured with benchmarks/threads.py --release-bytes on
+ * a 2-core VM (README, "Threads"): released around every call, 2 threads against 1 gave for a string-heavy payload
+ * 0.6-0.7x at 256 B and 1 KiB, 1.1-1.2x at 4 KiB, 1.5-1.7x at 8 KiB, 1.8x at 16 KiB; for an items-heavy one, whose
+ * objects are read or made under the GIL, 0.65-0.9x up to 8 KiB, and from 16 KiB 1.5x for seal (0.85x for open,
+ * whose objects cost more than its C work); never released, 0.92-0.99x at every size. So below 16 KiB the calls keep
+ * the GIL and two threads simply take turns. set_gil_release_bytes() changes it (the benchmarks). */
+#define RELEASE_BYTES 16384
+
+/* The thread state to restore after C work on about len bytes, with the GIL released when len is at least
+ * state->release_bytes (then another thread may run meanwhile); NULL, the GIL kept, otherwise. reacquire() ends it. */
+static PyThreadState *release_for(const fastcall_state *state, size_t len) {
+    return len >= state->release_bytes ? PyEval_SaveThread() : NULL;
+}
+
+static void reacquire(PyThreadState *saved) {
+    if (saved != NULL)
+        PyEval_RestoreThread(saved);
+}
 
 static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
@@ -312,16 +336,15 @@ static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *nam
     return read_row_arguments(args, iv_at, name, iv_what, out);
 }
 
-/* pasarela_seal_json of json[0, json_len) with the GIL released (json must stay valid and unchanged: immutable
+/* pasarela_seal_json of json[0, json_len), the GIL released when the text is long enough (release_for; json must stay valid and unchanged: immutable
  * bytes, or memory of the caller's own); the status, then the request in ws. */
 static int seal_released(call_target *target, const seal_arguments *a, const char *json, size_t json_len,
                          unsigned flags) {
-    int status;
     seal_json_fn seal_json = target->state->seal_json;
-    Py_BEGIN_ALLOW_THREADS
-    status = seal_json(target->credentials, target->ws, a->timestamp, (const uint8_t *)json, json_len, flags,
-                       (const uint8_t *)a->iv);
-    Py_END_ALLOW_THREADS
+    PyThreadState *saved = release_for(target->state, json_len);
+    int status = seal_json(target->credentials, target->ws, a->timestamp, (const uint8_t *)json, json_len, flags,
+                           (const uint8_t *)a->iv);
+    reacquire(saved);
     return status;
 }
 
@@ -491,31 +514,30 @@ static const char *header_text(fastcall_state *state, PyObject *value, int ascii
     return text;
 }
 
-/* The C core's open_request (or its as_sent form) with the GIL released. */
+/* The C core's open_request (or its as_sent form), the GIL released when the body is long enough (release_for: the
+ * plaintext is about half the body's hex). */
 static int open_released(open_request_fn open_request, const call_target *target, const char *timestamp,
                          Py_ssize_t timestamp_len, double now, double tolerance, const char *authorization,
                          Py_ssize_t authorization_len, const char *body, Py_ssize_t body_len) {
-    int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = open_request(target->credentials, target->ws, timestamp, (size_t)timestamp_len, now, tolerance,
-                          authorization, (size_t)authorization_len, body, (size_t)body_len);
-    Py_END_ALLOW_THREADS
+    PyThreadState *saved = release_for(target->state, (size_t)body_len / 2);
+    int status = open_request(target->credentials, target->ws, timestamp, (size_t)timestamp_len, now, tolerance,
+                              authorization, (size_t)authorization_len, body, (size_t)body_len);
+    reacquire(saved);
     return status;
 }
 
-/* Whether the C core's canonicalizer (with the GIL released) finds text[0, len) to be its own canonical form,
+/* Whether the C core's canonicalizer (the GIL released when the text is long enough: release_for) finds text[0, len) to be its own canonical form,
  * without a top-level "key" or "__proto__" and without the long integers the caller reads itself: then, signed as
  * sent, the text is what pasarela_open_request would have accepted, with the payload read from it. The
  * workspace's plaintext and scratch serve as its buffers (as large as pasarela_open_request_as_sent required for
  * this text; their contents are no longer in use). */
-static int canonical_as_sent(canonicalize_fn canonicalize, pasarela_workspace *ws, const char *text, size_t len) {
+static int canonical_as_sent(const fastcall_state *state, pasarela_workspace *ws, const char *text, size_t len) {
     size_t canonical_len = 0, error_offset = 0;
     unsigned facts = 0;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = canonicalize((const uint8_t *)text, len, 0, ws->plaintext, ws->plaintext_cap, &canonical_len, ws->scratch,
-                      ws->scratch_cap, &error_offset, &facts);
-    Py_END_ALLOW_THREADS
+    PyThreadState *saved = release_for(state, len);
+    int rc = state->canonicalize((const uint8_t *)text, len, 0, ws->plaintext, ws->plaintext_cap, &canonical_len,
+                                 ws->scratch, ws->scratch_cap, &error_offset, &facts);
+    reacquire(saved);
     return rc == PASARELA_OK && canonical_len == len && memcmp(ws->plaintext, text, len) == 0 &&
            !(facts & (PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_PROTO | PASARELA_JSON_FACT_LONG_INT));
 }
@@ -537,7 +559,7 @@ static PyObject *payload_of(fastcall_state *state, pasarela_workspace *ws, const
         int confirmed = 0;
         payload = pasarela_parse_canonical_json(copy, len, &state->keys, &confirmed);
         if (payload != NULL && !confirmed &&
-            !(PyDict_Check(payload) && canonical_as_sent(state->canonicalize, ws, copy, len)))
+            !(PyDict_Check(payload) && canonical_as_sent(state, ws, copy, len)))
             Py_CLEAR(payload);
     } else {
         payload = pasarela_parse_json(copy, len, &state->keys);
@@ -848,11 +870,13 @@ static PyObject *fastcall_seal_rows(PyObject *module, PyObject *args) {
             goto fail;
         outs[made] = PyBytes_AsString(requests[made]);
     }
-    size_t done;
+    size_t total = 0; /* the batch's bytes for release_for, counted up to release_bytes (so without overflow) */
+    for (Py_ssize_t i = 0; i < n && total < state->release_bytes; i++)
+        total += lens[i] < state->release_bytes - total ? lens[i] : state->release_bytes - total;
     seal_batch_fn seal_batch = state->seal_batch;
-    Py_BEGIN_ALLOW_THREADS
-    done = seal_batch(credentials, (uint64_t)timestamp, plaintexts, lens, (size_t)n, NULL, ws, outs, statuses);
-    Py_END_ALLOW_THREADS
+    PyThreadState *saved = release_for(state, total);
+    size_t done = seal_batch(credentials, (uint64_t)timestamp, plaintexts, lens, (size_t)n, NULL, ws, outs, statuses);
+    reacquire(saved);
     if ((rows = PyList_New((Py_ssize_t)done)) == NULL)
         goto fail;
     for (size_t i = 0; i < done; i++) {
@@ -876,6 +900,21 @@ done:
     PyMem_Free(outs);
     row_maker_end(&m);
     return rows;
+}
+
+/* set_gil_release_bytes(n) -> the previous value: the GIL is released around C work on at least n bytes from now on
+ * (RELEASE_BYTES by default; 0: around every call, as before; a huge n: never). For benchmarks/threads.py, which
+ * finds where releasing pays and the share of a call that holds the GIL. */
+static PyObject *fastcall_set_gil_release_bytes(PyObject *module, PyObject *value) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    if (state == NULL)
+        return NULL;
+    size_t n = PyLong_AsSize_t(value);
+    if (n == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    size_t previous = state->release_bytes;
+    state->release_bytes = n;
+    return PyLong_FromSize_t(previous);
 }
 
 /* stringify(payload) -> bytes | None: JSON.stringify's text of payload (stringify.c), or None when that writer
@@ -991,6 +1030,7 @@ static PyMethodDef fastcall_methods[] = {
      "seal_rows(row_type, column, column_start, common, credentials, ws, timestamp, plaintexts, lens, n, statuses) "
      "-> list"},
     {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
+    {"set_gil_release_bytes", fastcall_set_gil_release_bytes, METH_O, "set_gil_release_bytes(n) -> previous n"},
     {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
     {"stringify_into", fastcall_stringify_into, METH_VARARGS,
@@ -1029,6 +1069,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->seal_batch = NULL;
         state->utf8_of = NULL;
         state->workspace = NULL;
+        state->release_bytes = RELEASE_BYTES;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};
         int made = 1;
         for (int i = 0; i < 3; i++)
