@@ -117,7 +117,7 @@ function receive(r) {
 
 const OPS = { seal, verify, sealText, receive };
 
-module.exports = { sealObject };
+module.exports = { derive, sealObject, signature }; // (benchmarks/node_seal.js, benchmarks/node_verify.js)
 
 if (require.main === module) {
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false });
