@@ -59,31 +59,36 @@ function calibrated(once, seconds) { // calls per block, a block lasting about s
   return number;
 }
 
-let input = '';
-process.stdin.on('data', (chunk) => { input += chunk; });
-process.stdin.on('end', () => {
-  const r = JSON.parse(input);
-  const names = Object.keys(r.requests);
-  const verdicts = Object.fromEntries(names.map((name) => [name, verdict(r.requests[name], r)]));
-  if (process.argv.includes('--check')) {
-    process.stdout.write(JSON.stringify(verdicts) + '\n');
-    return;
-  }
-  const refused = names.filter((name) => !verdicts[name].ok);
-  if (refused.length) {
-    process.stderr.write(`node_verify.js: refused ${refused.map((n) => `${n} (${verdicts[n].reason})`).join(', ')}\n`);
-    process.exit(1);
-  }
-  let accepted = 0; // every timed call's payload is used: nothing for the JIT to drop
-  const once = Object.fromEntries(names.map((name) => {
-    const { headers, body } = r.requests[name];
-    return [name, () => { if (verify(headers, body, r) !== null) accepted++; }];
-  }));
-  const numbers = Object.fromEntries(names.map((name) => [name, calibrated(once[name], r.seconds)]));
-  const out = {};
-  for (const name of names) { // the best of 3 blocks: the least disturbed by other processes
-    out[name] = Math.min(...[0, 1, 2].map(() => timed(once[name], numbers[name]))) / numbers[name];
-  }
-  if (accepted === 0) process.exit(2);
-  process.stdout.write(JSON.stringify(out) + '\n');
-});
+function main() {
+  let input = '';
+  process.stdin.on('data', (chunk) => { input += chunk; });
+  process.stdin.on('end', () => {
+    const r = JSON.parse(input);
+    const names = Object.keys(r.requests);
+    const verdicts = Object.fromEntries(names.map((name) => [name, verdict(r.requests[name], r)]));
+    if (process.argv.includes('--check')) {
+      process.stdout.write(JSON.stringify(verdicts) + '\n');
+      return;
+    }
+    const refused = names.filter((name) => !verdicts[name].ok);
+    if (refused.length) {
+      process.stderr.write(`node_verify.js: refused ${refused.map((n) => `${n} (${verdicts[n].reason})`).join(', ')}\n`);
+      process.exit(1);
+    }
+    let accepted = 0; // every timed call's payload is used: nothing for the JIT to drop
+    const once = Object.fromEntries(names.map((name) => {
+      const { headers, body } = r.requests[name];
+      return [name, () => { if (verify(headers, body, r) !== null) accepted++; }];
+    }));
+    const numbers = Object.fromEntries(names.map((name) => [name, calibrated(once[name], r.seconds)]));
+    const out = {};
+    for (const name of names) { // the best of 3 blocks: the least disturbed by other processes
+      out[name] = Math.min(...[0, 1, 2].map(() => timed(once[name], numbers[name]))) / numbers[name];
+    }
+    if (accepted === 0) process.exit(2);
+    process.stdout.write(JSON.stringify(out) + '\n');
+  });
+}
+
+module.exports = { verify }; // benchmarks/node_verify_server.js serves it over HTTP
+if (require.main === module) main();

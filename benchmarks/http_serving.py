@@ -1,0 +1,264 @@
+"""Requests per second of real HTTP servers verifying terminal requests (issue 42, goal 4).
+
+Each server runs in a process of its own on a loopback port, one worker, and Debian's ``wrk`` drives it
+(``wrk -t1 -c16 -d<seconds>s``) with POSTs of sealed terminal requests of a 248-byte payload, every one distinct
+(a replay store refuses a signature seen twice; a wrk Lua script walks through them). The servers:
+
+- ``bare``: an ASGI app on uvicorn with uvloop and httptools (``uvicorn[standard]``) answering 200 with the body;
+- ``middleware``: the same app behind ``pasarela.asgi.TerminalAuthMiddleware`` (an in-memory replay store);
+- ``redis``: the same behind the middleware with the Redis replay store on a real redis-server;
+- ``node``: a Node.js ``http`` server running benchmarks/node_verify.js's verify (benchmarks/node_verify_server.js).
+
+Servers are alternated, several rounds; every round seals fresh requests (timestamps of now: the default 300 s
+tolerance everywhere) and checks every answer was a 200 (wrk's non-2xx count and socket errors must be 0). Prints a
+Markdown table of requests per second (min-max over rounds) and of the ratios taken within each round.
+
+    .venv/bin/python benchmarks/http_serving.py [--seconds 8] [--rounds 3] [--servers bare,middleware,redis,node]
+
+Installs nothing: wrk, node, redis-server and uvicorn[standard] come from ``scripts/setup bench``.
+``--serve KIND PORT REDIS_URL`` is the server side (this script starts it; one uvicorn worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "python"), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+
+import pasarela  # noqa: E402
+from payloads import payload_of_size  # noqa: E402
+
+BUSINESS_CODE = "bc-7f3a1c2e9d"
+SERIAL = "SN-0042"
+PAYLOAD_BYTES = 248
+SERVERS = ["bare", "middleware", "redis", "node"]
+TITLES = {"bare": "bare ASGI app (uvicorn, uvloop, httptools)",
+          "middleware": "behind TerminalAuthMiddleware (in-memory replay store)",
+          "redis": "behind TerminalAuthMiddleware (Redis replay store)",
+          "node": "Node.js http server, node_verify.js's verify"}
+RATIOS = [("middleware", "bare", 0.9), ("redis", "bare", 0.8), ("middleware", "node", 1.5)]
+WARM_UP_SECONDS = 1
+# the wrk side: requests from a file, one per line (timestamp, Authorization, body), sent in turn from FIRST to LAST;
+# past LAST it starts again at FIRST (replays: the servers with a replay store answer 401, and the run is refused)
+WRK_SCRIPT = """
+local requests = {}
+init = function(args)
+  local path, first, last = args[1], tonumber(args[2]), tonumber(args[3])
+  local n = 0
+  for line in io.lines(path) do
+    n = n + 1
+    if n >= first and n <= last then
+      local timestamp, authorization, body = line:match("^(%S+) (.-) ({.*})$")
+      requests[#requests + 1] = wrk.format("POST", "/", {["Content-Type"] = "application/json",
+        ["timestamp"] = timestamp, ["Authorization"] = authorization}, body)
+    end
+  end
+  next_request = 0
+end
+request = function()
+  next_request = next_request % #requests + 1
+  return requests[next_request]
+end
+"""
+
+
+# --- the server side ----------------------------------------------------------------------------------------------
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def echo_app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    """The application: answers 200 with the request's body (behind the middleware, the verified payload)."""
+    if scope["type"] != "http":
+        return
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def served_app(kind: str, redis_url: str) -> Any:
+    """The ASGI app of one kind of server (the Redis store declared complete at startup: a fresh prefix)."""
+    from pasarela.asgi import TerminalAuthMiddleware
+    from pasarela.terminal.replay import InMemoryReplayStore
+
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    if kind == "bare":
+        return echo_app
+    if kind == "middleware":
+        return TerminalAuthMiddleware(echo_app, terminal, replay_store=InMemoryReplayStore(max_entries=1_000_000))
+    import redis.asyncio
+
+    from pasarela.terminal.replay_redis import AsyncRedisReplayStore
+
+    store = AsyncRedisReplayStore(redis.asyncio.Redis.from_url(redis_url), prefix=f"bench:{os.getpid()}:")
+    guarded = TerminalAuthMiddleware(echo_app, terminal, replay_store=store)
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await store.declare_memory_complete()
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await guarded(scope, receive, send)
+
+    return app
+
+
+def serve(kind: str, port: int, redis_url: str) -> None:
+    import uvicorn
+
+    uvicorn.run(served_app(kind, redis_url), host="127.0.0.1", port=port, loop="uvloop", http="httptools",
+                workers=1, log_level="warning", access_log=False, lifespan="auto")
+
+
+# --- the driver ---------------------------------------------------------------------------------------------------
+def missing_tools() -> list[str]:
+    missing = [tool for tool in ("wrk", "node", "redis-server") if shutil.which(tool) is None]
+    missing += [f"{module} (Python)" for module in ("uvicorn", "uvloop", "httptools", "redis")
+                if importlib.util.find_spec(module) is None]
+    return missing
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def write_requests(path: Path, count: int) -> None:
+    """count distinct sealed requests of a PAYLOAD_BYTES payload (the ref differs), sealed now, one per line."""
+    base = payload_of_size(PAYLOAD_BYTES)
+    digits = len(base["ref"]) - len("ord-")
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(count))
+    with path.open("wb") as out:
+        for request in sealed:
+            headers = request.headers
+            body = request.body
+            assert body is not None and b"\n" not in body
+            out.write(f"{headers['timestamp']} {headers['Authorization']} ".encode() + body + b"\n")
+
+
+@contextmanager
+def server(kind: str, redis_url: str, log: Any) -> Iterator[int]:
+    port = free_port()
+    if kind == "node":
+        command = ["node", str(ROOT / "benchmarks" / "node_verify_server.js"), str(port), BUSINESS_CODE, SERIAL]
+    else:
+        command = [sys.executable, __file__, "--serve", kind, str(port), redis_url]
+    process = subprocess.Popen(command, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the {kind} server did not start (its output: {log.name})")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds: int, connections: int) -> float:
+    """Requests per second; every answer must have been a 200 on a connection that held."""
+    output = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), f"http://127.0.0.1:{port}/",
+         "--", str(requests), str(first), str(last)], capture_output=True, text=True, check=True).stdout
+    refused = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: (.*)", output)
+    if refused or errors:
+        raise RuntimeError(f"wrk saw answers other than 200 or socket errors (too few distinct requests, or a "
+                           f"refusal):\n{output}")
+    match = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    if match is None:
+        raise RuntimeError(f"no Requests/sec in wrk's output:\n{output}")
+    return float(match.group(1))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=int, default=8, help="each wrk run (default 8)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each server once per round (default 3)")
+    parser.add_argument("--connections", type=int, default=16, help="wrk -c (default 16)")
+    parser.add_argument("--servers", default=",".join(SERVERS), help=f"some of {','.join(SERVERS)}")
+    parser.add_argument("--max-rate", type=int, default=40_000,
+                        help="requests per second sealed for (distinct requests per run: rate x seconds)")
+    parser.add_argument("--serve", nargs=3, metavar=("KIND", "PORT", "REDIS_URL"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve[0], int(args.serve[1]), args.serve[2])
+        return 0
+    kinds = args.servers.split(",")
+    unknown = set(kinds) - set(SERVERS)
+    if unknown:
+        parser.error(f"unknown servers {sorted(unknown)}: choose from {SERVERS}")
+    missing = missing_tools()
+    if missing:
+        print(f"http_serving.py: missing {', '.join(missing)}: `scripts/setup bench` installs them", file=sys.stderr)
+        return 2
+
+    from redis_server import RedisServer
+
+    main_count = args.max_rate * args.seconds
+    warm_count = args.max_rate * WARM_UP_SECONDS
+    rates: dict[str, list[float]] = {kind: [] for kind in kinds}
+    with tempfile.TemporaryDirectory(prefix="pasarela-http-") as scratch, RedisServer() as redis_server:
+        script = Path(scratch) / "requests.lua"
+        script.write_text(WRK_SCRIPT)
+        requests = Path(scratch) / "requests.txt"
+        with open(Path(scratch) / "servers.log", "w+b") as log:
+            for round_number in range(args.rounds):
+                order = kinds[round_number % len(kinds):] + kinds[:round_number % len(kinds)]
+                for kind in order:
+                    write_requests(requests, main_count + warm_count)  # fresh timestamps for each run
+                    with server(kind, redis_server.url, log) as port:
+                        wrk(port, script, requests, main_count + 1, main_count + warm_count, WARM_UP_SECONDS,
+                            args.connections)
+                        rate = wrk(port, script, requests, 1, main_count, args.seconds, args.connections)
+                    rates[kind].append(rate)
+                    print(f"round {round_number + 1}: {kind}: {rate:,.0f} req/s", file=sys.stderr)
+    print(f"`wrk -t1 -c{args.connections} -d{args.seconds}s`, one POST of a {PAYLOAD_BYTES}-byte payload, "
+          f"one worker each, {args.rounds} rounds\n")
+    print("| server | req/s (min-max) |\n|---|---|")
+    for kind in kinds:
+        print(f"| {TITLES[kind]} | {min(rates[kind]):,.0f}-{max(rates[kind]):,.0f} |")
+    print("\n| ratio (within each round) | min-max | goal |\n|---|---|---|")
+    for top, bottom, goal in RATIOS:
+        if top in rates and bottom in rates:
+            ratios = [a / b for a, b in zip(rates[top], rates[bottom])]
+            print(f"| {top} / {bottom} req/s | {min(ratios):.2f}-{max(ratios):.2f}x | >= {goal}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
