@@ -12,8 +12,9 @@ ratios are distorted (two threads need two idle cores): run it on a quiet one.
 --gil-share prints instead s, the share of each call that holds the GIL, and the bound it sets: s = 1 - (time of the
 C core's own call on the same request, through cffi: what the release covers) / (time of the whole call), timed
 single-threaded, best of 5; with a share s under the GIL, two threads give at most 1 / (s + (1 - s) / 2) (Amdahl).
-seal: pasarela_seal_json of the payload's text; open and open_bytes: pasarela_open_request (open's C reading of a
-text as sent covers a little less); seal_many is left out (its C work is spread over several calls).
+seal: pasarela_seal_json of the payload's text; open: pasarela_open_request_as_sent (what open's C call does with
+the text a JavaScript client sends); open_bytes: pasarela_open_request; seal_many is left out (its C work is spread
+over several calls).
 """
 
 from __future__ import annotations
@@ -149,9 +150,11 @@ def gil_shares(sizes: list[int], seconds: float, command: str) -> str:
             ws = _binding._buffers(len(body)).ws
             c_seal = functools.partial(lib.pasarela_seal_json, credentials, ws, TIMESTAMP, text, len(text),
                                        _binding.STRINGIFIED, bytes(16))
-            c_open = functools.partial(lib.pasarela_open_request, credentials, ws, timestamp, len(timestamp),
-                                       TIMESTAMP, 300.0, authorization, len(authorization), body, len(body))
-            for name, c_call in (("seal", c_seal), ("open", c_open), ("open_bytes", c_open)):
+            request = (credentials, ws, timestamp, len(timestamp), TIMESTAMP, 300.0, authorization, len(authorization),
+                       body, len(body))
+            c_open = functools.partial(lib.pasarela_open_request_as_sent, *request)  # a JavaScript client's text
+            c_open_bytes = functools.partial(lib.pasarela_open_request, *request)
+            for name, c_call in (("seal", c_seal), ("open", c_open), ("open_bytes", c_open_bytes)):
                 share = max(0.0, 1 - _best_us(c_call, seconds) / _best_us(table[name][0], seconds))
                 rows.setdefault((name, shape), []).append(f"s = {share:.2f}, {1 / (share + (1 - share) / 2):.2f}x")
     lines += [f"| {name} | {shape} | " + " | ".join(cells) + " |" for (name, shape), cells in rows.items()]
