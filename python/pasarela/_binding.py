@@ -91,6 +91,7 @@ _BUFFER_TOO_SMALL = lib.PASARELA_E_BUFFER_TOO_SMALL
 _IV_POOL_EMPTY = lib.PASARELA_E_IV_POOL_EMPTY
 SHORTEST_DIGITS: int = lib.PASARELA_JSON_SHORTEST_DIGITS
 STRINGIFIED: int = lib.PASARELA_JSON_STRINGIFIED
+FACT_KEY: int = lib.PASARELA_JSON_FACT_KEY
 FACT_NULL: int = lib.PASARELA_JSON_FACT_NULL
 FACT_PROTO: int = lib.PASARELA_JSON_FACT_PROTO
 FACT_LONG_INT: int = lib.PASARELA_JSON_FACT_LONG_INT
@@ -765,22 +766,20 @@ def decrypt_data(credentials: Credentials, timestamp: int, data: bytes) -> bytes
 
 class Canonical(NamedTuple):
     text: bytes
-    top_level_key: bool  # the text is an object with a top-level "key" member
-    has_null: bool  # the text has a null literal
+    facts: int  # its FACT_* bits
 
 
-def canonicalize(text: bytes, shortest_digits: bool = False) -> Optional[Canonical]:
-    """JSON.stringify(JSON.parse(text)), or None when the C path leaves it to the reference."""
+def canonicalize(text: bytes, flags: int = 0) -> Optional[Canonical]:
+    """JSON.stringify(JSON.parse(text)) and its facts, text read with flags (SHORTEST_DIGITS: orjson's text); None when
+    the C path leaves it to the reference."""
     b = _buffers(len(text))
     ws = b.ws
     status = lib.pasarela_json_canonicalize(
-        text, len(text), SHORTEST_DIGITS if shortest_digits else 0, b.plaintext, ws.plaintext_cap,
-        ffi.addressof(ws, "plaintext_len"), ws.scratch, ws.scratch_cap, ffi.addressof(ws, "error_offset"), b.facts,
+        text, len(text), flags, b.plaintext, ws.plaintext_cap, ffi.addressof(ws, "plaintext_len"), ws.scratch,
+        ws.scratch_cap, ffi.addressof(ws, "error_offset"), b.facts,
     )
     if status == _OK:
-        facts = b.facts[0]
-        return Canonical(ffi.unpack(b.plaintext_text, ws.plaintext_len), bool(facts & lib.PASARELA_JSON_FACT_KEY),
-                         bool(facts & FACT_NULL))
+        return Canonical(ffi.unpack(b.plaintext_text, ws.plaintext_len), b.facts[0])
     if status in (_JSON_UNSUPPORTED, lib.PASARELA_E_JSON_UNSAFE_INTEGER, lib.PASARELA_E_JSON_SYNTAX):
         return None
     raise _fail(status)

@@ -1,18 +1,17 @@
 """The terminal envelope on the C core: seal a payload in one pass, serialized exactly once.
 
-The payload becomes compact JSON once (orjson), one C call rewrites that text into exactly what
-JSON.stringify writes and then signs and encrypts those same bytes. Anything the fast path cannot
-vouch for (Decimals, subclasses, lone surrogates, deep nesting) goes through the pure-Python
-serializer instead, which either writes it exactly or raises PayloadError naming the path.
+A plain dict is sealed in one C call: pasarela's C writer writes exactly what JSON.stringify writes,
+straight from its objects, and the same call signs and encrypts those bytes. Any other payload first
+gets its exact text from exact_text.py (the one ladder: orjson's text, which the C core makes exact,
+JSON text as given, the pure-Python reference; and every refusal, PayloadError naming the path),
+which one C call then seals.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 import time
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from typing import Any, Optional, Union, cast
 
 import orjson
@@ -23,14 +22,15 @@ from ..errors import (
     BAD_LENGTH,
     BAD_PADDING,
     KEY_IN_PLAINTEXT,
-    KEY_REASON,
     NOT_JSON,
-    NOT_OBJECT_REASON,
     PROTO_IN_PLAINTEXT,
     AuthError,
     PayloadError,
 )
 from . import reference
+from .exact_text import ORJSON_OPTIONS as _ORJSON_OPTIONS
+from .exact_text import compact_json, exact_text, finite, vouch
+from .exact_text import orjson_default as _default
 from .inbound import (
     DEFAULT_TOLERANCE,
     Body,
@@ -44,14 +44,10 @@ from .request import (
     Sealed,
     check_iv,
     check_method,
-    check_no_proto,
-    check_object_text,
     check_timestamp,
     encode_credential,
-    new_sealed,
-    reserved_member,
 )
-from .stringify import canonicalize_text, stringify
+from .stringify import canonicalize_text
 
 __all__ = ["Payload", "Terminal", "canonical_json", "seal_batch"]
 
@@ -76,51 +72,6 @@ _next_seal = _telemetry.next_seal
 _next_open = _telemetry.next_open
 _SAMPLE = _telemetry.SAMPLE_MASK
 _clock = _telemetry.clock
-# orjson writes exact JSON for the built-in types; everything else (subclasses, datetimes, dataclasses)
-# goes to _default, which takes Decimal and refuses the rest: the reference serializer then decides. So do
-# ints beyond ±(2**53 - 1) (OPT_STRICT_INTEGER): stringify writes those that are doubles, refuses the rest.
-_ORJSON_OPTIONS = (orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
-                   | orjson.OPT_PASSTHROUGH_DATACLASS)
-
-
-def _default(value: Any) -> Any:
-    if type(value) is Decimal:
-        return float(value)  # correctly rounded, as JavaScript parses the decimal
-    raise TypeError
-
-
-def _finite(value: Any) -> bool:
-    """True when no float inside value is NaN or infinite (orjson writes those as null). Walked without recursion,
-    so that it answers the same at any caller depth."""
-    todo = [value]
-    while todo:
-        value = todo.pop()
-        t = type(value)
-        if t is float or t is Decimal:
-            if float(value) - float(value) != 0.0:
-                return False
-        elif t is dict:
-            todo.extend(value.values())
-        elif t is list or t is tuple:
-            todo.extend(value)
-        elif isinstance(value, enum.Enum):
-            todo.append(value.value)
-    return True
-
-
-def _compact_json(payload: dict[str, Any]) -> Optional[bytes]:
-    """orjson's compact text of payload when it is exact up to number format and key order (and up to
-    the null check: orjson writes NaN and infinities as null), else None.
-
-    None sends the payload to the reference serializer, which writes it exactly or raises
-    PayloadError naming the path (lone surrogates, nesting deeper than orjson's 254 levels, big ints,
-    non-str keys, NaN and infinities, unsupported types all end up there). Terminal.seal and _seal_many
-    inline this call (hot paths: a function call is a few percent of a small request).
-    """
-    try:
-        return orjson.dumps(payload, default=_default, option=_ORJSON_OPTIONS)
-    except (orjson.JSONEncodeError, TypeError):
-        return None
 
 
 def canonical_json(payload: Payload) -> bytes:
@@ -128,35 +79,12 @@ def canonical_json(payload: Payload) -> bytes:
 
     Raises PayloadError, naming the path, for anything JSON.stringify cannot represent exactly.
     """
-    if payload is None:
-        return b"{}"
-    if isinstance(payload, dict):
-        if "key" in payload or "__proto__" in payload:
-            raise reserved_member(payload)
-        raw = _compact_json(payload)
-        canonical = None if raw is None else _binding.canonicalize(raw, shortest_digits=True)
-        if canonical is None or (canonical.has_null and not _finite(payload)):
-            return stringify(payload)
-        return canonical.text
-    if isinstance(payload, (bytes, bytearray, memoryview, str)):
-        return _canonical_text(_json_text(payload))
-    raise PayloadError("$", f"{NOT_OBJECT_REASON}; got {type(payload).__name__}")
-
-
-def _json_text(payload: Union[bytes, bytearray, memoryview, str]) -> bytes:
-    return payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else bytes(payload)
-
-
-def _canonical_text(text: bytes) -> bytes:
-    """JSON.stringify(JSON.parse(text)) of JSON object text, refusing a top-level "key"."""
-    canonical = _binding.canonicalize(text)
-    if canonical is None:  # numbers the C path cannot prove exact, duplicate keys, ...
-        return reference.canonical_json(text)
-    check_object_text(canonical.text)
-    if canonical.top_level_key:
-        raise PayloadError("$.key", KEY_REASON)
-    check_no_proto(canonical.text)
-    return canonical.text
+    json, flags, _ = exact_text(payload)
+    if flags == _STRINGIFIED:
+        return json
+    canonical, facts = _binding.canonicalize(json, flags) or (None, None)
+    exact = vouch(payload, facts, canonical)
+    return cast(bytes, canonical) if exact is None else exact
 
 
 def _parse_canonical(text: bytes, long_int: Optional[bool] = None) -> dict[str, Any]:
@@ -232,46 +160,29 @@ class Terminal:
         if _COUNTING and not _next_seal() & _SAMPLE:  # counted; the first call and one in 64 timed
             start = _clock()
         try:
-            if type(payload) is dict and _HAS_HW_AES:  # its exact text written, signed and encrypted in one C call
-                # (which reads the clock when timestamp is None), the row made there: no other Python call
+            declined = False
+            if type(payload) is dict and _HAS_HW_AES:  # the fast path: its exact text written, signed and encrypted
+                # in one C call (which reads the clock when timestamp is None), the row made there
                 row = _binding.seal_payload(self._native, timestamp, payload, iv, Sealed, (self, method))
                 if type(row) is Sealed:
                     return row
+                declined = row is None  # the C writer declined it; else a status: an empty IV pool, a small workspace
             ts = _whole(_now()) if timestamp is None else timestamp
             if not _HAS_HW_AES:
                 return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-            if type(payload) is dict:
-                # a status (an empty IV pool, a workspace too small): the text, then a C call that sees to it; None:
-                # the writer declined the payload (a top-level "key" or "__proto__" among what it declines: refused
-                # below)
-                text = None if row is None else _stringify(payload)
-                if text is not None:
-                    one = _seal_json(self._native, ts, text, _STRINGIFIED, iv, Sealed, (self, method, ts), 0)
-                    if type(one) is Sealed:
-                        return one
-                if "key" in payload or "__proto__" in payload:
-                    raise reserved_member(payload)
-                # else one orjson call, then one C call: canonicalize, sign, encrypt
-                try:
-                    raw: Optional[bytes] = _dumps(payload, default=_default, option=_ORJSON_OPTIONS)
-                except (orjson.JSONEncodeError, TypeError):
-                    raw = None
-                if raw is not None:
-                    out = _seal_json(self._native, ts, raw, _SHORTEST_DIGITS, iv, Sealed, (self, method, ts),
-                                     _FACT_NULL)
-                    if type(out) is Sealed:
-                        return out
-                    # a null in orjson's text may stand for a NaN or an infinity: only then is the payload walked
-                    if out is not None and _finite(payload):
-                        return cast("tuple[Sealed, int]", out)[0]
-            elif isinstance(payload, (bytes, bytearray, memoryview, str)):
-                one = _seal_json(self._native, ts, _json_text(payload), 0, iv, Sealed, (self, method, ts), 0)
-                if type(one) is Sealed:  # check_facts 0: the row alone, or None
-                    if one[3].find(b'"__proto__":', 0, one[4]) >= 0:  # in the plaintext, at some depth
-                        check_no_proto(one.plaintext)
-                    return one
-            request, plaintext_len = _binding.seal(self._native, ts, canonical_json(payload), iv)
-            return new_sealed(Sealed, (self, method, ts, request, plaintext_len, 0))
+            # else its exact text (exact_text.py: the ladder from a payload to its text, and the refusals), sealed in
+            # one C call, which makes orjson's text or the caller's exact on the way
+            json, flags, check_facts = exact_text(payload, declined)
+            sealed = _seal_json(self._native, ts, json, flags, iv, Sealed, (self, method, ts), check_facts)
+            if type(sealed) is Sealed:
+                return sealed
+            # the C core could not vouch for that text alone: it declined it (None) or reports a fact of it (a null, a
+            # top-level "__proto__"); vouch refuses the payload, keeps the row (None) or gives the reference's text
+            kept, facts = cast("tuple[Sealed, int]", sealed) if sealed is not None else (None, None)
+            exact = vouch(payload, facts)
+            if exact is None:
+                return cast(Sealed, kept)
+            return cast(Sealed, _seal_json(self._native, ts, exact, _STRINGIFIED, iv, Sealed, (self, method, ts), 0))
         finally:
             if start:
                 _telemetry.seal_took(start, method)
@@ -419,7 +330,9 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
     # by the C core), else each item serialized alone
     stringified = _binding.seal_payloads(credentials, ts, payloads, Sealed, terminals, common)
     result, text_len = stringified if stringified is not None else (None, 0)
-    array = _compact_json_array(payloads) if small and result is None else None
+    # (orjson's text of the list, or None when it refuses it: then each item is serialized alone; items that are
+    # not dicts are refused by the C path, which sends them to the single path)
+    array = compact_json(payloads) if small and result is None else None
     if array is not None:
         result = _binding.seal_json_array(credentials, ts, array, len(payloads), _FACT_CHECK, Sealed, terminals,
                                           common)
@@ -461,15 +374,6 @@ def _seal_lone(terminal: Terminal, payload: Payload, method: str, ts: int, seale
     return len(raw)
 
 
-def _compact_json_array(payloads: list[Payload]) -> Optional[bytes]:
-    """orjson's text of the list of payloads, or None when orjson refuses it (then each is serialized alone:
-    _compact_jsons). Items that are not dicts are refused by the C path, which sends them to the single path."""
-    try:
-        return _dumps(payloads, default=_default, option=_ORJSON_OPTIONS)
-    except (orjson.JSONEncodeError, TypeError):
-        return None
-
-
 def _compact_jsons(payloads: list[Payload]) -> list[bytes]:
     """orjson's text of each dict payload; b"" (which the C path refuses) for the others and for those orjson
     refuses: the single path then seals them or raises the precise error. A dict with a "key" member is
@@ -478,14 +382,14 @@ def _compact_jsons(payloads: list[Payload]) -> list[bytes]:
         return [_dumps(payload, default=_default, option=_ORJSON_OPTIONS) if type(payload) is dict else b""
                 for payload in payloads]
     except (orjson.JSONEncodeError, TypeError):
-        return [_compact_json(payload) or b"" if type(payload) is dict else b"" for payload in payloads]
+        return [compact_json(payload) or b"" if type(payload) is dict else b"" for payload in payloads]
 
 
 def _checked(terminal: Terminal, payload: Payload, sealed: Optional[Sealed], fact: int, method: str, ts: int
              ) -> Sealed:
     """The batch's result for one item (None: refused), or the single path's when the batch could not vouch for
     it (refused, a top-level "__proto__" member, or a null that may stand for a NaN or an infinity)."""
-    if sealed is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or _finite(payload)):
+    if sealed is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or finite(payload)):
         if _COUNTING:
             _telemetry.sealed_many(method, 1)
         return sealed
