@@ -60,6 +60,7 @@ STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 """The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
 _SINGLE_HEADERS = frozenset({"authorization", "timestamp"})
+_SINGLE_LENGTHS = frozenset(len(name) for name in _SINGLE_HEADERS)
 _MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
@@ -100,23 +101,26 @@ class TerminalAuthMiddleware:
             await _answer(send, 413, b'{"message":"request body too large"}')
             return
         method = str(scope["method"]).upper()
-        query = bytes(scope.get("query_string", b"")).decode("latin-1")
-        limit_key = self._limit_key(scope) if self._limiter is not None else ""
+        if not _telemetry.ENABLED:  # no span to open (the context manager alone costs microseconds)
+            await self._verify(scope, receive, send, body, method)
+            return
         with _telemetry.verify_span(method) as span:
-            outcome = await self._verify(scope, receive, send, body, method, query, limit_key)
+            outcome = await self._verify(scope, receive, send, body, method)
             if span is not None:
                 span.set_attribute("pasarela.terminal.outcome", outcome)
 
-    async def _verify(self, scope: Scope, receive: Receive, send: Send, body: bytes, method: str, query: str,
-                      limit_key: str) -> str:
+    async def _verify(self, scope: Scope, receive: Receive, send: Send, body: bytes, method: str) -> str:
         """Verify one request and pass it on, or answer the refusal; returns the outcome (``ok`` or the cause)."""
         opened = False  # whether Terminal.open saw the request (and counted it)
+        limit_key = ""
         try:
-            if self._limiter is not None and self._limiter.blocked(limit_key):
-                raise AuthError(f"too many AUTH-001 failures for {limit_key!r}: refused unopened until the "
-                                f"limiter's window ({self._limiter.window:g} s) ends")
-            headers = _headers(scope)
-            _check_query(method, query)
+            if self._limiter is not None:
+                limit_key = self._limit_key(scope)
+                if self._limiter.blocked(limit_key):
+                    raise AuthError(f"too many AUTH-001 failures for {limit_key!r}: refused unopened until the "
+                                    f"limiter's window ({self._limiter.window:g} s) ends")
+            headers = _credentials(scope["headers"])
+            query = _checked_query(method, scope.get("query_string"))
             opened = True
             payload = await self._verifier.open_async(method, headers, body or None,
                                                       query if method == "GET" else None)
@@ -136,8 +140,8 @@ class TerminalAuthMiddleware:
             await _answer(send, StoreUnavailableError.status, STORE_UNAVAILABLE_RESPONSE)
             return "store_unavailable"
         inner = dict(scope)
-        inner["headers"] = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-length"]
-        inner["headers"].append((b"content-length", str(len(forwarded)).encode("ascii")))
+        inner["headers"] = [header for header in scope["headers"] if header[0].lower() != b"content-length"]
+        inner["headers"].append((b"content-length", b"%d" % len(forwarded)))
         inner["query_string"] = b""
         inner["pasarela.payload"] = payload
         inner["pasarela.timestamp"] = int(headers["timestamp"])
@@ -162,24 +166,30 @@ def _forwarded(payload: Any) -> bytes:
         return stringify(payload)
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    """Lower-cased header names; a repeated Authorization or timestamp header is refused."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
-        name = bytes(raw_name).decode("latin-1").lower()
-        if name in headers and name in _SINGLE_HEADERS:
-            raise AuthError(f"repeated {name} header")
-        headers.setdefault(name, bytes(raw_value).decode("latin-1"))
-    return headers
+def _credentials(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The headers open reads, ``timestamp`` and ``authorization`` (any case in the request), those present; either
+    one repeated is refused. One pass, nothing decoded but those two (the other headers are only the app's)."""
+    found: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        if len(raw_name) in _SINGLE_LENGTHS:
+            name = bytes(raw_name).decode("latin-1").lower()
+            if name in _SINGLE_HEADERS:
+                if name in found:
+                    raise AuthError(f"repeated {name} header")
+                found[name] = bytes(raw_value).decode("latin-1")
+    return found
 
 
-def _check_query(method: str, query: str) -> None:
-    if not query:
-        return
+def _checked_query(method: str, raw: Optional[bytes]) -> str:
+    """The query string, refused when it holds anything but ``data`` (on GET) or anything at all (other methods)."""
+    if not raw:
+        return ""
+    query = bytes(raw).decode("latin-1")
     names = set(parse_qs(query, keep_blank_values=True))
     allowed = {"data"} if method == "GET" else set()
     if names - allowed:
         raise AuthError("query parameters beside data: they would travel unsigned and unencrypted")
+    return query
 
 
 def _replay_body(body: bytes, receive: Receive) -> Receive:
