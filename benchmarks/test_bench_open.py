@@ -1,4 +1,4 @@
-"""Terminal.open: the C core against the pure-Python reference and the naive implementation.
+"""Terminal.open and open_bytes: the C core against the pure-Python reference and the naive implementation.
 
 Run: python3 -m pytest benchmarks/test_bench_open.py --benchmark-enable
 The naive opener uses json.dumps where the server uses JSON.stringify, so payloads here have no
@@ -49,3 +49,15 @@ def test_open(benchmark: Any, implementation: str, size: int) -> None:
     open_ = IMPLEMENTATIONS[implementation]()
     benchmark.group = f"open {size} B"
     assert benchmark(open_, sealed.headers, sealed.body) == payload
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("implementation", ["c", "reference"])
+def test_open_bytes(benchmark: Any, implementation: str, size: int) -> None:
+    """Terminal.open_bytes beside open: the verified text, no payload built (issue 42, goal 2)."""
+    payload = payload_of_size(size)
+    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal(payload, timestamp=TIMESTAMP)
+    impl = pasarela.Terminal if implementation == "c" else reference.Terminal
+    terminal = impl(BUSINESS_CODE, SERIAL)
+    benchmark.group = f"open {size} B"
+    assert benchmark(terminal.open_bytes, "POST", sealed.headers, sealed.body, now=TIMESTAMP) == sealed.plaintext

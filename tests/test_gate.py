@@ -18,7 +18,7 @@ import padding_timing
 
 
 def _round(seal: float, naive: float, floor: float) -> dict[str, dict[int, float]]:
-    return {"seal": {256: seal}, "seal_many": {256: seal / 2}, "open": {256: seal * 1.5},
+    return {"seal": {256: seal}, "seal_many": {256: seal / 2}, "open": {256: seal * 1.5}, "open_bytes": {256: seal},
             "naive seal": {256: naive}, "naive open": {256: naive}, "node seal": {256: naive / 2},
             "primitives floor": {256: floor}}
 
@@ -54,6 +54,15 @@ def test_a_batch_is_held_to_at_most_a_single_seals_time_where_the_baseline_says_
     assert [(size, base, ok) for _, size, _, base, ok in checks] == [(256, 0.9, True), (1024, 1.0, True)]
 
 
+def test_open_bytes_is_held_to_at_most_0_8x_seals_time_at_1_and_16_kib_with_the_margin() -> None:
+    measured = {"open_bytes vs seal": {256: 0.5, 1024: 1.0, 16384: 0.8}}
+    checks = gate.verdicts(measured, {}, margin=0.3)  # 1.25 x 0.7: at least 0.875
+    assert [(size, base, ok) for _, size, _, base, ok in checks] == [(1024, 1.25, True), (16384, 1.25, False)]
+    # a class's measured value holds where it is higher than the goal, never where it is lower
+    checks = gate.verdicts(measured, {"open_bytes vs seal": {"1024": 1.5, "16384": 1.0}}, margin=0.3)
+    assert [(size, base, ok) for _, size, _, base, ok in checks] == [(1024, 1.5, False), (16384, 1.25, False)]
+
+
 def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_ones_every_ratio() -> None:
     import json
 
@@ -64,9 +73,11 @@ def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_ones_every
         for label, by_size in baseline.items():
             assert {"256", "1024"} <= set(by_size), (machine, label)
     # (open vs the Node.js verify is measured on the Intel class only: RULES holds the others to its floor)
+    # (open_bytes against seal is held to issue 42's goal, GOALS, until a class's baseline measures it)
     assert set(baselines["x86-64 AVX-512 AMD"]) == set(gate.RATIOS) - {"open vs Node.js verify",
-                                                                        "open vs Node.js verify, string-heavy"}
-    assert set(baselines["x86-64 AVX-512 Intel"]) == set(gate.RATIOS)
+                                                                        "open vs Node.js verify, string-heavy"} - set(
+        gate.GOALS)
+    assert set(baselines["x86-64 AVX-512 Intel"]) == set(gate.RATIOS) - set(gate.GOALS)
 
 
 def test_a_machine_of_a_class_without_a_baseline_is_held_to_its_vector_widths_else_to_any_machines() -> None:

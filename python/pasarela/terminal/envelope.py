@@ -217,41 +217,7 @@ class Terminal:
                     return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
                 if opened_post is not None:
                     return opened_post  # type: ignore[return-value]  # the payload (a dict)
-            timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
-            try:
-                opened = _binding.open_request(self._native, timestamp, data, signature)
-                raw = False
-            except AuthError as exc:
-                if not raw or exc.reason not in (BAD_DATA, BAD_LENGTH):
-                    raise
-            if raw:  # the body, read as JSON: its precise refusal, or hex digits written as escapes
-                data = read_request(method, headers, body, params, now=now, tolerance=tolerance).data.encode("ascii")
-                opened = _binding.open_request(self._native, timestamp, data, signature)
-            text = opened.text
-            if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
-                refusal: Optional[AuthError] = None
-                payload: Optional[dict[str, Any]] = None
-                try:
-                    text = canonicalize_text(text)
-                except PayloadError as exc:
-                    refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
-                else:
-                    if text.startswith(b"{"):  # a top-level "key" or "__proto__": refused whatever was signed, as the
-                        payload = _parse_canonical(text)  # C path and the reference do (a splicing client signs it)
-                        if "key" in payload:
-                            refusal = AuthError(KEY_IN_PLAINTEXT)
-                        elif "__proto__" in payload:
-                            refusal = AuthError(PROTO_IN_PLAINTEXT)
-                    try:
-                        _binding.verify(self._native, timestamp, text, signature)
-                    except AuthError as exc:
-                        refusal = refusal or exc
-                if opened.bad_padding:  # decided only now, the same work done as for a valid padding
-                    raise AuthError(BAD_PADDING)
-                if refusal is not None:
-                    raise refusal
-                return cast("dict[str, Any]", payload)  # verified: JSON object text
-            return _parse_canonical(text)
+            return cast("dict[str, Any]", self._open_read(method, headers, body, params, now, tolerance, False))
         except Exception as exc:
             if _COUNTING:
                 _telemetry.open_failed(exc, start)
@@ -260,6 +226,80 @@ class Terminal:
         finally:
             if start:
                 _telemetry.open_took(start, "ok")
+
+    def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+                   now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> bytes:
+        """Verify and decrypt a received terminal request as :meth:`open` does, returning the verified plaintext
+        as ``JSON.stringify`` writes it (without the ``"key"`` member the signature adds) instead of the payload.
+
+        For a gateway that forwards what it verified (to a queue, another service): no Python objects are made
+        of the payload. The same checks, the same refusals (AuthError with the same AUTH-001 ``body`` and the
+        same ``reason``) and the same telemetry (counted as an open) as :meth:`open`; ``json.loads`` of the bytes
+        is open's payload, up to the integers JSON.parse rounds (open returns those as the doubles it makes).
+        """
+        start = 0
+        if _COUNTING and not _next_open() & _SAMPLE:  # counted as open counts
+            start = _clock()
+        try:
+            if not _HAS_HW_AES:
+                return self._reference().open_bytes(method, headers, body, params, now=now, tolerance=tolerance)
+            if method == "POST" and type(body) is bytes:  # read by the C core, as open reads it
+                when = _now() if now is None else now
+                text: Any = _binding.open_post_bytes(self._native, headers, body, when, tolerance)
+                if type(text) is int:  # a status: the workspace grown, a refusal raised, or slower (None)
+                    text = _binding.settle_open_post(self._native, headers, body, when, tolerance, text, True)
+                if text is not None:
+                    return cast(bytes, text)
+            return cast(bytes, self._open_read(method, headers, body, params, now, tolerance, True))
+        except Exception as exc:
+            if _COUNTING:
+                _telemetry.open_failed(exc, start)
+                start = 0
+            raise
+        finally:
+            if start:
+                _telemetry.open_took(start, "ok")
+
+    def _open_read(self, method: str, headers: Mapping[str, str], body: Body, params: Params, now: Optional[float],
+                   tolerance: float, as_bytes: bool) -> Union[dict[str, Any], bytes]:
+        """open's reading of a request the C core did not read whole (another method, a parsed body, other header
+        spellings, escapes in the body, a refusal to name): the payload, or with as_bytes (open_bytes) its verified
+        canonical text."""
+        timestamp, signature, data, raw = read_request_bytes(method, headers, body, params, now, tolerance)
+        try:
+            opened = _binding.open_request(self._native, timestamp, data, signature)
+            raw = False
+        except AuthError as exc:
+            if not raw or exc.reason not in (BAD_DATA, BAD_LENGTH):
+                raise
+        if raw:  # the body, read as JSON: its precise refusal, or hex digits written as escapes
+            data = read_request(method, headers, body, params, now=now, tolerance=tolerance).data.encode("ascii")
+            opened = _binding.open_request(self._native, timestamp, data, signature)
+        text = opened.text
+        if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
+            refusal: Optional[AuthError] = None
+            payload: Optional[dict[str, Any]] = None
+            try:
+                text = canonicalize_text(text)
+            except PayloadError as exc:
+                refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
+            else:
+                if text.startswith(b"{"):  # a top-level "key" or "__proto__": refused whatever was signed, as the
+                    payload = _parse_canonical(text)  # C path and the reference do (a splicing client signs it)
+                    if "key" in payload:
+                        refusal = AuthError(KEY_IN_PLAINTEXT)
+                    elif "__proto__" in payload:
+                        refusal = AuthError(PROTO_IN_PLAINTEXT)
+                try:
+                    _binding.verify(self._native, timestamp, text, signature)
+                except AuthError as exc:
+                    refusal = refusal or exc
+            if opened.bad_padding:  # decided only now, the same work done as for a valid padding
+                raise AuthError(BAD_PADDING)
+            if refusal is not None:
+                raise refusal
+            return text if as_bytes else cast("dict[str, Any]", payload)  # verified: JSON object text
+        return text if as_bytes else _parse_canonical(text)
 
     def _derive(self, timestamp: int) -> _binding.Derived:
         return _binding.derive(self._business_code, self._serial_bytes, timestamp)

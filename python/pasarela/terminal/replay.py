@@ -47,6 +47,9 @@ class Opener(Protocol):
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]: ...
 
+    def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+                   now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> bytes: ...
+
 
 class InMemoryReplayStore:
     """A bounded, expiring, thread-safe :class:`ReplayStore` for one process.
@@ -98,8 +101,10 @@ class InMemoryReplayStore:
 class Verifier:
     """Opens terminal requests with ``terminal`` and, given a replay store, refuses a signature seen before.
 
-    ``clock`` gives the server time (default ``time.time``); ``open`` takes a sync store, ``open_async``
-    either kind. Every refusal is an :class:`~pasarela.errors.AuthError` with the one AUTH-001 body.
+    ``clock`` gives the server time (default ``time.time``); ``open`` and ``open_bytes`` take a sync store,
+    ``open_async`` and ``open_bytes_async`` either kind (``open_bytes``: the verified plaintext as the terminal's
+    ``open_bytes`` returns it, instead of the payload). Every refusal is an :class:`~pasarela.errors.AuthError`
+    with the one AUTH-001 body.
     A store that says how far back it judges after losing its memory (a ``tolerance``, as the Redis store
     does) must reach at least as far back as ``tolerance``.
     """
@@ -117,27 +122,44 @@ class Verifier:
 
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None) -> dict[str, Any]:
-        payload = self._open(method, headers, body, params, now)
+        payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        self._first_use(headers)
+        return payload
+
+    def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
+                   now: Optional[float] = None) -> bytes:
+        text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        self._first_use(headers)
+        return text
+
+    async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
+                         *, now: Optional[float] = None) -> dict[str, Any]:
+        payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        await self._first_use_async(headers)
+        return payload
+
+    async def open_bytes_async(self, method: str, headers: Mapping[str, str], body: Body = None,
+                               params: Params = None, *, now: Optional[float] = None) -> bytes:
+        text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        await self._first_use_async(headers)
+        return text
+
+    def _now(self, now: Optional[float]) -> float:
+        return self._clock() if now is None else now
+
+    def _first_use(self, headers: Mapping[str, str]) -> None:
+        """Refuses (AuthError) a request open accepted whose signature the sync store has seen."""
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
             if inspect.isawaitable(first):
                 getattr(first, "close", lambda: None)()  # a coroutine never awaited would warn
-                raise TypeError("this replay store is asynchronous: use Verifier.open_async")
+                raise TypeError("this replay store is asynchronous: use Verifier.open_async or open_bytes_async")
             _refuse_replay(first)
-        return payload
 
-    async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
-                         *, now: Optional[float] = None) -> dict[str, Any]:
-        payload = self._open(method, headers, body, params, now)
+    async def _first_use_async(self, headers: Mapping[str, str]) -> None:
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
             _refuse_replay(await first if inspect.isawaitable(first) else first)
-        return payload
-
-    def _open(self, method: str, headers: Mapping[str, str], body: Body, params: Params,
-              now: Optional[float]) -> dict[str, Any]:
-        return self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
-                                   tolerance=self.tolerance)
 
     def _entry(self, headers: Mapping[str, str]) -> tuple[str, float]:
         """(signature, expires_at) of a request open() accepted: 'Basic ' + 128 hex digits, and 10 digits."""
