@@ -2,8 +2,9 @@
 
 Two worker processes: "api" has opentelemetry-api and no SDK configured (the API's no-op proxies), "sdk" has the
 SDK's MeterProvider with an InMemoryMetricReader, collected after every measurement (as a scrape would). In each,
-the same loop runs with the instrumentation off (``pasarela.terminal.envelope._COUNTING = False``: the very path
-taken when opentelemetry is not installed, or PASARELA_OTEL=off) and on, one after the other in every round (who
+the same loop runs with the instrumentation off (``pasarela.terminal.envelope._COUNTING = False`` and
+``pasarela._fastcall.set_counting(False)``: the very path taken when opentelemetry is not installed, or
+PASARELA_OTEL=off) and on, one after the other in every round (who
 goes first alternates), so each ratio compares two runs of the same process seconds apart. Two processes differ
 by a few percent on this machine whatever they run (memory layout), more than the 2% to be measured: comparing
 across processes would measure that.
@@ -41,9 +42,10 @@ if setting == "sdk":
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 import pasarela._telemetry
 import pasarela.terminal.envelope as envelope
-from pasarela import Terminal
+from pasarela import Terminal, _fastcall
 from payloads import payload_of_size
 assert pasarela._telemetry.ENABLED and envelope._COUNTING, "opentelemetry-api is not installed"
+assert pasarela._telemetry.FAST_PATHS_COUNTED, "pasarela._fastcall is not in use (PASARELA_NO_FASTCALL=1?)"
 terminal = Terminal("bench-business-code", "BENCH-0001")
 payloads = {size: payload_of_size(size) for size in (256, 1024)}
 sealed = {size: terminal.seal(payload) for size, payload in payloads.items()}
@@ -72,8 +74,10 @@ for line in sys.stdin:
     for pair in range(pairs):  # off and on alternate, who goes first too
         for state in ("off", "on") if pair % 2 else ("on", "off"):
             envelope._COUNTING = state == "on"
+            _fastcall.set_counting(state == "on")
             times[state].append(block(kind, size, calls))
     envelope._COUNTING = True
+    _fastcall.set_counting(True)
     if reader is not None:
         reader.get_metrics_data()  # a collection, as a scrape would make (outside the timed blocks)
     print(json.dumps(times), flush=True)

@@ -32,6 +32,9 @@
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
+#if defined(_WIN32)
+#include <windows.h> /* QueryPerformanceCounter: monotonic_ns() */
+#endif
 
 #include "pasarela.h"
 #include "parse.h"
@@ -45,6 +48,21 @@ typedef int (*canonicalize_fn)(const uint8_t *, size_t, unsigned, uint8_t *, siz
                                size_t *, unsigned *);
 typedef size_t (*seal_batch_fn)(const pasarela_credentials *const *, uint64_t, const uint8_t *, const size_t *, size_t,
                                 const uint8_t *, pasarela_workspace *, char *const *, int *);
+
+/* pasarela._telemetry's counts of seal_payload and open_post (issue 40): every call counted here, under the GIL, so
+ * that Terminal.seal and Terminal.open pay nothing in Python for being counted (an itertools.count call there cost
+ * 2-4% of a seal at 256 B); the first call and one in COUNT_SAMPLE_EVERY after it timed, when the call ends with its
+ * result made here, into samples (at most COUNT_SAMPLES until counts() takes them), each with a label: the index of
+ * a seal's method in COUNT_METHODS (pasarela._telemetry.METHODS), 0 for an open. */
+#define COUNT_SAMPLE_EVERY 64
+#define COUNT_SAMPLES 256
+static const char *const COUNT_METHODS[4] = {"GET", "POST", "PUT", "PATCH"};
+typedef struct {
+    unsigned long long calls;
+    long long samples[COUNT_SAMPLES]; /* nanoseconds */
+    int labels[COUNT_SAMPLES];
+    int n_samples;
+} fast_counts;
 
 typedef struct {
     seal_json_fn seal_json;
@@ -60,6 +78,8 @@ typedef struct {
     PyObject *buffers_name, *ws_address_name; /* "buffers", "ws_address", made once */
     parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
     size_t release_bytes; /* the GIL is released around C work on at least this many bytes (release_for) */
+    fast_counts counts[2]; /* seal_payload's [0] and open_post's [1] calls, for pasarela._telemetry (counted_call) */
+    int counting; /* set_counting(): counts kept (pasarela[otel] installed) */
 } fastcall_state;
 
 /* RELEASE_BYTES: the default of release_bytes. Releasing the GIL around a C call lets another thread run Python
@@ -83,6 +103,45 @@ static PyThreadState *release_for(const fastcall_state *state, size_t len) {
 static void reacquire(PyThreadState *saved) {
     if (saved != NULL)
         PyEval_RestoreThread(saved);
+}
+
+/* A monotonic clock in nanoseconds (only differences mean anything). */
+static long long monotonic_ns(void) {
+#if defined(_WIN32)
+    LARGE_INTEGER now, frequency;
+    QueryPerformanceCounter(&now);
+    QueryPerformanceFrequency(&frequency);
+    return (long long)((double)now.QuadPart * 1e9 / (double)frequency.QuadPart);
+#else
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+#endif
+}
+
+/* Counts a call of kind (0: seal_payload, 1: open_post); the clock when it is to be timed (counted_end), else 0. */
+static long long counted_call(fastcall_state *state, int kind) {
+    if (!state->counting)
+        return 0;
+    return state->counts[kind].calls++ % COUNT_SAMPLE_EVERY == 0 ? monotonic_ns() : 0;
+}
+
+/* A timed call (start: counted_call's clock) ended with its result made here: its duration kept as a sample. */
+static void counted_end(fastcall_state *state, int kind, long long start, int label) {
+    fast_counts *counts = &state->counts[kind];
+    if (start != 0 && label >= 0 && counts->n_samples < COUNT_SAMPLES) {
+        counts->labels[counts->n_samples] = label;
+        counts->samples[counts->n_samples++] = monotonic_ns() - start;
+    }
+}
+
+/* The index in COUNT_METHODS of a seal's method, head[1] (seal_payload's head: (terminal, method)); -1 if none. */
+static int method_label(PyObject *head) {
+    PyObject *method = PyTuple_Check(head) && PyTuple_Size(head) > 1 ? PyTuple_GetItem(head, 1) : NULL;
+    for (int i = 0; method != NULL && PyUnicode_Check(method) && i < 4; i++)
+        if (PyUnicode_CompareWithASCIIString(method, COUNT_METHODS[i]) == 0)
+            return i;
+    return -1;
 }
 
 static fastcall_state *state_of(PyObject *module) {
@@ -446,6 +505,7 @@ static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     if (begin_call_with_credentials(module, args, 6, "seal_payload", &target) < 0 ||
         read_row_arguments(args, 3, "seal_payload", "seal_payload: iv", &a) < 0)
         return NULL;
+    long long start = counted_call(target.state, 0);
     PyObject *timestamp = timestamp_of(PyTuple_GetItem(args, 1), "seal_payload", &a.timestamp);
     if (timestamp == NULL)
         return NULL;
@@ -470,6 +530,8 @@ static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     } else if (status == PASARELA_OK) {
         result = sealed_row(&target, &a, timestamp);
         timestamp = NULL; /* taken */
+        if (result != NULL && start != 0)
+            counted_end(target.state, 0, start, method_label(PyTuple_GetItem(args, 5)));
     } else {
         result = PyLong_FromLong(status);
     }
@@ -587,6 +649,7 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
     if (begin_call_with_credentials(module, args, 5, names[as_bytes], &target) < 0)
         return NULL;
     fastcall_state *state = target.state;
+    long long start = as_bytes ? 0 : counted_call(state, 1);
     PyObject *headers = PyTuple_GetItem(args, 1);
     Py_ssize_t body_len;
     const char *body = bytes_of(PyTuple_GetItem(args, 2), &body_len, "open_post: body");
@@ -654,6 +717,11 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
                             target.ws->json_facts);
     }
     Py_XDECREF(buffers);
+    if (!as_bytes && result != NULL && PyLong_Check(result) && status == PASARELA_E_BUFFER_TOO_SMALL &&
+        state->counting)
+        state->counts[1].calls--; /* counted when the caller calls again, its workspace grown (settle_open_post) */
+    else if (!as_bytes && result != NULL && result != Py_None && !PyLong_Check(result)) /* a payload, or its text */
+        counted_end(state, 1, start, 0);
     return result;
 }
 
@@ -1010,6 +1078,44 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
     return value;
 }
 
+/* counts() -> (seal_payload calls, open_post calls, seal samples, open samples): the calls counted since
+ * set_counting(True), and the samples taken since the last counts() (lists of (nanoseconds, label)), which it
+ * takes. */
+static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
+    (void)unused;
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    if (state == NULL)
+        return NULL;
+    PyObject *items[4];
+    for (int kind = 0; kind < 2; kind++) {
+        fast_counts *counts = &state->counts[kind];
+        int n = counts->n_samples; /* (making objects may run a finalizer that seals: a sample it adds is dropped) */
+        items[kind] = PyLong_FromUnsignedLongLong(counts->calls);
+        items[2 + kind] = PyList_New(n);
+        for (int i = 0; items[2 + kind] != NULL && i < n; i++) {
+            PyObject *pair[2] = {PyLong_FromLongLong(counts->samples[i]), PyLong_FromLong(counts->labels[i])};
+            PyObject *sample = tuple_of(2, pair);
+            if (sample == NULL || PyList_SetItem(items[2 + kind], i, sample) < 0)
+                Py_CLEAR(items[2 + kind]);
+        }
+    }
+    PyObject *result = tuple_of(4, items);
+    if (result != NULL)
+        state->counts[0].n_samples = state->counts[1].n_samples = 0; /* taken */
+    return result;
+}
+
+/* set_counting(on) -> None: whether seal_payload and open_post count their calls (pasarela._telemetry, when
+ * pasarela[otel] is installed; benchmarks/otel_overhead.py). */
+static PyObject *fastcall_set_counting(PyObject *module, PyObject *on) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    int value = PyObject_IsTrue(on);
+    if (state == NULL || value < 0)
+        return NULL;
+    state->counting = value;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef fastcall_methods[] = {
     {"connect", fastcall_connect, METH_VARARGS,
      "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address, "
@@ -1030,6 +1136,9 @@ static PyMethodDef fastcall_methods[] = {
      "seal_rows(row_type, column, column_start, common, credentials, ws, timestamp, plaintexts, lens, n, statuses) "
      "-> list"},
     {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
+    {"counts", fastcall_counts, METH_NOARGS,
+     "counts() -> (seal_payload calls, open_post calls, seal samples, open samples): lists of (ns, label)"},
+    {"set_counting", fastcall_set_counting, METH_O, "set_counting(on) -> None"},
     {"set_gil_release_bytes", fastcall_set_gil_release_bytes, METH_O, "set_gil_release_bytes(n) -> previous n"},
     {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
