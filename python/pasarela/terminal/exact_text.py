@@ -2,18 +2,18 @@
 
 Terminal.seal's fast path writes, signs and encrypts a plain dict in one C call (_binding.seal_payload). Every other
 payload takes the one ladder here, fastest rung first, each rung writing the text exactly or leaving the payload to
-the next; every refusal of a payload (PayloadError naming the path) is made on the way:
+the next; the refusals of a payload (PayloadError naming the path) are made on the way:
 
 1. pasarela's C writer (_binding.stringify) writes a plain dict's text straight from its objects;
 2. orjson writes the dict's compact text, exact but for key order and number format, which the C core then makes
    exact (flags SHORTEST_DIGITS), reporting a null (orjson's text of a NaN or an infinity) as a fact;
-3. JSON text given as bytes or str goes to the C core as it is (flags 0), which canonicalizes it, refuses what is
-   not an object or has a top-level "key", and reports a top-level "__proto__" as a fact;
+3. JSON text given as bytes or str goes to the C core as it is (flags 0), which canonicalizes it and reports a
+   top-level "key" or "__proto__" as a fact (its seal refuses what is not JSON or not an object, and a "key", itself);
 4. the pure-Python reference (reference.canonical_json) writes what the C core declines, or refuses it.
 
 exact_text climbs rungs 1 to 3. Its result is sealed in one C call that makes the text of rungs 2 and 3 exact on
-the way (_binding.seal_json: splitting the two cost a seal of 64 B text 80% more); only when that call cannot vouch
-for the text alone (it declined it, or reports a fact) does vouch judge it, and give rung 4.
+the way (_binding.seal_json: as two calls, a seal of 64 B of JSON text took 1.8x the time); only when that call cannot
+vouch for the text alone (it declined it, or reports a fact) does vouch judge it, and give rung 4.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union
 
 from ..errors import (
     KEY_REASON,
@@ -294,8 +294,3 @@ class Sealed(tuple[_Deriver, str, int, bytes, int, int]):
     def __repr__(self) -> str:
         return (f"Sealed(method={self.method!r}, timestamp={self.timestamp}, plaintext_bytes={self._plaintext_len}, "
                 f"signature={self.signature[:16]!r}...)")
-
-
-new_sealed: Callable[[type[Sealed], tuple[_Deriver, str, int, bytes, int, int]], Sealed] = tuple.__new__
-"""new_sealed(Sealed, (terminal, method, timestamp, request, plaintext_len, 0)): Sealed(...) without running
-Python code (the hot paths build one per request)."""
