@@ -10,10 +10,12 @@ from typing import Any, Callable, Optional
 async def read_body(receive: Callable[[], Awaitable[Mapping[str, Any]]], limit: int) -> Optional[bytes]:
     """The request body, or None when the client went away. Reading stops once past ``limit``: a
     result longer than ``limit`` means the body was too large (answer 413)."""
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):  # the whole body at once
+        return bytes(message.get("body", b""))
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
         if message["type"] == "http.disconnect":
             return None
         chunk = bytes(message.get("body", b""))
@@ -21,3 +23,4 @@ async def read_body(receive: Callable[[], Awaitable[Mapping[str, Any]]], limit: 
         size += len(chunk)
         if size > limit or not message.get("more_body", False):
             return b"".join(chunks)
+        message = await receive()

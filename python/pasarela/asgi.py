@@ -59,8 +59,8 @@ AUTH_001_RESPONSE = json.dumps(AUTH_001_BODY, separators=(",", ":")).encode("asc
 STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 """The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
-_SINGLE_HEADERS = frozenset({"authorization", "timestamp"})
-_SINGLE_LENGTHS = frozenset(len(name) for name in _SINGLE_HEADERS)
+_SINGLE_HEADERS = {b"authorization": "authorization", b"timestamp": "timestamp"}
+"""The headers open reads (names as ASGI servers give them, lower-cased): each may appear once."""
 _MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
@@ -171,12 +171,11 @@ def _credentials(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     one repeated is refused. One pass, nothing decoded but those two (the other headers are only the app's)."""
     found: dict[str, str] = {}
     for raw_name, raw_value in raw:
-        if len(raw_name) in _SINGLE_LENGTHS:
-            name = bytes(raw_name).decode("latin-1").lower()
-            if name in _SINGLE_HEADERS:
-                if name in found:
-                    raise AuthError(f"repeated {name} header")
-                found[name] = bytes(raw_value).decode("latin-1")
+        name = _SINGLE_HEADERS.get(bytes(raw_name).lower())
+        if name is not None:
+            if name in found:
+                raise AuthError(f"repeated {name} header")
+            found[name] = bytes(raw_value).decode("latin-1")
     return found
 
 
