@@ -17,6 +17,8 @@ Markdown table of requests per second (min-max over rounds) and of the ratios ta
 
     .venv/bin/python benchmarks/http_serving.py [--seconds 8] [--rounds 3] [--servers bare,middleware,redis,node]
 
+The Python servers inherit the environment: ``PASARELA_OTEL=off`` measures them without OpenTelemetry's hooks
+(with ``opentelemetry-api`` installed and no SDK, the middleware's no-op span alone costs microseconds a request).
 Installs nothing: wrk, node, redis-server and uvicorn[standard] come from ``scripts/setup bench``.
 ``--serve KIND PORT REDIS_URL`` is the server side (this script starts it; one uvicorn worker).
 """
@@ -43,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "python"), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 import pasarela  # noqa: E402
+from pasarela import _telemetry  # noqa: E402
 from payloads import payload_of_size  # noqa: E402
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
@@ -264,7 +267,8 @@ def main(argv: list[str]) -> int:
                     rates[kind].append(rate)
                     print(f"round {round_number + 1}: {kind}: {rate:,.0f} req/s", file=sys.stderr)
     print(f"`wrk -t1 -c{args.connections} -d{args.seconds}s`, one POST of a {PAYLOAD_BYTES}-byte payload, "
-          f"one worker each, {args.rounds} rounds\n")
+          f"one worker each, {args.rounds} rounds; OpenTelemetry in the Python servers: "
+          f"{'on (opentelemetry-api installed, no SDK)' if _telemetry.ENABLED else 'off'}\n")
     print("| server | req/s (min-max) |\n|---|---|")
     for kind in kinds:
         print(f"| {TITLES[kind]} | {min(rates[kind]):,.0f}-{max(rates[kind]):,.0f} |")
