@@ -192,7 +192,9 @@ def server(kind: str, redis_url: str, log: Any) -> Iterator[int]:
         deadline = time.monotonic() + 30
         while True:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the {kind} server did not start (its output: {log.name})")
+                log.seek(0)
+                tail = log.read().decode(errors="replace")[-3000:]
+                raise RuntimeError(f"the {kind} server did not start; the servers' output ends:\n{tail}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
