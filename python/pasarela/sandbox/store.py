@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -595,7 +596,11 @@ class Tx:
 
 
 class Store:
-    """``Store(":memory:")`` or ``Store("sandbox.sqlite3")``; safe to share between threads."""
+    """``Store(":memory:")`` or ``Store("sandbox.sqlite3")``; safe to share between threads.
+
+    It holds one SQLite connection: :meth:`close` it (or use it as ``with Store(path) as store:``). One never
+    closed is closed when it is collected or at exit, without a ``ResourceWarning``, losing only the recorded
+    requests still waiting in memory (as a killed sandbox does), never state."""
 
     def __init__(self, path: Union[str, os.PathLike[str]] = ":memory:") -> None:
         self.path = os.fspath(path)
@@ -610,6 +615,7 @@ class Store:
         except BaseException:  # e.g. not a database: no Store to close() later, so no connection left open
             self._db.close()
             raise
+        self._close_connection = weakref.finalize(self, self._db.close)
 
     def _create_schema(self) -> None:
         with self._lock:
@@ -676,7 +682,13 @@ class Store:
             self._closed = True
             if self.path != ":memory:":
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._db.close()
+            self._close_connection()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
