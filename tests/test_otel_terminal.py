@@ -118,6 +118,22 @@ def test_the_fast_paths_are_counted_by_their_c_call_with_nothing_done_in_python(
     assert changed[key(OPENS, outcome="ok")] == 2
 
 
+def test_the_cffi_path_in_the_c_functions_place_counts_itself(sdk: Sdk, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (as test_open and test_fastcall run the cffi path on CPython) the count is left only to the C functions that
+    # make it
+    monkeypatch.setattr(_binding, "seal_payload", _binding._seal_payload_declined)
+    monkeypatch.setattr(_binding, "open_post", _binding._open_post_cffi)
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    before = sdk.points()
+    one = terminal.seal({"amount": 1})
+    terminal.open("POST", one.headers, one.body, now=one.timestamp)
+    with pytest.raises(AuthError):
+        terminal.open("POST", {**one.headers, "Authorization": "Basic " + "0" * 128}, one.body, now=one.timestamp)
+    changed = delta(before, sdk.points())
+    assert changed[key("pasarela.terminal.seals", method="POST")] == 1
+    assert opened(sdk, before) == {"ok": 1, "signature_mismatch": 1}
+
+
 def test_an_open_whose_workspace_grows_is_counted_once(sdk: Sdk) -> None:
     # a thread's first workspace holds 4 KiB of JSON: open_post reports it too small, and is called again once it grew
     terminal = Terminal(BUSINESS_CODE, SERIAL)

@@ -89,11 +89,16 @@ def _no_fast_counts() -> FastCounts:
 
 _fast_counts: Callable[[], FastCounts] = _no_fast_counts
 """(seals, opens, seal samples, open samples) of the fast paths: _fastcall.counts (its docstring)."""
+COUNTING_SEAL_PAYLOAD: Optional[Callable[..., Any]] = None
+"""_fastcall.seal_payload when it counts its calls: Terminal.seal counts in Python unless it calls this one."""
+COUNTING_OPEN_POST: Optional[Callable[..., Any]] = None
+"""_fastcall.open_post when it counts its calls: Terminal.open counts in Python unless it calls this one."""
 if FAST_PATHS_COUNTED:
     from . import _fastcall
 
     _fastcall.set_counting(True)
     _fast_counts = _fastcall.counts
+    COUNTING_SEAL_PAYLOAD, COUNTING_OPEN_POST = _fastcall.seal_payload, _fastcall.open_post
 
 OPEN_OUTCOMES = (
     "ok", "clock_skew", "malformed_timestamp", "missing_header", "malformed_header", "missing_basic_prefix",
