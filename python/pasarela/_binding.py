@@ -228,6 +228,10 @@ class _Held:
         self.buffers = _grown(self.buffers, json_len)
         return self.buffers
 
+    def fitting(self, json_len: int) -> _Buffers:
+        """The held buffers, grown if json_len bytes of JSON do not fit."""
+        return self.buffers if json_len <= self.buffers.json_capacity else self.grow(json_len)
+
 
 class _Workspace(threading.local):
     """Each thread's _Buffers and items buffer (never shared between threads), grown on demand.
@@ -374,18 +378,20 @@ def _seal_json_cffi(credentials: Credentials, timestamp: int, json: bytes, flags
 
 
 def seal(credentials: Credentials, timestamp: int, plaintext: bytes, iv: Optional[bytes] = None) -> SealOutput:
-    """Sign and encrypt canonical JSON object text (exactly what JSON.stringify writes)."""
-    b = _buffers(len(plaintext))
-    ws = b.ws
-    status = lib.pasarela_seal(credentials.struct, ws, timestamp, plaintext, len(plaintext),
-                               _NULL if iv is None else iv)
-    if status == _IV_POOL_EMPTY:
-        b.refill_ivs()
-        status = lib.pasarela_seal(credentials.struct, ws, timestamp, plaintext, len(plaintext), _NULL)
-    if status != _OK:
-        _check_timestamp(status, timestamp)
-        raise _fail(status)
-    return _unpack(b.out, ws.out_len), len(plaintext)
+    """Sign and encrypt canonical JSON object text (exactly what JSON.stringify writes), in buffers held until the
+    request is copied out (a collection after the C call may run a finalizer that seals on this thread)."""
+    with _workspace.hold() as held:
+        b = held.fitting(len(plaintext))
+        ws = b.ws
+        status = lib.pasarela_seal(credentials.struct, ws, timestamp, plaintext, len(plaintext),
+                                   _NULL if iv is None else iv)
+        if status == _IV_POOL_EMPTY:
+            b.refill_ivs()
+            status = lib.pasarela_seal(credentials.struct, ws, timestamp, plaintext, len(plaintext), _NULL)
+        if status == _OK:
+            return _unpack(b.out, ws.out_len), len(plaintext)
+    _check_timestamp(status, timestamp)
+    raise _fail(status)
 
 
 _BATCH_JSON_CAPACITY = 65536
@@ -649,19 +655,19 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
 
     verified: the canonical text. Not verified: the decrypted text, whose canonical form needs the
     pure-Python path (then verify it with verify(), and refuse with BAD_PADDING if bad_padding, after
-    doing that work). Refusals raise AuthError.
+    doing that work). Refusals raise AuthError. In buffers held until the text is copied out (as seal).
     """
     n = len(data)
-    b = _workspace.buffers
-    if n // 2 > b.json_capacity:
-        b = _workspace.grow(n // 2)
-    ws = b.ws
-    status = _open(credentials.struct, ws, timestamp, data, n, signature)
-    if status == _OK:
-        return Opened(True, ffi.unpack(b.plaintext_text, ws.plaintext_len), False)
-    if status == _JSON_UNSUPPORTED:
-        return Opened(False, ffi.unpack(b.out, ws.out_len), bool(ws.json_facts & lib.PASARELA_OPEN_BAD_PADDING))
-    _refuse(status, timestamp, signature, ws.error_offset)
+    with _workspace.hold() as held:
+        b = held.fitting(n // 2)
+        ws = b.ws
+        status = _open(credentials.struct, ws, timestamp, data, n, signature)
+        if status == _OK:
+            return Opened(True, ffi.unpack(b.plaintext_text, ws.plaintext_len), False)
+        if status == _JSON_UNSUPPORTED:
+            return Opened(False, ffi.unpack(b.out, ws.out_len), bool(ws.json_facts & lib.PASARELA_OPEN_BAD_PADDING))
+        error_offset = ws.error_offset
+    _refuse(status, timestamp, signature, error_offset)
 
 
 _READ_THE_SLOWER_WAY = frozenset({
@@ -681,12 +687,13 @@ def _open_post_cffi(credentials: Credentials, headers: Mapping[str, str], body: 
     if read is None:
         return None
     timestamp_text, authorization = read
-    b = _workspace.buffers
-    ws = b.ws
-    status: int = _open_request(credentials.struct, ws, timestamp_text,
-                                len(timestamp_text), now, tolerance, authorization, len(authorization), body, len(body))
-    if status == _OK:
-        return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
+    with _workspace.hold() as held:  # until the text is copied out (as seal)
+        b = held.buffers  # (too small: settle_open_post grows _workspace.buffers, which these are again after)
+        ws = b.ws
+        status: int = _open_request(credentials.struct, ws, timestamp_text, len(timestamp_text), now, tolerance,
+                                    authorization, len(authorization), body, len(body))
+        if status == _OK:
+            return _unpack(b.plaintext_text, ws.plaintext_len), ws.json_facts
     return status
 
 
@@ -772,15 +779,16 @@ class Canonical(NamedTuple):
 
 def canonicalize(text: bytes, flags: int = 0) -> Optional[Canonical]:
     """JSON.stringify(JSON.parse(text)) and its facts, text read with flags (SHORTEST_DIGITS: orjson's text); None when
-    the C path leaves it to the reference."""
-    b = _buffers(len(text))
-    ws = b.ws
-    status = lib.pasarela_json_canonicalize(
-        text, len(text), flags, b.plaintext, ws.plaintext_cap, ffi.addressof(ws, "plaintext_len"), ws.scratch,
-        ws.scratch_cap, ffi.addressof(ws, "error_offset"), b.facts,
-    )
-    if status == _OK:
-        return Canonical(ffi.unpack(b.plaintext_text, ws.plaintext_len), b.facts[0])
+    the C path leaves it to the reference. In buffers held until the text is copied out (as seal)."""
+    with _workspace.hold() as held:
+        b = held.fitting(len(text))
+        ws = b.ws
+        status = lib.pasarela_json_canonicalize(
+            text, len(text), flags, b.plaintext, ws.plaintext_cap, ffi.addressof(ws, "plaintext_len"), ws.scratch,
+            ws.scratch_cap, ffi.addressof(ws, "error_offset"), b.facts,
+        )
+        if status == _OK:
+            return Canonical(ffi.unpack(b.plaintext_text, ws.plaintext_len), b.facts[0])
     if status in (_JSON_UNSUPPORTED, lib.PASARELA_E_JSON_UNSAFE_INTEGER, lib.PASARELA_E_JSON_SYNTAX):
         return None
     raise _fail(status)
