@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from pasarela.http.audit import TOO_DEEP, recordable_body
 from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
+from pasarela.http.redaction import REDACTED, redact_json
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import body_signature
@@ -85,6 +86,28 @@ def test_an_audit_record_beyond_1000_levels_is_the_placeholder(levels: int) -> N
     body = b"[" * levels + b"]" * levels
     assert recordable_body(body) == TOO_DEEP
     assert _at_depth(600, lambda: recordable_body(body)) == TOO_DEEP
+
+
+def _innermost(value: Any) -> tuple[Any, int]:
+    """The value inside a chain of one-item lists and one-member objects, and how many levels it took."""
+    levels = 0
+    while isinstance(value, (list, dict)) and len(value) == 1:
+        value, levels = next(iter(value.values())) if isinstance(value, dict) else value[0], levels + 1
+    return value, levels
+
+
+@pytest.mark.parametrize("levels", LEVELS)
+@pytest.mark.parametrize("frames", [0, 600])
+def test_redaction_walks_any_depth_from_any_caller(levels: int, frames: int) -> None:
+    """What an audit record redacts (a parsed body within MAX_DEPTH; 100,000 levels: the walk has no limit of its
+    own) is redacted whole from a shallow or a deep caller: the walk does not recurse."""
+    chain: Any = {"pan": "4242424242424242", "cvv": "123"}  # the last level
+    for _ in range(levels - 2):
+        chain = [chain]
+    redacted = _at_depth(frames, lambda: redact_json({"x": chain}))  # `levels` deep in all
+    leaf, depth = _innermost(redacted)
+    assert depth == levels - 1  # the levels above the last
+    assert leaf == {"pan": "424242******4242", "cvv": REDACTED}
 
 
 @pytest.fixture(scope="module")

@@ -39,21 +39,31 @@ def _normalized(name: str) -> str:
 
 
 def redact_json(value: Any) -> Any:
-    """A copy of a parsed JSON value with every secret member masked or replaced."""
-    if isinstance(value, Mapping):
-        redacted: dict[str, Any] = {}
-        for key, member in value.items():
-            name = _normalized(str(key))
-            if name in _SECRET_MEMBERS:
-                redacted[key] = REDACTED
-            elif name in _CARD_NUMBER_MEMBERS and not isinstance(member, (Mapping, list)):
-                redacted[key] = mask_card_number(member)
-            else:
-                redacted[key] = redact_json(member)
-        return redacted
-    if isinstance(value, list):
-        return [redact_json(item) for item in value]
-    return value
+    """A copy of a parsed JSON value with every secret member masked or replaced; walked without recursion, so a
+    value nested MAX_DEPTH deep is redacted the same on every interpreter and at any caller depth."""
+    result: list[Any] = [None]
+    pending: list[tuple[Any, Any, Any]] = [(value, result, 0)]  # (value to copy, where its copy goes, under what)
+    while pending:
+        source, target, place = pending.pop()
+        if isinstance(source, Mapping):
+            redacted: dict[str, Any] = {}
+            for key, member in source.items():
+                name = _normalized(str(key))
+                if name in _SECRET_MEMBERS:
+                    redacted[key] = REDACTED
+                elif name in _CARD_NUMBER_MEMBERS and not isinstance(member, (Mapping, list)):
+                    redacted[key] = mask_card_number(member)
+                else:
+                    redacted[key] = None  # its place in the order; the copy is put there when made
+                    pending.append((member, redacted, key))
+            target[place] = redacted
+        elif isinstance(source, list):
+            items: list[Any] = [None] * len(source)
+            pending.extend((item, items, index) for index, item in enumerate(source))
+            target[place] = items
+        else:
+            target[place] = source
+    return result[0]
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
