@@ -15,24 +15,25 @@ from pasarela import _binding
 TIMESTAMP = 1764072000
 
 PROBE = """
-import json, pasarela
+import json, sys, pasarela
 from pasarela import _binding
+TIMESTAMP = int(sys.argv[1])
 terminal = pasarela.Terminal("bc-1", "SN-1")
 payloads = [{"n": n, "text": "x" * size} for n, size in enumerate((0, 40, 200, 1000, 5000, 20000) * 6)]
-sealed = terminal.seal_many(payloads, timestamp=%d)
+sealed = terminal.seal_many(payloads, timestamp=TIMESTAMP)
 print(json.dumps({
     "cpu": _binding.CPU_FEATURES,
     "requests": [[dict(row.headers), row.body.decode("ascii")] for row in sealed],
     "payloads": payloads,
 }))
-""" % TIMESTAMP
+"""
 
 
 def _probe(switch: str | None) -> dict[str, object]:
     environment = {key: value for key, value in os.environ.items() if key != "PASARELA_NO_AVX512"}
     if switch is not None:
         environment["PASARELA_NO_AVX512"] = switch
-    result = subprocess.run([sys.executable, "-c", PROBE], env=environment, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-c", PROBE, str(TIMESTAMP)], env=environment, capture_output=True, text=True,
                             check=True, timeout=120)
     answer: dict[str, object] = json.loads(result.stdout)
     return answer
