@@ -33,8 +33,8 @@ def _probe(switch: str | None) -> dict[str, object]:
     environment = {key: value for key, value in os.environ.items() if key != "PASARELA_NO_AVX512"}
     if switch is not None:
         environment["PASARELA_NO_AVX512"] = switch
-    result = subprocess.run([sys.executable, "-c", PROBE, str(TIMESTAMP)], env=environment, capture_output=True, text=True,
-                            check=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", PROBE, str(TIMESTAMP)], env=environment, capture_output=True,
+                            text=True, check=True, timeout=120)
     answer: dict[str, object] = json.loads(result.stdout)
     return answer
 
