@@ -7,6 +7,7 @@ recursion limit inside its tests, which would hide what these check."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -16,6 +17,9 @@ from pasarela.http.audit import TOO_DEEP, recordable_body
 from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
 from pasarela.http.redaction import REDACTED, redact_json
 from pasarela.sandbox import Sandbox, SandboxConfig
+from pasarela.sandbox.endpoint import parse_json
+from pasarela.sandbox.errors import SandboxError
+from pasarela.sandbox.jsontext import loads
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import body_signature
 from recursion_limit import recursion_limit
@@ -108,6 +112,30 @@ def test_redaction_walks_any_depth_from_any_caller(levels: int, frames: int) -> 
     leaf, depth = _innermost(redacted)
     assert depth == levels - 1  # the levels above the last
     assert leaf == {"pan": "424242******4242", "cvv": REDACTED}
+
+
+@pytest.mark.parametrize("levels", LEVELS)
+@pytest.mark.parametrize("frames", [0, 600])
+def test_the_sandbox_reads_a_body_up_to_1000_levels_from_any_caller(levels: int, frames: int) -> None:
+    """Every sandbox request body goes through parse_json (amounts as Decimal): within MAX_DEPTH it is read whole
+    from a shallow or a deep caller, beyond it refused by the count."""
+    body = b'{"amount":1.10,"x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+    if levels > MAX_DEPTH:
+        with pytest.raises(SandboxError, match="nests deeper than 1000 levels"):
+            _at_depth(frames, lambda: parse_json(body))
+        return
+    parsed = _at_depth(frames, lambda: parse_json(body))
+    assert type(parsed["amount"]) is Decimal and str(parsed["amount"]) == "1.10"
+    assert _innermost(parsed["x"]) == ([], levels - 2)  # levels - 1 lists, the last empty
+
+
+@pytest.mark.parametrize("levels", [999, 1000])
+@pytest.mark.parametrize("frames", [0, 600])
+def test_a_stored_row_is_read_back_from_any_caller(levels: int, frames: int) -> None:
+    """The sandbox's rows hold bodies it accepted (within MAX_DEPTH): read back the same from any caller."""
+    text = '{"a":' * (levels - 1) + "[2.5]" + "}" * (levels - 1)
+    value, depth = _innermost(_at_depth(frames, lambda: loads(text)))
+    assert (value, depth) == (2.5, levels)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from .certification import VERDICTS
 from .config import SandboxConfig
+from .jsontext import loads
 
 __all__ = ["fetch_verdicts", "main"]
 
@@ -67,7 +68,7 @@ def fetch_verdicts(url: str, private_key: str, timeout: float = 10.0) -> list[di
     if len(text) > _MAX_ANSWER_BYTES:
         raise CertifyError("the answer is larger than a certification can be")
     try:
-        return _checked(json.loads(text))
+        return _checked(loads(text))
     except (ValueError, RecursionError):
         raise CertifyError("the answer is not JSON") from None
 

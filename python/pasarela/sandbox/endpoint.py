@@ -9,7 +9,6 @@ type of the body (415 unless ``application/json``), its size (413 past :data:`MA
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -25,7 +24,7 @@ from .auth import KeyRule, check_key
 from .body_schema import check_body
 from .context import Context
 from .errors import SandboxError
-from .jsontext import dumps
+from .jsontext import dumps, loads
 
 __all__ = ["MAX_BODY_BYTES", "Call", "Handler", "api_route", "empty", "form", "html_reply", "json_reply", "redirect"]
 
@@ -69,10 +68,6 @@ def empty() -> Response:
     return Response(status_code=204)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def is_json_media(content_type: Optional[str]) -> bool:
     """``application/json`` (parameters such as charset allowed) or a ``+json`` type."""
     if content_type is None:
@@ -102,7 +97,7 @@ def parse_json(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
         if nesting_too_deep(text) is None:  # counted before json's recursive scanner, the same on every CPython
-            return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
+            return loads(text, parse_float=Decimal)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise SandboxError.invalid("body", "is not valid JSON") from None
     raise SandboxError.invalid("body", f"nests deeper than {MAX_DEPTH} levels")

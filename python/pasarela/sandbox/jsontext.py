@@ -1,13 +1,15 @@
 """JSON text for answers and storage: compact, ASCII (a lone surrogate a caller sent stays an escape, which
-SQLite and UTF-8 can carry), Decimals written as the number they hold."""
+SQLite and UTF-8 can carry), Decimals written as the number they hold; and read back at any caller depth."""
 
 from __future__ import annotations
 
 import json
 from decimal import Decimal
-from typing import Any, Union
+from typing import Any, Callable, Optional, Union
 
-__all__ = ["dumps", "number", "plain"]
+from ..terminal import stringify
+
+__all__ = ["dumps", "loads", "number", "plain"]
 
 
 def number(value: Any) -> Union[int, float]:
@@ -15,6 +17,21 @@ def number(value: Any) -> Union[int, float]:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(text: Union[str, bytes], parse_float: Optional[Callable[[str], Any]] = None) -> Any:
+    """``json.loads(text, parse_float=parse_float)``, NaN and Infinity refused, the same at any caller depth: text
+    within MAX_DEPTH (the caller counts a body first: pasarela.http.json_depth) that json's recursive scanner cannot
+    finish from this stack is read by pasarela.terminal.stringify's non-recursive parser, which makes the same
+    values. ValueError (PayloadError for stringify's refusals) when it is not JSON."""
+    try:
+        return json.loads(text, parse_float=parse_float, parse_constant=_refuse_constant)
+    except RecursionError:
+        return stringify.loads(text, parse_float=parse_float)
 
 
 def dumps(value: Any) -> str:

@@ -8,11 +8,11 @@ sent: none carries a secret (the signatures are HMACs of the webhook secret, whi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..http.redaction import redact_json
+from .jsontext import loads
 from .store import Attempt, HistoryEntry, OutboxEntry, RequestRecord, Transfer
 from .transfers import status_record
 
@@ -58,7 +58,7 @@ def attempt_item(attempt: Attempt) -> dict[str, Any]:
 
 def webhook_item(entry: OutboxEntry, attempts: Sequence[Attempt]) -> dict[str, Any]:
     """The outbox entry, its body and its attempts (oldest first)."""
-    body = json.loads(entry.body)
+    body = loads(entry.body)
     item: dict[str, Any] = {
         "id": entry.id,
         "token": entry.token,

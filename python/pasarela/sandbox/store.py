@@ -9,7 +9,6 @@ promises. A state change and the webhook it causes are written in one transactio
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -19,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from .jsontext import dumps
+from .jsontext import dumps, loads
 from .states import PaymentWindow, TransferStatus
 
 __all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "NewRequest", "OutboxEntry", "Page", "RequestRecord",
@@ -288,7 +287,7 @@ def _transfer(row: tuple[Any, ...]) -> Transfer:
         variant=row[3],
         status=TransferStatus(row[4]),
         currency=row[5],
-        amount=json.loads(row[6]),
+        amount=loads(row[6]),
         ticket_number=row[7],
         created=row[8],
         updated=row[9],
@@ -297,7 +296,7 @@ def _transfer(row: tuple[Any, ...]) -> Transfer:
         callback_url=row[14],
         clabe=row[15],
         reference_code=row[16],
-        metadata=json.loads(row[17]) if row[17] is not None else None,
+        metadata=loads(row[17]) if row[17] is not None else None,
         settle_at=row[18],
     )
 
@@ -312,12 +311,12 @@ _CHARGE_COLUMNS = "reference, kind, ticket_number, answer, created, amount, reve
 
 
 def _attempt(row: tuple[Any, ...]) -> Attempt:
-    return Attempt(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7])
+    return Attempt(row[0], row[1], row[2], row[3], loads(row[4]), row[5], row[6], row[7])
 
 
 def _request(row: tuple[Any, ...]) -> RequestRecord:
-    return RequestRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], json.loads(row[9]),
-                         None if row[10] is None else json.loads(row[10]), _answer(row[11]), row[12], id=row[0])
+    return RequestRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], loads(row[9]),
+                         None if row[10] is None else loads(row[10]), _answer(row[11]), row[12], id=row[0])
 
 
 def _answer(text: Optional[str]) -> Any:
@@ -325,14 +324,14 @@ def _answer(text: Optional[str]) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return loads(text)
     except (ValueError, RecursionError):
         return text
 
 
 def _charge(row: tuple[Any, ...]) -> Charge:
-    return Charge(row[0], row[1], row[2], json.loads(row[3]), row[4],
-                  None if row[5] is None else json.loads(row[5]), None if row[6] is None else json.loads(row[6]))
+    return Charge(row[0], row[1], row[2], loads(row[3]), row[4],
+                  None if row[5] is None else loads(row[5]), None if row[6] is None else loads(row[6]))
 
 
 def _cursor_value(cursor: Optional[str]) -> Optional[int]:
@@ -356,7 +355,7 @@ class Tx:
         row = self._db.execute(
             "SELECT token, request, created, used FROM transfer_tokens WHERE token = ?", (token,)
         ).fetchone()
-        return None if row is None else TransferToken(row[0], json.loads(row[1]), row[2], bool(row[3]))
+        return None if row is None else TransferToken(row[0], loads(row[1]), row[2], bool(row[3]))
 
     def use_transfer_token(self, token: str) -> None:
         self._db.execute("UPDATE transfer_tokens SET used = 1 WHERE token = ?", (token,))
@@ -422,7 +421,7 @@ class Tx:
 
     def transfer_tokens(self) -> list[TransferToken]:
         rows = self._db.execute("SELECT token, request, created, used FROM transfer_tokens ORDER BY created, rowid")
-        return [TransferToken(row[0], json.loads(row[1]), row[2], bool(row[3])) for row in rows]
+        return [TransferToken(row[0], loads(row[1]), row[2], bool(row[3])) for row in rows]
 
     def _page(self, select: str, equal: Mapping[str, Optional[str]], limit: int, cursor: Optional[str],
               make: Any, rowid: str = "rowid") -> Page:
@@ -471,7 +470,7 @@ class Tx:
 
     def card_token(self, token: str) -> Optional[CardToken]:
         row = self._db.execute("SELECT token, card, used FROM card_tokens WHERE token = ?", (token,)).fetchone()
-        return None if row is None else CardToken(row[0], json.loads(row[1]), bool(row[2]))
+        return None if row is None else CardToken(row[0], loads(row[1]), bool(row[2]))
 
     def use_card_token(self, token: str) -> None:
         self._db.execute("UPDATE card_tokens SET used = 1 WHERE token = ?", (token,))

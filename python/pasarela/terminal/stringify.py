@@ -447,11 +447,13 @@ def _parse_string(s: str, i: int, raw_surrogates: bool) -> tuple[str, int]:
     raise _SyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
 
 
-def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any]] = None) -> object:
+def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any]] = None,
+           parse_float: Optional[Callable[[str], Any]] = None) -> object:
     """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
 
     Numbers that overflow to ±Infinity become None, since that is what JSON.stringify writes for them.
     parse_int: what an integer literal becomes (as json.loads takes it); by default an int up to 15 digits, else
+    the double. parse_float: what a number with a fraction or exponent becomes (as json.loads takes it); by default
     the double.
     """
     n = len(s)
@@ -498,6 +500,8 @@ def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any
             i = m.end()
             if m.lastindex is None and parse_int is not None:
                 val = parse_int(text)
+            elif m.lastindex is not None and parse_float is not None:
+                val = parse_float(text)
             elif m.lastindex is None and len(text) <= 15:
                 val = int(text)
             else:
@@ -556,19 +560,20 @@ def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any
             raise _SyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
 
 
-def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None) -> Any:
-    """``json.loads(text, parse_int=parse_int)`` of JSON text whatever the caller's stack: nesting deeper than
-    MAX_DEPTH is refused (PayloadError, path ``$``) before json's recursive scanner sees it, and a text within the
-    limit that the scanner cannot finish from this stack (RecursionError) is read by this module's own
-    non-recursive parser, which makes the same values."""
+def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,
+          parse_float: Optional[Callable[[str], Any]] = None) -> Any:
+    """``json.loads(text, parse_int=parse_int, parse_float=parse_float)`` of JSON text whatever the caller's stack:
+    nesting deeper than MAX_DEPTH is refused (PayloadError, path ``$``) before json's recursive scanner sees it, and
+    a text within the limit that the scanner cannot finish from this stack (RecursionError) is read by this module's
+    own non-recursive parser, which makes the same values."""
     s = text.decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
     if nesting_too_deep(s) is None:
         try:
-            return json.loads(s) if parse_int is None else json.loads(s, parse_int=parse_int)
+            return json.loads(s, parse_int=parse_int, parse_float=parse_float)
         except RecursionError:
             pass
     try:  # (beyond MAX_DEPTH, refused by _parse's own count, with the offset of the first level too deep)
-        return _parse(s, _SURROGATE(s) is not None, int if parse_int is None else parse_int)
+        return _parse(s, _SURROGATE(s) is not None, int if parse_int is None else parse_int, parse_float)
     except _SyntaxError as exc:
         offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
         raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
