@@ -13,7 +13,8 @@ Each server runs in a process of its own on a loopback port, one worker, and Deb
 
 Servers are alternated, several rounds; every round seals fresh requests (timestamps of now: the default 300 s
 tolerance everywhere) and checks every answer was a 200 (wrk's non-2xx count and socket errors must be 0). Prints a
-Markdown table of requests per second (min-max over rounds) and of the ratios taken within each round.
+Markdown table of requests per second and of the server's CPU time per request (min-max over rounds: the
+latter holds up better on a machine shared with other work) and of the ratios taken within each round.
 
     .venv/bin/python benchmarks/http_serving.py [--seconds 8] [--rounds 3] [--servers bare,middleware,redis,node]
 
@@ -181,7 +182,7 @@ def write_requests(path: Path, count: int) -> None:
 
 
 @contextmanager
-def server(kind: str, redis_url: str, log: Any) -> Iterator[int]:
+def server(kind: str, redis_url: str, log: Any) -> Iterator[tuple[int, int]]:
     port = free_port()
     if kind == "node":
         command = ["node", str(ROOT / "benchmarks" / "node_verify_server.js"), str(port), BUSINESS_CODE, SERIAL]
@@ -200,7 +201,7 @@ def server(kind: str, redis_url: str, log: Any) -> Iterator[int]:
                 break
             except OSError:
                 time.sleep(0.05)
-        yield port
+        yield port, process.pid
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -210,8 +211,15 @@ def server(kind: str, redis_url: str, log: Any) -> Iterator[int]:
             process.wait()
 
 
-def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds: int, connections: int) -> float:
-    """Requests per second; every answer must have been a 200 on a connection that held."""
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) the process has used so far (Linux: /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds: int,
+        connections: int) -> tuple[float, int]:
+    """Requests per second and requests answered; every answer must have been a 200 on a connection that held."""
     output = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), f"http://127.0.0.1:{port}/",
          "--", str(requests), str(first), str(last)], capture_output=True, text=True, check=True).stdout
@@ -220,10 +228,11 @@ def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds:
     if refused or errors:
         raise RuntimeError(f"wrk saw answers other than 200 or socket errors (too few distinct requests, or a "
                            f"refusal):\n{output}")
-    match = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    if match is None:
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    count = re.search(r"(\d+) requests in", output)
+    if rate is None or count is None:
         raise RuntimeError(f"no Requests/sec in wrk's output:\n{output}")
-    return float(match.group(1))
+    return float(rate.group(1)), int(count.group(1))
 
 
 def main(argv: list[str]) -> int:
@@ -253,6 +262,7 @@ def main(argv: list[str]) -> int:
     main_count = args.max_rate * args.seconds
     warm_count = args.max_rate * WARM_UP_SECONDS
     rates: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}  # the server's CPU time per request (us)
     with tempfile.TemporaryDirectory(prefix="pasarela-http-") as scratch, RedisServer() as redis_server:
         script = Path(scratch) / "requests.lua"
         script.write_text(WRK_SCRIPT)
@@ -262,18 +272,22 @@ def main(argv: list[str]) -> int:
                 order = kinds[round_number % len(kinds):] + kinds[:round_number % len(kinds)]
                 for kind in order:
                     write_requests(requests, main_count + warm_count)  # fresh timestamps for each run
-                    with server(kind, redis_server.url, log) as port:
+                    with server(kind, redis_server.url, log) as (port, pid):
                         wrk(port, script, requests, main_count + 1, main_count + warm_count, WARM_UP_SECONDS,
                             args.connections)
-                        rate = wrk(port, script, requests, 1, main_count, args.seconds, args.connections)
+                        before = cpu_seconds(pid)
+                        rate, count = wrk(port, script, requests, 1, main_count, args.seconds, args.connections)
+                        cpu[kind].append((cpu_seconds(pid) - before) / count * 1e6)
                     rates[kind].append(rate)
-                    print(f"round {round_number + 1}: {kind}: {rate:,.0f} req/s", file=sys.stderr)
+                    print(f"round {round_number + 1}: {kind}: {rate:,.0f} req/s, {cpu[kind][-1]:.1f} us of the "
+                          f"server's CPU per request", file=sys.stderr)
     print(f"`wrk -t1 -c{args.connections} -d{args.seconds}s`, one POST of a {PAYLOAD_BYTES}-byte payload, "
           f"one worker each, {args.rounds} rounds; OpenTelemetry in the Python servers: "
           f"{'on (opentelemetry-api installed, no SDK)' if _telemetry.ENABLED else 'off'}\n")
-    print("| server | req/s (min-max) |\n|---|---|")
+    print("| server | req/s (min-max) | server CPU per request, us (min-max) |\n|---|---|---|")
     for kind in kinds:
-        print(f"| {TITLES[kind]} | {min(rates[kind]):,.0f}-{max(rates[kind]):,.0f} |")
+        print(f"| {TITLES[kind]} | {min(rates[kind]):,.0f}-{max(rates[kind]):,.0f} | "
+              f"{min(cpu[kind]):.1f}-{max(cpu[kind]):.1f} |")
     print("\n| ratio (within each round) | min-max | goal |\n|---|---|---|")
     for top, bottom, goal in RATIOS:
         if top in rates and bottom in rates:
