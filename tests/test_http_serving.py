@@ -1,0 +1,61 @@
+"""benchmarks/http_serving.py's servers do the work they are timed for (issue 42, goal 4): each, started as the
+benchmark starts it, answers a sealed request 200 with its payload, and the verifying ones refuse a tampered
+signature with AUTH-001 and a replay with AUTH-001 (a server that accepted everything, or refused everything, would
+time fast). Real processes: uvicorn, node, redis-server; a missing one fails the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import http_serving
+import pasarela
+from pasarela.errors import AUTH_001_BODY
+from redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> str:
+    assert shutil.which("redis-server"), "redis-server is not installed (scripts/setup test installs it)"
+    with RedisServer() as server:
+        yield server.url  # type: ignore[misc]
+
+
+def _sealed(ref: str) -> tuple[dict[str, str], bytes, dict[str, object]]:
+    payload = dict(http_serving.payload_of_size(http_serving.PAYLOAD_BYTES), ref=ref)
+    sealed = pasarela.Terminal(http_serving.BUSINESS_CODE, http_serving.SERIAL).seal(payload)
+    assert sealed.body is not None
+    return sealed.headers, sealed.body, payload
+
+
+@pytest.mark.parametrize("kind", ["middleware", "redis", "node"])
+def test_a_verifying_server_accepts_once_and_refuses_a_tampered_signature(kind: str, redis_url: str) -> None:
+    assert shutil.which("node"), "`node` is not installed"
+    headers, body, payload = _sealed(f"ord-{kind}")
+    signature = headers["Authorization"]
+    tampered = {**headers, "Authorization": signature[:-1] + ("0" if signature[-1] != "0" else "1")}
+    with tempfile.TemporaryFile() as log, http_serving.server(kind, redis_url, log) as (port, _):
+        url = f"http://127.0.0.1:{port}/"
+        refused = httpx.post(url, headers=tampered, content=body)
+        accepted = httpx.post(url, headers=headers, content=body)
+        again = httpx.post(url, headers=headers, content=body)
+    assert (refused.status_code, refused.json()) == (401, AUTH_001_BODY)
+    assert accepted.status_code == 200
+    assert json.loads(accepted.content) == payload
+    if kind != "node":  # node_verify.js's verify keeps no replay store (the service's own server neither)
+        assert (again.status_code, again.json()) == (401, AUTH_001_BODY)
+
+
+def test_the_bare_app_echoes_the_body(redis_url: str) -> None:
+    headers, body, _ = _sealed("ord-bare")
+    with tempfile.TemporaryFile() as log, http_serving.server("bare", redis_url, log) as (port, _):
+        answer = httpx.post(f"http://127.0.0.1:{port}/", headers=headers, content=body)
+    assert (answer.status_code, answer.content) == (200, body)
