@@ -609,8 +609,8 @@ fastcall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fastcall)
 for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.open_post(1, {{}}, b"{{}}", 0.0, 300.0),
-             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1, 1, None),
-             lambda: fastcall.connect(1, 1, (0, 0), 1, 1, 1, 1, None),
+             lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1, 1, None, 1),
+             lambda: fastcall.connect(1, 1, (0, 0), 1, 1, 1, 1, None, 1),
              lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (), 0),
              lambda: fastcall.stringify({{}}),
              lambda: fastcall.connect(1, 1, (0, 0, 0, 0, 0, 0), 1, 1, 1),
@@ -631,7 +631,7 @@ for call in (lambda: fastcall.seal_json(1, 1, {NOON}, b"{{}}", 0, None, tuple, (
     assert lines[3].startswith("TypeError ") and "layout must be a tuple of 6 ints" in lines[3]
     assert lines[4] == lines[0]  # still not connected
     assert lines[5].startswith("RuntimeError ") and "not connected" in lines[5]
-    assert lines[6] == "TypeError connect takes 8 arguments"
+    assert lines[6] == "TypeError connect takes 9 arguments"
     assert lines[7].startswith("RuntimeError ") and "not connected" in lines[7]
 
 

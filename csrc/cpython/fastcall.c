@@ -48,6 +48,9 @@ typedef int (*canonicalize_fn)(const uint8_t *, size_t, unsigned, uint8_t *, siz
                                size_t *, unsigned *);
 typedef size_t (*seal_batch_fn)(const pasarela_credentials *const *, uint64_t, const uint8_t *, const size_t *, size_t,
                                 const uint8_t *, pasarela_workspace *, char *const *, int *);
+typedef size_t (*seal_json_batch_fn)(const pasarela_credentials *const *, uint64_t, const uint8_t *, const size_t *,
+                                     size_t, unsigned, const uint8_t *, pasarela_workspace *, int *, size_t *, size_t *,
+                                     unsigned *);
 
 /* pasarela._telemetry's counts of seal_payload and open_post (issue 40): every call counted here, under the GIL, so
  * that Terminal.seal and Terminal.open pay nothing in Python for being counted (an itertools.count call there cost
@@ -70,6 +73,7 @@ typedef struct {
     open_request_fn open_request_as_sent;
     canonicalize_fn canonicalize;
     seal_batch_fn seal_batch;
+    seal_json_batch_fn seal_json_batch;
     utf8_of_fn utf8_of; /* PyUnicode_AsUTF8AndSize, for stringify(), stringify_into() and open_post() */
     PyObject *header_names[3]; /* "timestamp", "Authorization", "authorization": what open_post() reads, made once */
     PyObject *get; /* "get": a mapping's method open_post() calls when the headers are not a dict */
@@ -148,7 +152,8 @@ static fastcall_state *state_of(PyObject *module) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state != NULL &&
         (state->seal_json == NULL || state->open_request == NULL || state->open_request_as_sent == NULL ||
-         state->canonicalize == NULL || state->seal_batch == NULL || state->utf8_of == NULL ||
+         state->canonicalize == NULL || state->seal_batch == NULL || state->seal_json_batch == NULL ||
+         state->utf8_of == NULL ||
          state->workspace == NULL)) {
         PyErr_SetString(PyExc_RuntimeError, "pasarela._fastcall is not connected to the C core (connect())");
         return NULL;
@@ -226,13 +231,14 @@ static const Py_ssize_t layout[] = {
 };
 
 /* connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address,
- * open_request_as_sent_address, canonicalize_address, workspace): layout is the cffi module's (sizeof
+ * open_request_as_sent_address, canonicalize_address, workspace, seal_json_batch_address): layout is the cffi
+ * module's (sizeof
  * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
  * PyUnicode_AsUTF8AndSize's (see stringify.h); workspace, the object whose buffers.ws_address is the address of the
  * calling thread's workspace (pasarela._binding's threading.local), which seal_payload() and open_post() read. */
 static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 8, "connect") < 0)
+    if (state == NULL || check_arity(args, 9, "connect") < 0)
         return NULL;
     PyObject *given = PyTuple_GetItem(args, 2);
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
@@ -259,7 +265,9 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     void *as_sent = seal_batch == NULL ? NULL
                                        : address_of(PyTuple_GetItem(args, 5), "connect", "open_request_as_sent");
     void *canonicalize = as_sent == NULL ? NULL : address_of(PyTuple_GetItem(args, 6), "connect", "canonicalize");
-    if (canonicalize == NULL)
+    void *seal_json_batch = canonicalize == NULL ? NULL
+                                                 : address_of(PyTuple_GetItem(args, 8), "connect", "seal_json_batch");
+    if (seal_json_batch == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
     state->seal_json = (seal_json_fn)(uintptr_t)seal_json;
@@ -268,6 +276,7 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     state->canonicalize = (canonicalize_fn)(uintptr_t)canonicalize;
     state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
     state->seal_batch = (seal_batch_fn)(uintptr_t)seal_batch;
+    state->seal_json_batch = (seal_json_batch_fn)(uintptr_t)seal_json_batch;
     PyObject *workspace = PyTuple_GetItem(args, 7), *previous = state->workspace;
     Py_INCREF(workspace);
     state->workspace = workspace;
@@ -970,6 +979,62 @@ done:
     return rows;
 }
 
+/* seal_json_batch(credentials, timestamp, json, json_offset, json_lens, start, n, json_flags, ws, statuses,
+ * plaintext_lens, out_lens, facts, facts_mask) -> (done, first_exception): pasarela_seal_json_batch of the n texts of
+ * items start .. start + n - 1, back to back from json + json_offset (json_lens[start + i] bytes each; credentials,
+ * json_lens, statuses, plaintext_lens, out_lens, facts: addresses of the whole batch's arrays, which the caller keeps
+ * alive, read and written from item start; ws a workspace's address), IVs from ws's pool; done as it returns it,
+ * and the first of those done items (counted from start) not sealed or with a fact of facts_mask (done when none:
+ * pasarela_batch_first_exception's answer, without a second call). What _binding calls through cffi otherwise, which
+ * releases the GIL around every call: here only when the texts reach release_bytes (release_for), since two threads
+ * sealing batches of small payloads, the GIL handed over at each call, made fewer requests per second than one. The
+ * offsets are applied here: in Python they had cost about 40 ns a request at 64 B. */
+static PyObject *fastcall_seal_json_batch(PyObject *module, PyObject *args) {
+    static const char name[] = "seal_json_batch";
+    fastcall_state *state = state_of(module);
+    if (state == NULL || check_arity(args, 14, name) < 0)
+        return NULL;
+    const pasarela_credentials *const *credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
+    const uint8_t *json = credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 2), name, "json");
+    const size_t *json_lens = json == NULL ? NULL : address_of(PyTuple_GetItem(args, 4), name, "json_lens");
+    pasarela_workspace *ws = json_lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 8), name, "ws");
+    int *statuses = ws == NULL ? NULL : address_of(PyTuple_GetItem(args, 9), name, "statuses");
+    size_t *plaintext_lens = statuses == NULL ? NULL : address_of(PyTuple_GetItem(args, 10), name, "plaintext_lens");
+    size_t *out_lens = plaintext_lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 11), name, "out_lens");
+    unsigned *facts = out_lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 12), name, "facts");
+    if (facts == NULL)
+        return NULL;
+    unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 1));
+    size_t json_offset = PyLong_AsSize_t(PyTuple_GetItem(args, 3));
+    size_t start = PyLong_AsSize_t(PyTuple_GetItem(args, 5));
+    size_t n = PyLong_AsSize_t(PyTuple_GetItem(args, 6));
+    unsigned long json_flags = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 7));
+    unsigned long facts_mask = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 13));
+    if (PyErr_Occurred())
+        return NULL;
+    credentials += start;
+    json_lens += start;
+    statuses += start;
+    plaintext_lens += start;
+    out_lens += start;
+    facts += start;
+    size_t total = 0; /* the texts' bytes for release_for, counted up to release_bytes (so without overflow) */
+    for (size_t i = 0; i < n && total < state->release_bytes; i++)
+        total += json_lens[i] < state->release_bytes - total ? json_lens[i] : state->release_bytes - total;
+    seal_json_batch_fn seal_json_batch = state->seal_json_batch;
+    PyThreadState *saved = release_for(state, total);
+    size_t done = seal_json_batch(credentials, (uint64_t)timestamp, json + json_offset, json_lens, n,
+                                  (unsigned)json_flags, NULL, ws, statuses, plaintext_lens, out_lens, facts);
+    reacquire(saved);
+    size_t first = 0;
+    while (first < done && statuses[first] == PASARELA_OK && !(facts[first] & facts_mask))
+        first++;
+    PyObject *result[2];
+    result[0] = PyLong_FromSize_t(done);
+    result[1] = PyLong_FromSize_t(first);
+    return tuple_of(2, result);
+}
+
 /* set_gil_release_bytes(n) -> the previous value: the GIL is released around C work on at least n bytes from now on
  * (RELEASE_BYTES by default; 0: around every call, as before; a huge n: never). For benchmarks/threads.py, which
  * finds where releasing pays and the share of a call that holds the GIL. */
@@ -1139,6 +1204,9 @@ static PyMethodDef fastcall_methods[] = {
     {"counts", fastcall_counts, METH_NOARGS,
      "counts() -> (seal_payload calls, open_post calls, seal samples, open samples): lists of (ns, label)"},
     {"set_counting", fastcall_set_counting, METH_O, "set_counting(on) -> None"},
+    {"seal_json_batch", fastcall_seal_json_batch, METH_VARARGS,
+     "seal_json_batch(credentials, timestamp, json, json_offset, json_lens, start, n, json_flags, ws, statuses, "
+     "plaintext_lens, out_lens, facts, facts_mask) -> (done, first_exception)"},
     {"set_gil_release_bytes", fastcall_set_gil_release_bytes, METH_O, "set_gil_release_bytes(n) -> previous n"},
     {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
@@ -1176,6 +1244,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->open_request_as_sent = NULL;
         state->canonicalize = NULL;
         state->seal_batch = NULL;
+        state->seal_json_batch = NULL;
         state->utf8_of = NULL;
         state->workspace = NULL;
         state->release_bytes = RELEASE_BYTES;

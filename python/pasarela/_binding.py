@@ -69,6 +69,7 @@ if FASTCALL:  # seal_json and open_post through pasarela._fastcall (see its sour
         from ._fastcall import open_post_bytes as _fast_open_post_bytes
         from ._fastcall import rows as _fast_rows
         from ._fastcall import seal_json as _fast_seal_json
+        from ._fastcall import seal_json_batch as _fast_seal_json_batch
         from ._fastcall import seal_payload as _fast_seal_payload
         from ._fastcall import seal_rows as _fast_seal_rows
         from ._fastcall import stringify as _fast_stringify
@@ -78,7 +79,7 @@ if FASTCALL:  # seal_json and open_post through pasarela._fastcall (see its sour
 else:  # PyPy and others: cffi is their native way into C
     _connect_fastcall = None  # type: ignore[assignment]
     _fast_seal_json = _fast_seal_payload = _fast_open_post = _fast_open_post_bytes = None  # type: ignore[assignment]
-    _fast_rows = None  # type: ignore[assignment]
+    _fast_rows = _fast_seal_json_batch = None  # type: ignore[assignment]
     _fast_stringify = _fast_stringify_into = _fast_seal_rows = None  # type: ignore[assignment]
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
@@ -278,6 +279,7 @@ if _connect_fastcall is not None:
         _address(ffi.addressof(lib, "pasarela_open_request_as_sent")),
         _address(ffi.addressof(lib, "pasarela_json_canonicalize")),
         _workspace,  # seal_payload and open_post find the calling thread's workspace through it
+        _address(ffi.addressof(lib, "pasarela_seal_json_batch")),
     )
 
 
@@ -512,7 +514,10 @@ def seal_payloads(credentials: Any, timestamp: int, payloads: list[Any], row_typ
                            STRINGIFIED), used
 
 
-_sealed_len = lib.pasarela_sealed_len
+def _sealed_len(plaintext_len: int) -> int:
+    """pasarela_sealed_len (PASARELA_SEALED_LEN) in Python: a cffi call releases the GIL, which another thread then
+    holds until its own next release (with two threads sealing batches, each such call cost a hand-off)."""
+    return SIGNATURE_HEX_LEN + 11 + 2 * IV_LEN + 1 + 2 * (plaintext_len // 16 + 1) * 16
 
 
 def _sealed_into_rows(credentials: Any, timestamp: int, plaintexts: Any, lens: Any, n: int, row_type: type[Row],
@@ -556,11 +561,19 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, 
     facts = ffi.new("unsigned[]", n)
     rows: list[Optional[Row]] = []
     start = offset = 0
+    clean = True  # (through pasarela._fastcall) no item so far refused or with a fact of check_facts
+    if _fast_seal_json_batch is not None:
+        at = [_address(array) for array in (credentials, blob, lens, statuses, plaintext_lens, out_lens, facts)]
     while start < n:
-        done = lib.pasarela_seal_json_batch(
-            credentials + start, timestamp, blob + offset, lens + start, n - start, flags, _NULL, b.ws,
-            statuses + start, plaintext_lens + start, out_lens + start, facts + start,
-        )
+        if _fast_seal_json_batch is not None:  # the GIL kept for short batches (csrc/cpython/fastcall.c)
+            done, first = _fast_seal_json_batch(at[0], timestamp, at[1], offset, at[2], start, n - start, flags,
+                                                b.ws_address, at[3], at[4], at[5], at[6], check_facts)
+            clean = clean and first == done
+        else:
+            done = lib.pasarela_seal_json_batch(
+                credentials + start, timestamp, blob + offset, lens + start, n - start, flags, _NULL, b.ws,
+                statuses + start, plaintext_lens + start, out_lens + start, facts + start,
+            )
         if done == 0:
             if b.ws.iv_pool_used + IV_LEN > _IV_POOL_BYTES:
                 b.refill_ivs()
@@ -578,7 +591,8 @@ def _seal_items(credentials: Any, timestamp: int, blob: Any, lens: Any, n: int, 
         if start + done < n:
             offset += sum(_unpack(lens + start, done))
         start += done
-    if lib.pasarela_batch_first_exception(statuses, facts, n, check_facts) == n:  # (about 50 ns a request less at 64 B)
+    if (clean if _fast_seal_json_batch is not None  # (about 50 ns a request less at 64 B)
+            else lib.pasarela_batch_first_exception(statuses, facts, n, check_facts) == n):
         return rows, None
     return [row if status == _OK else None for row, status in zip(rows, _unpack(statuses, n))], _unpack(facts, n)
 
