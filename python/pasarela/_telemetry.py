@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION", "WEBHOOK_VERDICTS",
            "ClientCall",
            "client_call", "clock", "middleware_refused", "next_open", "next_seal", "open_failed", "open_refused",
-           "open_took", "refusal_cause", "seal_took", "sealed_many", "span_ids", "store_error", "verify_span",
-           "webhook_verdict"]
+           "open_took", "refusal_cause", "seal_took", "sealed_many", "span_ids", "store_error", "tracing",
+           "verify_span", "webhook_verdict"]
 
 
 def _load_otel() -> Optional[ModuleType]:
@@ -362,6 +362,23 @@ def span_ids() -> dict[str, str]:
     if not context.is_valid:
         return {}
     return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
+
+
+_tracing_seen = False  # an SDK's TracerProvider was found installed (the API accepts one once: it stays)
+
+
+def tracing() -> bool:
+    """Whether spans are recorded: OpenTelemetry is on and an SDK's TracerProvider is installed (the API's default,
+    its ProxyTracerProvider or a NoOpTracerProvider, records nothing, and opening a no-op span still costs
+    microseconds). Checked on every call until a real provider is seen, then known: the API sets a provider once."""
+    global _tracing_seen
+    if _tracing_seen:
+        return True
+    if _otel_module is None:
+        return False
+    trace = _otel_module.trace
+    _tracing_seen = not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+    return _tracing_seen
 
 
 @contextmanager
