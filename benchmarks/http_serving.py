@@ -5,6 +5,8 @@ Each server runs in a process of its own on a loopback port, one worker, and Deb
 (a replay store refuses a signature seen twice; a wrk Lua script walks through them). The servers:
 
 - ``bare``: an ASGI app on uvicorn with uvloop and httptools (``uvicorn[standard]``) answering 200 with the body;
+- ``bare+open``: the bare app calling ``Terminal.open`` on the request itself (answering the payload, or 401 AUTH-001),
+  no middleware, no replay store: what any verifying server must at least do, the bound of ``middleware / bare``;
 - ``middleware``: the same app behind ``pasarela.asgi.TerminalAuthMiddleware`` (an in-memory replay store);
 - ``redis``: the same behind the middleware with the Redis replay store on a real redis-server;
 - ``node``: a Node.js ``http`` server running benchmarks/node_verify.js's verify (benchmarks/node_verify_server.js);
@@ -52,14 +54,16 @@ from payloads import payload_of_size  # noqa: E402
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
 PAYLOAD_BYTES = 248
-SERVERS = ["bare", "middleware", "redis", "node"]
+SERVERS = ["bare", "bare+open", "middleware", "redis", "node"]
 BOUNDS = ["redis-set"]
 TITLES = {"bare": "bare ASGI app (uvicorn, uvloop, httptools)",
+          "bare+open": "bare ASGI app calling Terminal.open itself (no middleware, no store)",
           "middleware": "behind TerminalAuthMiddleware (in-memory replay store)",
           "redis": "behind TerminalAuthMiddleware (Redis replay store)",
           "node": "Node.js http server, node_verify.js's verify",
           "redis-set": "bare ASGI app + one Redis SET per request (redis-py asyncio)"}
-RATIOS = [("middleware", "bare", 0.9), ("redis", "bare", 0.8), ("middleware", "node", 1.5),
+RATIOS = [("middleware", "bare", 0.9), ("bare+open", "bare", None), ("middleware", "bare+open", None),
+          ("redis", "bare", 0.8), ("middleware", "node", 1.5),
           ("redis-set", "bare", None), ("redis", "redis-set", None)]
 WARM_UP_SECONDS = 1
 # the wrk side: requests from a file, one per line (timestamp, Authorization, body), sent in turn from FIRST to LAST;
@@ -106,6 +110,30 @@ async def echo_app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def opening_app(terminal: pasarela.Terminal) -> Any:
+    """The bare app that verifies the request itself: Terminal.open, then the payload as JSON (AUTH-001 if refused)."""
+    import orjson
+
+    from pasarela.errors import AUTH_001_BODY, AuthError
+
+    refusal = orjson.dumps(AUTH_001_BODY)
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        message = await receive()
+        headers = {bytes(name).decode("latin-1"): bytes(value).decode("latin-1") for name, value in scope["headers"]}
+        try:
+            status, body = 200, orjson.dumps(terminal.open("POST", headers, message.get("body", b"")))
+        except AuthError:
+            status, body = 401, refusal
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
 def served_app(kind: str, redis_url: str) -> Any:
     """The ASGI app of one kind of server (the Redis store declared complete at startup: a fresh prefix)."""
     from pasarela.asgi import TerminalAuthMiddleware
@@ -114,6 +142,8 @@ def served_app(kind: str, redis_url: str) -> Any:
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     if kind == "bare":
         return echo_app
+    if kind == "bare+open":
+        return opening_app(terminal)
     if kind == "middleware":
         return TerminalAuthMiddleware(echo_app, terminal, replay_store=InMemoryReplayStore(max_entries=1_000_000))
     import redis.asyncio
