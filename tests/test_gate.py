@@ -63,6 +63,15 @@ def test_open_bytes_is_held_to_at_most_0_8x_seals_time_at_1_and_16_kib_with_the_
     assert [(size, base, ok) for _, size, _, base, ok in checks] == [(1024, 1.5, False), (16384, 1.25, False)]
 
 
+def test_avx2_machines_are_held_to_seal_many_at_most_1_3x_the_floor_at_1_kib() -> None:
+    measured = {"seal_many vs the primitives' floor": {256: 0.1, 1024: 0.5}}
+    for machine in ("x86-64 AVX2 Intel", "x86-64 AVX2 AMD", "x86-64 AVX2"):
+        checks = gate.verdicts(measured, {}, margin=0.3, machine=machine)  # 1/1.3 x 0.7: at least 0.538
+        assert [(size, round(base, 4), ok) for _, size, _, base, ok in checks] == [(1024, 0.7692, False)]
+    for machine in ("x86-64 AVX-512 Intel", "aarch64", ""):
+        assert gate.verdicts(measured, {}, margin=0.3, machine=machine) == []
+
+
 def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_ones_every_ratio() -> None:
     import json
 
