@@ -12,6 +12,7 @@
 const crypto = require('crypto');
 const path = require('path');
 const { derive, signature } = require(path.join(__dirname, '..', 'tests', 'node_envelope.js'));
+const { timed, calibrated } = require(path.join(__dirname, 'node_seal.js'));
 
 const BASIC = 'Basic ';
 
@@ -45,18 +46,6 @@ function verdict(request, r) {
   } catch (e) {
     return { ok: false, reason: String(e && e.message) };
   }
-}
-
-function timed(once, number) {
-  const start = process.hrtime.bigint();
-  for (let i = 0; i < number; i++) once();
-  return Number(process.hrtime.bigint() - start);
-}
-
-function calibrated(once, seconds) { // calls per block, a block lasting about seconds (the JIT warms up here)
-  let number = 1;
-  while (timed(once, number) < seconds * 1e9 / 2 && number < 1 << 20) number *= 2;
-  return number;
 }
 
 function main() {
