@@ -59,8 +59,9 @@ AUTH_001_RESPONSE = json.dumps(AUTH_001_BODY, separators=(",", ":")).encode("asc
 STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 """The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
-_SINGLE_HEADERS = {b"authorization": "authorization", b"timestamp": "timestamp"}
-"""The headers open reads (names as ASGI servers give them, lower-cased): each may appear once."""
+_SINGLE_HEADERS = {b"authorization": "Authorization", b"timestamp": "timestamp"}
+"""The headers open reads (names as ASGI servers give them, lower-cased): each may appear once. The values are the
+names open looks up first (terminal.inbound.header), so the lookups of open and of the replay check hit at once."""
 _MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
@@ -174,7 +175,7 @@ def _credentials(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
         name = _SINGLE_HEADERS.get(bytes(raw_name).lower())
         if name is not None:
             if name in found:
-                raise AuthError(f"repeated {name} header")
+                raise AuthError(f"repeated {name.lower()} header")
             found[name] = bytes(raw_value).decode("latin-1")
     return found
 

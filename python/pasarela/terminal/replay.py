@@ -76,7 +76,8 @@ class InMemoryReplayStore:
     def first_use(self, signature: str, expires_at: float) -> bool:
         with self._lock:
             now = self._clock()
-            self._purge(now)
+            if self._heap and self._heap[0][0] < now:
+                self._purge(now)
             if signature in self._expiry:
                 return False
             if expires_at < now:
@@ -135,13 +136,15 @@ class Verifier:
     async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
                          *, now: Optional[float] = None) -> dict[str, Any]:
         payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
-        await self._first_use_async(headers)
+        if self._store is not None:
+            await self._first_use_async(headers)
         return payload
 
     async def open_bytes_async(self, method: str, headers: Mapping[str, str], body: Body = None,
                                params: Params = None, *, now: Optional[float] = None) -> bytes:
         text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
-        await self._first_use_async(headers)
+        if self._store is not None:
+            await self._first_use_async(headers)
         return text
 
     def _now(self, now: Optional[float]) -> float:
@@ -159,7 +162,9 @@ class Verifier:
     async def _first_use_async(self, headers: Mapping[str, str]) -> None:
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
-            _refuse_replay(await first if inspect.isawaitable(first) else first)
+            if type(first) is not bool and inspect.isawaitable(first):  # (a sync store's bool: no check needed)
+                first = await first
+            _refuse_replay(first)
 
     def _entry(self, headers: Mapping[str, str]) -> tuple[str, float]:
         """(signature, expires_at) of a request open() accepted: 'Basic ' + 128 hex digits, and 10 digits."""
