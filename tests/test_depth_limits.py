@@ -154,3 +154,15 @@ def test_the_sandbox_refuses_a_body_beyond_1000_levels_by_its_count(sandbox: Tes
                               headers={"Public-Merchant-Id": "pk-depth", "Content-Type": "application/json"})
     assert answer.status_code == 400
     assert answer.json()["message"] == "body: nests deeper than 1000 levels"
+
+
+@pytest.mark.parametrize("levels", [999, 1000])
+@pytest.mark.parametrize("frames", [0, 600])
+def test_an_audit_record_within_1000_levels_is_recorded_from_any_caller(levels: int, frames: int) -> None:
+    """What the sandbox's access log records of a body it accepted (recordable_body, the parse of pasarela's client
+    audit too): parsed and redacted from a shallow or a deep caller, never the placeholder."""
+    body = b'{"number":"4242424242424242","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+    recorded = _at_depth(frames, lambda: recordable_body(body))
+    assert recorded != TOO_DEEP
+    assert recorded["number"] == "424242******4242"
+    assert _innermost(recorded["x"]) == ([], levels - 2)

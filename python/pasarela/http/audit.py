@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, Union
 
+from . import json_tree
 from .json_depth import nesting_too_deep
 from .redaction import redact_form, redact_json
 
@@ -55,16 +56,13 @@ AuditHook = Callable[[AuditRecord], None]
 def recordable_body(content: Optional[bytes]) -> Any:
     """A body as it goes into a record: parsed JSON redacted, else text with the secret fields of a form
     redacted (cut at 64 KiB), ``None`` when empty; :data:`TOO_DEEP` for text nesting deeper than MAX_DEPTH
-    (1000 levels, counted first, on every interpreter), or JSON deeper than the caller's stack can parse or
-    redact."""
+    (1000 levels, counted first): the same on every interpreter and from any caller's stack."""
     if not content:
         return None
     if nesting_too_deep(content.decode("utf-8", "replace")) is not None:  # counted before json's recursive scanner
         return TOO_DEEP
-    try:
-        return redact_json(json.loads(content))
-    except RecursionError:  # within MAX_DEPTH, but deeper than this caller's stack can parse or redact
-        return TOO_DEEP
+    try:  # within MAX_DEPTH, parsed (json_tree.loads) and redacted (redact_json) without recursion
+        return redact_json(json_tree.loads(content))
     except ValueError:
         return redact_form(content[:_MAX_TEXT].decode("utf-8", errors="replace"))[:_MAX_TEXT]
 

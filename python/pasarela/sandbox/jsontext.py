@@ -7,7 +7,7 @@ import json
 from decimal import Decimal
 from typing import Any, Callable, Optional, Union
 
-from ..terminal import stringify
+from ..http import json_tree
 
 __all__ = ["dumps", "loads", "number", "plain"]
 
@@ -19,19 +19,12 @@ def number(value: Any) -> Union[int, float]:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def loads(text: Union[str, bytes], parse_float: Optional[Callable[[str], Any]] = None) -> Any:
-    """``json.loads(text, parse_float=parse_float)``, NaN and Infinity refused, the same at any caller depth: text
-    within MAX_DEPTH (the caller counts a body first: pasarela.http.json_depth) that json's recursive scanner cannot
-    finish from this stack is read by pasarela.terminal.stringify's non-recursive parser, which makes the same
-    values. ValueError (PayloadError for stringify's refusals) when it is not JSON."""
-    try:
-        return json.loads(text, parse_float=parse_float, parse_constant=_refuse_constant)
-    except RecursionError:
-        return stringify.loads(text, parse_float=parse_float)
+    """``json.loads(text, parse_float=parse_float)``, NaN and Infinity refused, the same at any caller depth
+    (pasarela.http.json_tree.loads: text nesting deeper than MAX_DEPTH refused by the count, text within it that
+    json's recursive scanner cannot finish from this stack read without recursion). ValueError (PayloadError for
+    json_tree's refusals) when it is not JSON."""
+    return json_tree.loads(text, parse_float=parse_float, parse_constant=json_tree.refuse_constant)
 
 
 def dumps(value: Any) -> str:

@@ -24,10 +24,19 @@ import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from json.encoder import encode_basestring
-from typing import Any, Optional, cast
+from typing import Any
 
 from pasarela.errors import PayloadError
 from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
+from pasarela.http.json_tree import (
+    SURROGATE,
+    JsonSyntaxError,
+    join_surrogate_pairs,
+    loads,
+    parse_tree,
+    refuse_constant,
+    syntax_error,
+)
 
 __all__ = ["MAX_DEPTH", "canonicalize_text", "format_number", "loads", "nesting_too_deep", "stringify"]
 
@@ -40,7 +49,6 @@ _NINF = -math.inf
 # (At most ten digits here; ten-digit candidates are compared with 2**32 - 1 separately.)
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]{0,9}").fullmatch
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*").fullmatch
-_SURROGATE = re.compile("[\ud800-\udfff]").search
 _LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 # encode_basestring (C-accelerated in CPython) quotes a str and escapes exactly what JSON.stringify
@@ -248,15 +256,10 @@ def _ordered_items(d: dict[Any, Any]) -> list[tuple[str, object]]:
     return first
 
 
-def _join_pairs(text: str) -> str:
-    """Join each surrogate pair into the code point it encodes (JavaScript cannot tell them apart)."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
 def _fix_surrogates(text: str) -> bytes:
     """Escape lone surrogates like JSON.stringify, join surrogate pairs, and encode as UTF-8."""
     text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return _join_pairs(text).encode("utf-8")
+    return join_surrogate_pairs(text).encode("utf-8")
 
 
 def _check_joined_keys(value: object) -> None:
@@ -271,7 +274,7 @@ def _check_joined_keys(value: object) -> None:
         if isinstance(v, dict):
             seen: dict[str, str] = {}
             for k, child in v.items():
-                js_key = _join_pairs(k) if _SURROGATE(k) else k
+                js_key = join_surrogate_pairs(k) if SURROGATE(k) else k
                 if js_key in seen:
                     raise PayloadError(
                         path,
@@ -382,211 +385,13 @@ def stringify(value: object) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------------
-# JSON.parse
-
-
-# Always matches (possibly empty), hence the cast.
-_WS = cast("Callable[[str, int], re.Match[str]]", re.compile(r"[ \t\n\r]*").match)
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
-_SIMPLE_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"').match
-# The longest valid string prefix (unrolled loop: linear time, no catastrophic backtracking).
-_STRING_PREFIX = re.compile(
-    r'"([^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*)'
-).match
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))")
-_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
-def _unescape(m: re.Match[str]) -> str:
-    hex_digits = m.group(1)
-    if hex_digits is not None:
-        return chr(int(hex_digits, 16))
-    return _SHORT_ESCAPES[m.group(2)]
-
-
-class _SyntaxError(Exception):
-    def __init__(self, message: str, index: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.index = index
-
-
-def _describe_char(s: str, i: int) -> str:
-    if i >= len(s):
-        return "unexpected end of JSON text"
-    c = s[i]
-    if " " < c < "\x7f":
-        return f"unexpected character {c!r}"
-    return f"unexpected character U+{ord(c):04X}"
-
-
-def _parse_string(s: str, i: int, raw_surrogates: bool) -> tuple[str, int]:
-    """Parse the JSON string starting at s[i] == '"'; return (value, index after the closing quote).
-
-    Surrogate pairs in the value (escaped, raw in a str input, or one of each) are joined into one code
-    point, so that strings JavaScript sees as equal (keys in particular) are equal here too.
-    """
-    m = _SIMPLE_STRING(s, i)
-    if m is not None:
-        if raw_surrogates:
-            return _join_pairs(m.group(1)), m.end()
-        return m.group(1), m.end()
-    m = _STRING_PREFIX(s, i)
-    assert m is not None  # s[i] == '"'
-    end = m.end()
-    if end >= len(s):
-        raise _SyntaxError("unterminated string", i)
-    c = s[end]
-    if c == '"':
-        value = _ESCAPE.sub(_unescape, m.group(1))
-        if _SURROGATE(value):
-            value = _join_pairs(value)
-        return value, end + 1
-    if c == "\\":
-        raise _SyntaxError("invalid escape sequence in string", end)
-    raise _SyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
-
-
-def _parse(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any]] = None,
-           parse_float: Optional[Callable[[str], Any]] = None) -> object:
-    """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
-
-    Numbers that overflow to ±Infinity become None, since that is what JSON.stringify writes for them.
-    parse_int: what an integer literal becomes (as json.loads takes it); by default an int up to 15 digits, else
-    the double. parse_float: what a number with a fraction or exponent becomes (as json.loads takes it); by default
-    the double.
-    """
-    n = len(s)
-    i = _WS(s, 0).end()
-    stack: list[Any] = []  # open containers (list or dict)
-    keys: list[Any] = []  # for each open dict, the key whose value is being parsed
-    val: object
-    while True:
-        # ---- parse one value starting at s[i] ----
-        c = s[i] if i < n else ""
-        if c == '"':
-            val, i = _parse_string(s, i, raw_surrogates)
-        elif c == "{" or c == "[":
-            if len(stack) >= MAX_DEPTH:
-                raise _SyntaxError(f"nesting deeper than {MAX_DEPTH} arrays/objects", i)
-            i = _WS(s, i + 1).end()
-            if c == "[":
-                if s.startswith("]", i):
-                    val = []
-                    i += 1
-                else:
-                    stack.append([])
-                    keys.append(None)
-                    continue
-            elif s.startswith("}", i):
-                val = {}
-                i += 1
-            else:
-                if not s.startswith('"', i):
-                    raise _SyntaxError(_describe_char(s, i) + " (expected a string key or '}')", i)
-                key, i = _parse_string(s, i, raw_surrogates)
-                i = _WS(s, i).end()
-                if not s.startswith(":", i):
-                    raise _SyntaxError(_describe_char(s, i) + " (expected ':')", i)
-                i = _WS(s, i + 1).end()
-                stack.append({})
-                keys.append(key)
-                continue
-        elif c == "-" or "0" <= c <= "9":
-            m = _NUMBER(s, i)
-            if m is None:
-                raise _SyntaxError("invalid number", i)
-            text = m.group()
-            i = m.end()
-            if m.lastindex is None and parse_int is not None:
-                val = parse_int(text)
-            elif m.lastindex is not None and parse_float is not None:
-                val = parse_float(text)
-            elif m.lastindex is None and len(text) <= 15:
-                val = int(text)
-            else:
-                f = float(text)
-                val = None if f in (_INF, _NINF) else f
-        elif c == "t" and s.startswith("true", i):
-            val = True
-            i += 4
-        elif c == "f" and s.startswith("false", i):
-            val = False
-            i += 5
-        elif c == "n" and s.startswith("null", i):
-            val = None
-            i += 4
-        else:
-            raise _SyntaxError(_describe_char(s, i) + " (expected a JSON value)", i)
-
-        # ---- store the value in its container; close finished containers ----
-        while True:
-            i = _WS(s, i).end()
-            if not stack:
-                if i != n:
-                    raise _SyntaxError(_describe_char(s, i) + " after the JSON value", i)
-                return val
-            top = stack[-1]
-            c = s[i] if i < n else ""
-            if keys[-1] is None:  # array
-                top.append(val)
-                if c == ",":
-                    i = _WS(s, i + 1).end()
-                    break
-                if c == "]":
-                    i += 1
-                    val = stack.pop()
-                    keys.pop()
-                    continue
-                raise _SyntaxError(_describe_char(s, i) + " (expected ',' or ']')", i)
-            # object: a repeated key keeps its first position and takes the last value, as in JavaScript
-            top[keys[-1]] = val
-            if c == ",":
-                i = _WS(s, i + 1).end()
-                if not s.startswith('"', i):
-                    raise _SyntaxError(_describe_char(s, i) + " (expected a string key)", i)
-                key, i = _parse_string(s, i, raw_surrogates)
-                i = _WS(s, i).end()
-                if not s.startswith(":", i):
-                    raise _SyntaxError(_describe_char(s, i) + " (expected ':')", i)
-                i = _WS(s, i + 1).end()
-                keys[-1] = key
-                break
-            if c == "}":
-                i += 1
-                val = stack.pop()
-                keys.pop()
-                continue
-            raise _SyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
-
-
-def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,
-          parse_float: Optional[Callable[[str], Any]] = None) -> Any:
-    """``json.loads(text, parse_int=parse_int, parse_float=parse_float)`` of JSON text whatever the caller's stack:
-    nesting deeper than MAX_DEPTH is refused (PayloadError, path ``$``) before json's recursive scanner sees it, and
-    a text within the limit that the scanner cannot finish from this stack (RecursionError) is read by this module's
-    own non-recursive parser, which makes the same values."""
-    s = text.decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
-    if nesting_too_deep(s) is None:
-        try:
-            return json.loads(s, parse_int=parse_int, parse_float=parse_float)
-        except RecursionError:
-            pass
-    try:  # (beyond MAX_DEPTH, refused by _parse's own count, with the offset of the first level too deep)
-        return _parse(s, _SURROGATE(s) is not None, int if parse_int is None else parse_int, parse_float)
-    except _SyntaxError as exc:
-        offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
-        raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
+# JSON.parse: pasarela.http.json_tree (parse_tree, loads), below both this module and pasarela.http.audit
 
 
 # CPython's C scanner (json.scanner.c_make_scanner) reads exactly the JSON.parse grammar, save for the
-# NaN/Infinity/-Infinity literals, which _refuse_constant refuses. The pure-Python scanner is laxer
+# NaN/Infinity/-Infinity literals, which refuse_constant refuses. The pure-Python scanner is laxer
 # (its \d matches non-ASCII digits), so without the C scanner every text takes the exact parser.
-_FAST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_FAST_DECODER = json.JSONDecoder(parse_constant=refuse_constant)
 _HAVE_C_SCANNER = getattr(json.scanner, "c_make_scanner", None) is not None
 
 
@@ -599,17 +404,16 @@ def _decode_text(text: bytes | str) -> tuple[str, bool]:
             raise PayloadError("$", f"invalid UTF-8 at byte offset {exc.start}") from None
     if isinstance(text, str):
         s = str.__str__(text)
-        return s, _SURROGATE(s) is not None
+        return s, SURROGATE(s) is not None
     raise TypeError(f"canonicalize_text needs bytes or str, not {type(text).__qualname__}")
 
 
 def _canonicalize_exact(s: str, raw_surrogates: bool) -> bytes:
     """JSON.stringify(JSON.parse(s)) on this module's own parser (exact for every input)."""
     try:
-        value = _parse(s, raw_surrogates)
-    except _SyntaxError as exc:
-        offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
-        raise PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}") from None
+        value = parse_tree(s, raw_surrogates)
+    except JsonSyntaxError as exc:
+        raise syntax_error(s, exc) from None
     return stringify(value)
 
 

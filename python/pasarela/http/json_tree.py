@@ -1,0 +1,235 @@
+"""JSON.parse without recursion, below every module that parses JSON: :func:`loads` is ``json.loads`` at any
+caller depth (json's recursive scanner first; where it cannot finish from the caller's stack, :func:`parse_tree`),
+used by the payloads' and webhooks' parser (:mod:`pasarela.terminal.stringify`), the sandbox's stored rows and
+request bodies (:mod:`pasarela.sandbox.jsontext`) and audit records (:mod:`pasarela.http.audit`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Optional, cast
+
+from pasarela.errors import PayloadError
+from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
+
+__all__ = [
+    "SURROGATE", "JsonSyntaxError", "join_surrogate_pairs", "loads", "parse_tree", "refuse_constant", "syntax_error",
+]
+
+_INF = math.inf
+_NINF = -math.inf
+SURROGATE = re.compile("[\ud800-\udfff]").search
+"""Whether a str holds a surrogate code point (a match) or not (None)."""
+
+
+def join_surrogate_pairs(text: str) -> str:
+    """Join each surrogate pair into the code point it encodes (JavaScript cannot tell them apart)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+# Always matches (possibly empty), hence the cast.
+_WS = cast("Callable[[str, int], re.Match[str]]", re.compile(r"[ \t\n\r]*").match)
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
+_SIMPLE_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"').match
+# The longest valid string prefix (unrolled loop: linear time, no catastrophic backtracking).
+_STRING_PREFIX = re.compile(
+    r'"([^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*)'
+).match
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))")
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    hex_digits = m.group(1)
+    if hex_digits is not None:
+        return chr(int(hex_digits, 16))
+    return _SHORT_ESCAPES[m.group(2)]
+
+
+class JsonSyntaxError(Exception):
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.index = index
+
+
+def _describe_char(s: str, i: int) -> str:
+    if i >= len(s):
+        return "unexpected end of JSON text"
+    c = s[i]
+    if " " < c < "\x7f":
+        return f"unexpected character {c!r}"
+    return f"unexpected character U+{ord(c):04X}"
+
+
+def _parse_string(s: str, i: int, raw_surrogates: bool) -> tuple[str, int]:
+    """Parse the JSON string starting at s[i] == '"'; return (value, index after the closing quote).
+
+    Surrogate pairs in the value (escaped, raw in a str input, or one of each) are joined into one code
+    point, so that strings JavaScript sees as equal (keys in particular) are equal here too.
+    """
+    m = _SIMPLE_STRING(s, i)
+    if m is not None:
+        if raw_surrogates:
+            return join_surrogate_pairs(m.group(1)), m.end()
+        return m.group(1), m.end()
+    m = _STRING_PREFIX(s, i)
+    assert m is not None  # s[i] == '"'
+    end = m.end()
+    if end >= len(s):
+        raise JsonSyntaxError("unterminated string", i)
+    c = s[end]
+    if c == '"':
+        value = _ESCAPE.sub(_unescape, m.group(1))
+        if SURROGATE(value):
+            value = join_surrogate_pairs(value)
+        return value, end + 1
+    if c == "\\":
+        raise JsonSyntaxError("invalid escape sequence in string", end)
+    raise JsonSyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
+
+
+def parse_tree(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any]] = None,
+           parse_float: Optional[Callable[[str], Any]] = None) -> object:
+    """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
+
+    Numbers that overflow to ±Infinity become None, since that is what JSON.stringify writes for them.
+    parse_int: what an integer literal becomes (as json.loads takes it); by default an int up to 15 digits, else
+    the double. parse_float: what a number with a fraction or exponent becomes (as json.loads takes it); by default
+    the double.
+    """
+    n = len(s)
+    i = _WS(s, 0).end()
+    stack: list[Any] = []  # open containers (list or dict)
+    keys: list[Any] = []  # for each open dict, the key whose value is being parsed
+    val: object
+    while True:
+        # ---- parse one value starting at s[i] ----
+        c = s[i] if i < n else ""
+        if c == '"':
+            val, i = _parse_string(s, i, raw_surrogates)
+        elif c == "{" or c == "[":
+            if len(stack) >= MAX_DEPTH:
+                raise JsonSyntaxError(f"nesting deeper than {MAX_DEPTH} arrays/objects", i)
+            i = _WS(s, i + 1).end()
+            if c == "[":
+                if s.startswith("]", i):
+                    val = []
+                    i += 1
+                else:
+                    stack.append([])
+                    keys.append(None)
+                    continue
+            elif s.startswith("}", i):
+                val = {}
+                i += 1
+            else:
+                if not s.startswith('"', i):
+                    raise JsonSyntaxError(_describe_char(s, i) + " (expected a string key or '}')", i)
+                key, i = _parse_string(s, i, raw_surrogates)
+                i = _WS(s, i).end()
+                if not s.startswith(":", i):
+                    raise JsonSyntaxError(_describe_char(s, i) + " (expected ':')", i)
+                i = _WS(s, i + 1).end()
+                stack.append({})
+                keys.append(key)
+                continue
+        elif c == "-" or "0" <= c <= "9":
+            m = _NUMBER(s, i)
+            if m is None:
+                raise JsonSyntaxError("invalid number", i)
+            text = m.group()
+            i = m.end()
+            if m.lastindex is None and parse_int is not None:
+                val = parse_int(text)
+            elif m.lastindex is not None and parse_float is not None:
+                val = parse_float(text)
+            elif m.lastindex is None and len(text) <= 15:
+                val = int(text)
+            else:
+                f = float(text)
+                val = None if f in (_INF, _NINF) else f
+        elif c == "t" and s.startswith("true", i):
+            val = True
+            i += 4
+        elif c == "f" and s.startswith("false", i):
+            val = False
+            i += 5
+        elif c == "n" and s.startswith("null", i):
+            val = None
+            i += 4
+        else:
+            raise JsonSyntaxError(_describe_char(s, i) + " (expected a JSON value)", i)
+
+        # ---- store the value in its container; close finished containers ----
+        while True:
+            i = _WS(s, i).end()
+            if not stack:
+                if i != n:
+                    raise JsonSyntaxError(_describe_char(s, i) + " after the JSON value", i)
+                return val
+            top = stack[-1]
+            c = s[i] if i < n else ""
+            if keys[-1] is None:  # array
+                top.append(val)
+                if c == ",":
+                    i = _WS(s, i + 1).end()
+                    break
+                if c == "]":
+                    i += 1
+                    val = stack.pop()
+                    keys.pop()
+                    continue
+                raise JsonSyntaxError(_describe_char(s, i) + " (expected ',' or ']')", i)
+            # object: a repeated key keeps its first position and takes the last value, as in JavaScript
+            top[keys[-1]] = val
+            if c == ",":
+                i = _WS(s, i + 1).end()
+                if not s.startswith('"', i):
+                    raise JsonSyntaxError(_describe_char(s, i) + " (expected a string key)", i)
+                key, i = _parse_string(s, i, raw_surrogates)
+                i = _WS(s, i).end()
+                if not s.startswith(":", i):
+                    raise JsonSyntaxError(_describe_char(s, i) + " (expected ':')", i)
+                i = _WS(s, i + 1).end()
+                keys[-1] = key
+                break
+            if c == "}":
+                i += 1
+                val = stack.pop()
+                keys.pop()
+                continue
+            raise JsonSyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
+
+
+def refuse_constant(name: str) -> object:
+    """json's parse_constant refusing NaN, Infinity and -Infinity (not JSON, as JSON.parse says)."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def syntax_error(s: str, exc: JsonSyntaxError) -> PayloadError:
+    """The PayloadError (path ``$``) for a syntax error parse_tree found in *s*, with its byte offset."""
+    offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
+    return PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}")
+
+
+def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,
+          parse_float: Optional[Callable[[str], Any]] = None,
+          parse_constant: Optional[Callable[[str], Any]] = None) -> Any:
+    """``json.loads(text, parse_int=..., parse_float=..., parse_constant=...)`` of JSON text whatever the caller's
+    stack: nesting deeper than MAX_DEPTH is refused (PayloadError, path ``$``) before json's recursive scanner sees
+    it, and a text within the limit that the scanner cannot finish from this stack (RecursionError) is read by
+    parse_tree, which makes the same values (and, having no NaN/Infinity literals, refuses them as syntax).
+    Bytes are UTF-8. Not JSON: json's ValueError, or PayloadError from parse_tree."""
+    s = text.decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
+    if nesting_too_deep(s) is None:
+        try:
+            return json.loads(s, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+        except RecursionError:
+            pass
+    try:  # (beyond MAX_DEPTH, refused by parse_tree's own count, with the offset of the first level too deep)
+        return parse_tree(s, SURROGATE(s) is not None, int if parse_int is None else parse_int, parse_float)
+    except JsonSyntaxError as exc:
+        raise syntax_error(s, exc) from None
