@@ -19,7 +19,7 @@ from pasarela.http.redaction import REDACTED, redact_json
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.sandbox.endpoint import parse_json
 from pasarela.sandbox.errors import SandboxError
-from pasarela.sandbox.jsontext import loads
+from pasarela.sandbox.jsontext import dumps, loads
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import body_signature
 from recursion_limit import recursion_limit
@@ -166,3 +166,15 @@ def test_an_audit_record_within_1000_levels_is_recorded_from_any_caller(levels: 
     assert recorded != TOO_DEEP
     assert recorded["number"] == "424242******4242"
     assert _innermost(recorded["x"]) == ([], levels - 2)
+
+
+@pytest.mark.parametrize("levels", [999, 1000])
+@pytest.mark.parametrize("frames", [0, 600])
+def test_a_row_is_written_to_the_store_from_any_caller(levels: int, frames: int) -> None:
+    """What the sandbox stores (jsontext.dumps: a body it accepted, within MAX_DEPTH, amounts as Decimal) is written
+    whole, as json.dumps writes it, from a shallow or a deep caller."""
+    value: Any = [Decimal("1.10")]
+    for _ in range(levels - 1):
+        value = {"a": value}
+    expected = '{"a":' * (levels - 1) + "[1.1]" + "}" * (levels - 1)
+    assert _at_depth(frames, lambda: dumps(value)) == expected

@@ -1,21 +1,24 @@
-"""JSON.parse without recursion, below every module that parses JSON: :func:`loads` is ``json.loads`` at any
-caller depth (json's recursive scanner first; where it cannot finish from the caller's stack, :func:`parse_tree`),
-used by the payloads' and webhooks' parser (:mod:`pasarela.terminal.stringify`), the sandbox's stored rows and
-request bodies (:mod:`pasarela.sandbox.jsontext`) and audit records (:mod:`pasarela.http.audit`)."""
+"""JSON.parse (and compact json.dumps) without recursion, below every module that reads or writes JSON:
+:func:`loads` is ``json.loads`` at any caller depth (json's recursive scanner first; where it cannot finish from the
+caller's stack, :func:`parse_tree`), used by the payloads' and webhooks' parser (:mod:`pasarela.terminal.stringify`),
+the sandbox's stored rows and request bodies (:mod:`pasarela.sandbox.jsontext`) and audit records
+(:mod:`pasarela.http.audit`); :func:`dumps` is the sandbox's compact ``json.dumps`` at any caller depth."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from json.encoder import encode_basestring_ascii
 from typing import Any, Optional, cast
 
 from pasarela.errors import PayloadError
 from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
 
 __all__ = [
-    "SURROGATE", "JsonSyntaxError", "join_surrogate_pairs", "loads", "parse_tree", "refuse_constant", "syntax_error",
+    "SURROGATE", "JsonSyntaxError", "dumps", "join_surrogate_pairs", "loads", "parse_tree", "refuse_constant",
+    "syntax_error", "write_compact",
 ]
 
 _INF = math.inf
@@ -233,3 +236,108 @@ def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,
         return parse_tree(s, SURROGATE(s) is not None, int if parse_int is None else parse_int, parse_float)
     except JsonSyntaxError as exc:
         raise syntax_error(s, exc) from None
+
+
+# --------------------------------------------------------------------------------------------------
+# json.dumps(value, separators=(",", ":"), allow_nan=False, default=default), without recursion
+
+
+def dumps(value: Any, default: Callable[[Any], Any]) -> str:
+    """``json.dumps(value, separators=(",", ":"), allow_nan=False, default=default)`` at any caller depth: json's
+    recursive encoder first, and where it cannot finish from this stack (RecursionError), :func:`write_compact`."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=default)
+    except RecursionError:
+        return write_compact(value, default)
+
+
+_END: Any = object()  # what next() gives past a container's last item
+
+
+def _float_text(x: float) -> str:
+    if x != x or x in (_INF, _NINF):
+        raise ValueError(f"Out of range float values are not JSON compliant: {x!r}")
+    return float.__repr__(x)
+
+
+def _key_text(key: Any) -> str:
+    """A member name as json writes it: str as is, float, bool, None and int as their JSON text, quoted."""
+    if isinstance(key, str):
+        text: str = key
+    elif isinstance(key, float):
+        text = _float_text(key)
+    elif key is True or key is False or key is None:
+        text = {True: "true", False: "false", None: "null"}[key]
+    elif isinstance(key, int):
+        text = int.__repr__(key)
+    else:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+    return encode_basestring_ascii(text)
+
+
+def write_compact(value: Any, default: Callable[[Any], Any]) -> str:
+    """The text ``json.dumps(value, separators=(",", ":"), allow_nan=False, default=default)`` gives, written with
+    a stack of its own instead of recursion (ValueError for NaN, Infinity and a container holding itself,
+    TypeError for a member name json refuses, what ``default`` raises for what it refuses)."""
+    parts: list[str] = []
+    write = parts.append
+    open_containers: list[tuple[Iterator[Any], bool, int]] = []  # (its items, whether a dict, its id)
+    written_first: list[bool] = []
+    open_ids: set[int] = set()
+    v = value
+    while True:
+        defaulted: set[int] = set()  # the objects default was given for this value (a cycle through default)
+        while True:  # write v, or open it
+            if v is None:
+                write("null")
+            elif v is True:
+                write("true")
+            elif v is False:
+                write("false")
+            elif isinstance(v, str):
+                write(encode_basestring_ascii(v))
+            elif isinstance(v, int):
+                write(int.__repr__(v))
+            elif isinstance(v, float):
+                write(_float_text(v))
+            elif isinstance(v, (list, tuple, dict)):
+                if id(v) in open_ids:
+                    raise ValueError("Circular reference detected")
+                is_dict = isinstance(v, dict)
+                if not v:
+                    write("{}" if is_dict else "[]")
+                else:
+                    write("{" if is_dict else "[")
+                    items: Iterator[Any] = iter(v.items()) if isinstance(v, dict) else iter(v)
+                    open_containers.append((items, is_dict, id(v)))
+                    written_first.append(False)
+                    open_ids.add(id(v))
+            else:
+                if id(v) in defaulted or id(v) in open_ids:
+                    raise ValueError("Circular reference detected")
+                defaulted.add(id(v))
+                v = default(v)
+                continue
+            break
+        while open_containers:  # move on to the next value, closing finished containers
+            remaining, is_dict, container_id = open_containers[-1]
+            item = next(remaining, _END)
+            if item is _END:
+                open_containers.pop()
+                written_first.pop()
+                open_ids.discard(container_id)
+                write("}" if is_dict else "]")
+                continue
+            if written_first[-1]:
+                write(",")
+            written_first[-1] = True
+            if is_dict:
+                key, v = item
+                write(_key_text(key))
+                write(":")
+            else:
+                v = item
+            break
+        else:
+            return "".join(parts)
+

@@ -28,7 +28,9 @@ def loads(text: Union[str, bytes], parse_float: Optional[Callable[[str], Any]] =
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False, default=number)
+    """Compact ASCII JSON, Decimals as numbers, NaN and Infinity refused: the same text from any caller depth
+    (pasarela.http.json_tree.dumps: json.dumps, else its non-recursive writer)."""
+    return json_tree.dumps(value, default=number)
 
 
 def plain(value: Any) -> Any:
