@@ -6,14 +6,16 @@ recursion limit inside its tests, which would hide what these check."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from pasarela.http.audit import TOO_DEEP, recordable_body
+from pasarela.http.audit import TOO_DEEP, AuditRecord, JsonlAuditLog, recordable_body
 from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
 from pasarela.http.redaction import REDACTED, redact_json
 from pasarela.sandbox import Sandbox, SandboxConfig
@@ -178,3 +180,22 @@ def test_a_row_is_written_to_the_store_from_any_caller(levels: int, frames: int)
         value = {"a": value}
     expected = '{"a":' * (levels - 1) + "[1.1]" + "}" * (levels - 1)
     assert _at_depth(frames, lambda: dumps(value)) == expected
+
+
+@pytest.mark.parametrize("levels", [999, 1000])
+@pytest.mark.parametrize("frames", [0, 600])
+def test_a_jsonl_audit_log_writes_a_record_within_1000_levels_from_any_caller(tmp_path: Path, levels: int,
+                                                                            frames: int) -> None:
+    """The ready audit hook writes the whole record of a body within MAX_DEPTH, from a shallow or a deep caller (it
+    raised RecursionError, logged and ignored by notify: the record was lost)."""
+    body = b'{"cvv":"123","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+    record = AuditRecord(at=NOW, attempt=1, method="POST", url="https://api.example/charges",
+                         request_headers={"Content-Type": "application/json"}, request_body=recordable_body(body),
+                         idempotency_key=None, status=201, response_body=None, error=None)
+    log = JsonlAuditLog(tmp_path / "audit.jsonl")
+    _at_depth(frames, lambda: log(record))
+    with recursion_limit(5000):  # the record is one level deeper than its body: read back by json, given the room
+        written = json.loads((tmp_path / "audit.jsonl").read_text())
+    assert written["request_body"]["cvv"] == REDACTED
+    assert _innermost(written["request_body"]["x"]) == ([], levels - 2)
+    assert written["request_headers"] == {"Content-Type": "application/json"} and written["status"] == 201

@@ -17,6 +17,7 @@ from pasarela.cli import main
 from pasarela.errors import AuthError, PayloadError, ResponseShapeError
 from pasarela.http import RetryPolicy, ServiceConfig
 from pasarela.http.audit import TOO_DEEP, AuditRecord, recordable_body
+from pasarela.http.json_tree import write_compact
 from pasarela.terminal import reference
 from pasarela.terminal.calls import read_answer
 from pasarela.terminal.diagnose import diagnose
@@ -92,7 +93,7 @@ def test_audit_records_a_placeholder_for_json_too_deep_to_redact(depth: int) -> 
     deep = b'{"number":"4242424242424242","x":' + b"[" * depth + b"]" * depth + b"}"
     recorded = recordable_body(deep)
     assert recorded == TOO_DEEP or recorded["number"] == "424242******4242"
-    assert "4242424242424242" not in str(recorded)
+    assert "4242424242424242" not in write_compact(recorded, str)  # (str() of 990 levels would recurse)
     if depth == DEEP:
         assert recorded == TOO_DEEP
 

@@ -30,10 +30,12 @@ def _outcome(write: Any, value: Any) -> tuple[str, str]:
         return "refused", type(exc).__name__
 
 
-@given(_VALUES)
-def test_the_writer_gives_json_dumps_text(value: Any) -> None:
-    expected = _outcome(lambda v: json.dumps(v, separators=(",", ":"), allow_nan=False, default=number), value)
-    assert _outcome(lambda v: write_compact(v, number), value) == expected
+@given(_VALUES, st.booleans(), st.booleans())
+def test_the_writer_gives_json_dumps_text(value: Any, ensure_ascii: bool, allow_nan: bool) -> None:
+    expected = _outcome(lambda v: json.dumps(v, separators=(",", ":"), default=number, ensure_ascii=ensure_ascii,
+                                             allow_nan=allow_nan), value)
+    written = _outcome(lambda v: write_compact(v, number, ensure_ascii=ensure_ascii, allow_nan=allow_nan), value)
+    assert written == expected
 
 
 def test_the_writer_refuses_what_json_dumps_refuses() -> None:

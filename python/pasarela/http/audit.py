@@ -8,12 +8,11 @@ failing a charge that went through because a log write failed would invite a dou
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Optional, Union
 
 from . import json_tree
@@ -47,7 +46,11 @@ class AuditRecord:
     """The transport failure, when there was one."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as a dict of its fields (headers copied into a dict; the bodies, already copies made by the
+        redaction, as they are: not copied again by a recursive walk, which a body MAX_DEPTH deep would overflow)."""
+        as_dict = {field.name: getattr(self, field.name) for field in fields(self)}
+        as_dict["request_headers"] = dict(self.request_headers)
+        return as_dict
 
 
 AuditHook = Callable[[AuditRecord], None]
@@ -90,7 +93,8 @@ class JsonlAuditLog:
         self._lock = threading.Lock()
 
     def __call__(self, record: AuditRecord) -> None:
-        line = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        # (json_tree.dumps: written whole from any caller's stack, as json.dumps writes it)
+        line = json_tree.dumps(record.to_json(), default=str, ensure_ascii=False, allow_nan=True) + "\n"
         with self._lock:
             descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

@@ -10,7 +10,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator
-from json.encoder import encode_basestring_ascii
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Optional, cast
 
 from pasarela.errors import PayloadError
@@ -239,46 +239,52 @@ def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,
 
 
 # --------------------------------------------------------------------------------------------------
-# json.dumps(value, separators=(",", ":"), allow_nan=False, default=default), without recursion
+# json.dumps(value, separators=(",", ":"), default=default, ...), without recursion
 
 
-def dumps(value: Any, default: Callable[[Any], Any]) -> str:
-    """``json.dumps(value, separators=(",", ":"), allow_nan=False, default=default)`` at any caller depth: json's
-    recursive encoder first, and where it cannot finish from this stack (RecursionError), :func:`write_compact`."""
+def dumps(value: Any, default: Callable[[Any], Any], *, ensure_ascii: bool = True, allow_nan: bool = False) -> str:
+    """``json.dumps(value, separators=(",", ":"), default=default, ensure_ascii=..., allow_nan=...)`` at any caller
+    depth: json's recursive encoder first, and where it cannot finish from this stack (RecursionError),
+    :func:`write_compact`."""
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=default)
+        return json.dumps(value, separators=(",", ":"), default=default, ensure_ascii=ensure_ascii, allow_nan=allow_nan)
     except RecursionError:
-        return write_compact(value, default)
+        return write_compact(value, default, ensure_ascii=ensure_ascii, allow_nan=allow_nan)
 
 
 _END: Any = object()  # what next() gives past a container's last item
 
 
-def _float_text(x: float) -> str:
+def _float_text(x: float, allow_nan: bool) -> str:
     if x != x or x in (_INF, _NINF):
-        raise ValueError(f"Out of range float values are not JSON compliant: {x!r}")
+        if not allow_nan:
+            raise ValueError(f"Out of range float values are not JSON compliant: {x!r}")
+        return "NaN" if x != x else "Infinity" if x > 0 else "-Infinity"
     return float.__repr__(x)
 
 
-def _key_text(key: Any) -> str:
+def _key_text(key: Any, quote: Callable[[str], str], allow_nan: bool) -> str:
     """A member name as json writes it: str as is, float, bool, None and int as their JSON text, quoted."""
     if isinstance(key, str):
         text: str = key
     elif isinstance(key, float):
-        text = _float_text(key)
+        text = _float_text(key, allow_nan)
     elif key is True or key is False or key is None:
         text = {True: "true", False: "false", None: "null"}[key]
     elif isinstance(key, int):
         text = int.__repr__(key)
     else:
         raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
-    return encode_basestring_ascii(text)
+    return quote(text)
 
 
-def write_compact(value: Any, default: Callable[[Any], Any]) -> str:
-    """The text ``json.dumps(value, separators=(",", ":"), allow_nan=False, default=default)`` gives, written with
-    a stack of its own instead of recursion (ValueError for NaN, Infinity and a container holding itself,
-    TypeError for a member name json refuses, what ``default`` raises for what it refuses)."""
+def write_compact(value: Any, default: Callable[[Any], Any], *, ensure_ascii: bool = True,
+                  allow_nan: bool = False) -> str:
+    """The text ``json.dumps(value, separators=(",", ":"), default=default, ensure_ascii=..., allow_nan=...)``
+    gives, written with a stack of its own instead of recursion (ValueError for a container holding itself and,
+    unless allow_nan, for NaN and Infinity; TypeError for a member name json refuses; what ``default`` raises for
+    what it refuses)."""
+    quote = encode_basestring_ascii if ensure_ascii else encode_basestring
     parts: list[str] = []
     write = parts.append
     open_containers: list[tuple[Iterator[Any], bool, int]] = []  # (its items, whether a dict, its id)
@@ -295,11 +301,11 @@ def write_compact(value: Any, default: Callable[[Any], Any]) -> str:
             elif v is False:
                 write("false")
             elif isinstance(v, str):
-                write(encode_basestring_ascii(v))
+                write(quote(v))
             elif isinstance(v, int):
                 write(int.__repr__(v))
             elif isinstance(v, float):
-                write(_float_text(v))
+                write(_float_text(v, allow_nan))
             elif isinstance(v, (list, tuple, dict)):
                 if id(v) in open_ids:
                     raise ValueError("Circular reference detected")
@@ -333,7 +339,7 @@ def write_compact(value: Any, default: Callable[[Any], Any]) -> str:
             written_first[-1] = True
             if is_dict:
                 key, v = item
-                write(_key_text(key))
+                write(_key_text(key, quote, allow_nan))
                 write(":")
             else:
                 v = item
