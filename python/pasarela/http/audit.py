@@ -24,7 +24,8 @@ __all__ = ["TOO_DEEP", "AuditHook", "AuditRecord", "JsonlAuditLog", "notify", "r
 _log = logging.getLogger("pasarela.audit")
 _MAX_TEXT = 65536
 TOO_DEEP = "[not recorded: JSON nested too deep to redact]"
-"""What a record holds for a JSON body too deep to parse and redact: its raw text could hold secrets."""
+"""What a record holds for a JSON body nesting deeper than MAX_DEPTH (1000 levels): not parsed, hence not
+redacted, and its raw text could hold secrets."""
 
 
 @dataclass(frozen=True)
