@@ -2,7 +2,8 @@
 :func:`loads` is ``json.loads`` at any caller depth (json's recursive scanner first; where it cannot finish from the
 caller's stack, :func:`parse_tree`), used by the payloads' and webhooks' parser (:mod:`pasarela.terminal.stringify`),
 the sandbox's stored rows and request bodies (:mod:`pasarela.sandbox.jsontext`) and audit records
-(:mod:`pasarela.http.audit`); :func:`dumps` is the sandbox's compact ``json.dumps`` at any caller depth."""
+(:mod:`pasarela.http.audit`); :func:`dumps` is compact ``json.dumps`` at any caller depth (the sandbox's stored rows
+and answers, :class:`~pasarela.http.audit.JsonlAuditLog`'s lines)."""
 
 from __future__ import annotations
 
