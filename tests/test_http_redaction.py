@@ -78,6 +78,15 @@ def test_recordable_body_handles_json_text_and_empty() -> None:
     assert len(recordable_body(b"x" * 100_000)) == 65536
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le"])
+def test_recordable_body_reads_json_in_every_encoding_json_loads_reads(encoding: str) -> None:
+    # (the body a server's json.loads accepts is parsed and redacted, never recorded as text with its secrets)
+    text = json.dumps({"card": {"cvv": "123", "number": VISA}, "amount": 5})
+    recorded = recordable_body(text.encode(encoding))
+    expected = {"card": {"cvv": REDACTED, "number": mask_card_number(VISA)}, "amount": 5}
+    assert recorded == recordable_body(text.encode("utf-8")) == expected
+
+
 def token_request() -> CardTokenRequest:
     card = Card(name="Ana", number=VISA, expiry_month="12", expiry_year="29", cvv="321", cryptogram=CRYPTOGRAM)
     return CardTokenRequest(card=card, total_amount=Decimal(100), currency="COP", is_network_token=True)

@@ -226,8 +226,9 @@ def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,
     stack: nesting deeper than MAX_DEPTH is refused (PayloadError, path ``$``) before json's recursive scanner sees
     it, and a text within the limit that the scanner cannot finish from this stack (RecursionError) is read by
     parse_tree, which makes the same values (and, having no NaN/Infinity literals, refuses them as syntax).
-    Bytes are UTF-8. Not JSON: json's ValueError, or PayloadError from parse_tree."""
-    s = text.decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
+    Bytes are decoded as json.loads decodes them (UTF-8, or UTF-16/32 by their first bytes). Not JSON: json's
+    ValueError, or PayloadError from parse_tree."""
+    s = text.decode(json.detect_encoding(text), "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
     if nesting_too_deep(s) is None:
         try:
             return json.loads(s, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
