@@ -21,7 +21,7 @@ latter holds up better on a machine shared with other work) and of the ratios ta
     .venv/bin/python benchmarks/http_serving.py [--seconds 8] [--rounds 3] [--servers bare,middleware,redis,node]
 
 The Python servers inherit the environment: ``PASARELA_OTEL=off`` measures them without OpenTelemetry's hooks
-(with ``opentelemetry-api`` installed and no SDK, the middleware's no-op span alone costs microseconds a request).
+(with ``opentelemetry-api`` installed and no SDK the middleware opens no span: pasarela._telemetry.tracing).
 Installs nothing: wrk, node, redis-server and uvicorn[standard] come from ``scripts/setup bench``.
 ``--serve KIND PORT REDIS_URL`` is the server side (this script starts it; one uvicorn worker).
 """
