@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Optional, cast
 
-from pasarela.errors import PayloadError
-from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
+from ..errors import PayloadError
+from .json_depth import MAX_DEPTH, nesting_too_deep
 
 __all__ = [
     "SURROGATE", "JsonSyntaxError", "dumps", "join_surrogate_pairs", "loads", "parse_tree", "refuse_constant",

@@ -26,9 +26,9 @@ from decimal import Decimal
 from json.encoder import encode_basestring
 from typing import Any
 
-from pasarela.errors import PayloadError
-from pasarela.http.json_depth import MAX_DEPTH, nesting_too_deep
-from pasarela.http.json_tree import (
+from ..errors import PayloadError
+from ..http.json_depth import MAX_DEPTH, nesting_too_deep
+from ..http.json_tree import (
     SURROGATE,
     JsonSyntaxError,
     join_surrogate_pairs,
