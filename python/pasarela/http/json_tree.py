@@ -95,6 +95,17 @@ def _parse_string(s: str, i: int, raw_surrogates: bool) -> tuple[str, int]:
     raise JsonSyntaxError(f"unescaped control character U+{ord(c):04X} in string", end)
 
 
+def _member_key(s: str, i: int, raw_surrogates: bool, expected: str) -> tuple[str, int]:
+    """An object member's key at s[i] and its ':': (the key, the index of its value, whitespace skipped)."""
+    if not s.startswith('"', i):
+        raise JsonSyntaxError(_describe_char(s, i) + f" (expected {expected})", i)
+    key, i = _parse_string(s, i, raw_surrogates)
+    i = _WS(s, i).end()
+    if not s.startswith(":", i):
+        raise JsonSyntaxError(_describe_char(s, i) + " (expected ':')", i)
+    return key, _WS(s, i + 1).end()
+
+
 def parse_tree(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str], Any]] = None,
            parse_float: Optional[Callable[[str], Any]] = None) -> object:
     """JSON.parse of *s* into Python values: dict, list, str, int/float (a double), bool and None.
@@ -130,13 +141,7 @@ def parse_tree(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str],
                 val = {}
                 i += 1
             else:
-                if not s.startswith('"', i):
-                    raise JsonSyntaxError(_describe_char(s, i) + " (expected a string key or '}')", i)
-                key, i = _parse_string(s, i, raw_surrogates)
-                i = _WS(s, i).end()
-                if not s.startswith(":", i):
-                    raise JsonSyntaxError(_describe_char(s, i) + " (expected ':')", i)
-                i = _WS(s, i + 1).end()
+                key, i = _member_key(s, i, raw_surrogates, "a string key or '}'")
                 stack.append({})
                 keys.append(key)
                 continue
@@ -191,13 +196,7 @@ def parse_tree(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str],
             top[keys[-1]] = val
             if c == ",":
                 i = _WS(s, i + 1).end()
-                if not s.startswith('"', i):
-                    raise JsonSyntaxError(_describe_char(s, i) + " (expected a string key)", i)
-                key, i = _parse_string(s, i, raw_surrogates)
-                i = _WS(s, i).end()
-                if not s.startswith(":", i):
-                    raise JsonSyntaxError(_describe_char(s, i) + " (expected ':')", i)
-                i = _WS(s, i + 1).end()
+                key, i = _member_key(s, i, raw_surrogates, "a string key")
                 keys[-1] = key
                 break
             if c == "}":
