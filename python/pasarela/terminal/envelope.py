@@ -258,8 +258,8 @@ class Terminal:
                 text: Any = _binding.open_post_bytes(self._native, headers, body, when, tolerance)
                 if type(text) is int:  # a status: the workspace grown, a refusal raised, or slower (None)
                     text = _binding.settle_open_post(self._native, headers, body, when, tolerance, text, True)
-                if text is not None:
-                    return cast(bytes, text)
+                if text is not None:  # the verified bytes (typed by an ignore: cast() is a call, about 20 ns here)
+                    return text  # type: ignore[no-any-return]
             return cast(bytes, self._open_read(method, headers, body, params, now, tolerance, True))
         except Exception as exc:
             if _COUNTING:
