@@ -656,3 +656,148 @@ def test_a_seal_from_a_finalizer_while_the_row_is_made_does_not_change_the_facts
             except PayloadError:
                 refusals += 1
     assert len(sealed_inside) > 20 and refusals == 20
+
+
+# --- the GIL's release (csrc/cpython/fastcall.c: release_for, open_releases) ---------------------------------------
+
+LARGE = 17_000  # bytes of plaintext: past RELEASE_BYTES (16 KiB), as is half the body's hex
+
+
+def _items_heavy(size: int) -> dict[str, Any]:
+    """A payload of {"sku","qty","price"} objects, about size bytes of text: an open makes many objects of it."""
+    items = [{"sku": f"SKU-{i:05d}", "qty": i % 7 + 1, "price": 1999.99 + i} for i in range(size // 40)]
+    return {"amount": 125.5, "currency": "COP", "items": items}
+
+
+def _string_heavy(size: int) -> dict[str, Any]:
+    """A payload of one long string, about size bytes of text: an open makes a few objects of it."""
+    return {"amount": 125.5, "currency": "COP", "note": "n" * size}
+
+
+def _lets_another_thread_run(call: Callable[[], object], share: float) -> bool:
+    """Whether call() releases the GIL, with pasarela._fastcall's learned open share set to share before each call.
+    A second thread, woken and waiting for the GIL, can run only if call() lets it go: the switch interval is raised
+    beyond the test's length first, so the interpreter never hands the GIL over on its own (the thread is started
+    under it, and runs until it waits on the gate, which releases the GIL). The call is repeated for up to a second,
+    since the woken thread may not yet wait for the GIL during the first calls."""
+    gate = threading.Lock()
+    gate.acquire()
+    ran: list[bool] = []
+
+    def other() -> None:
+        with gate:
+            ran.append(True)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    thread = threading.Thread(target=other)
+    try:
+        thread.start()
+        gate.release()
+        stop = time.monotonic() + 1.0
+        while not ran and time.monotonic() < stop:
+            _fastcall.set_open_gil_share(share)
+            call()
+        released = bool(ran)
+    finally:
+        sys.setswitchinterval(interval)
+        if gate.locked() and not thread.is_alive():
+            gate.release()
+        thread.join()
+    return released
+
+
+@pytest.mark.parametrize(("what", "shape", "size", "share", "released"), [
+    ("open", _string_heavy, LARGE, 0.0, True),
+    ("open", _items_heavy, LARGE, 0.0, True),  # the share decides, not the payload
+    ("open", _items_heavy, LARGE, 0.49, True),
+    ("open", _items_heavy, LARGE, 0.5, False),  # OPEN_KEEP_SHARE
+    ("open", _string_heavy, LARGE, 0.9, False),
+    ("open", _string_heavy, 1024, 0.0, False),  # below RELEASE_BYTES: kept whatever the share
+    ("open_bytes", _items_heavy, LARGE, 0.9, True),  # makes no payload: released on size alone
+    ("open_bytes", _string_heavy, 1024, 0.0, False),
+])
+def test_a_large_open_releases_the_gil_unless_its_payloads_hold_it_as_long_as_its_c_work(
+        what: str, shape: Callable[[int], dict[str, Any]], size: int, share: float, released: bool) -> None:
+    """An open of 16 KiB of plaintext or more releases the GIL around its C work unless the share of such opens
+    spent making their payloads under the GIL, as learned, is 0.5 or more (two threads opening items-heavy payloads
+    had made 0.83x the requests per second of one with it released); open_bytes makes no payload and releases it
+    on size alone; below 16 KiB both keep it."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal(shape(size), timestamp=NOON)
+    headers, body = dict(sealed.headers), sealed.body or b""
+    assert (len(body) // 2 >= 16384) == (size == LARGE)
+    method = getattr(terminal, what)
+    before = _fastcall.set_open_gil_share(0.0)
+    try:
+        assert _lets_another_thread_run(lambda: method("POST", headers, body, now=NOON), share) is released
+        assert method("POST", headers, body, now=NOON) == (json.loads(sealed.plaintext) if what == "open"
+                                                           else sealed.plaintext)
+    finally:
+        _fastcall.set_open_gil_share(before)
+
+
+def test_the_open_share_is_learned_from_large_opens_that_make_a_payload() -> None:
+    """Each open of 16 KiB or more that makes a payload moves the learned share towards its own (the payload's
+    making over that and its C work: above 0, below 1); smaller opens and open_bytes leave it alone; a share outside
+    0-1 is refused."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+
+    def request(payload: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+        sealed = terminal.seal(payload, timestamp=NOON)
+        return dict(sealed.headers), sealed.body or b""
+
+    large, small = request(_items_heavy(LARGE)), request(_items_heavy(1024))
+    before = _fastcall.set_open_gil_share(0.0)
+    try:
+        terminal.open("POST", *small, now=NOON)
+        terminal.open_bytes("POST", *large, now=NOON)
+        assert _fastcall.open_gil_share() == 0.0
+        terminal.open("POST", *large, now=NOON)
+        assert 0.0 < _fastcall.open_gil_share() < 0.25  # a quarter of the way to a share below 1
+        _fastcall.set_open_gil_share(1.0)
+        terminal.open("POST", *large, now=NOON)
+        assert 0.75 < _fastcall.open_gil_share() < 1.0
+        for bad in (-0.1, 1.5, float("nan")):
+            with pytest.raises(ValueError, match="share must be from 0 to 1"):
+                _fastcall.set_open_gil_share(bad)
+        with pytest.raises(TypeError):
+            _fastcall.set_open_gil_share("0.5")
+        assert 0.75 < _fastcall.open_gil_share() < 1.0  # unchanged by the refusals
+    finally:
+        _fastcall.set_open_gil_share(before)
+
+
+def test_four_threads_opening_and_sealing_across_the_release_threshold_get_single_thread_results() -> None:
+    """Four threads seal (seal, seal_many) and open (open, open_bytes) payloads of both shapes below and above 16
+    KiB at once, the learned share moving under them (its release decided per call from the shared module state):
+    every result is the one a single thread got."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    payloads = [shape(size) for shape in (_items_heavy, _string_heavy) for size in (256, 1024, LARGE)]
+    requests = [terminal.seal(payload, timestamp=NOON) for payload in payloads]
+    expected = [(json.loads(r.plaintext), r.plaintext) for r in requests]
+    texts = [r.plaintext for r in requests]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def work(k: int) -> None:
+        try:
+            barrier.wait()
+            for round_ in range(6):
+                for i, r in enumerate(requests):
+                    headers, body = dict(r.headers), r.body or b""
+                    assert terminal.open("POST", headers, body, now=NOON) == expected[i][0]
+                    assert terminal.open_bytes("POST", headers, body, now=NOON) == expected[i][1]
+                    if (i + k + round_) % 3 == 0:
+                        assert terminal.seal(payloads[i], timestamp=NOON).plaintext == texts[i]
+                assert [s.plaintext for s in terminal.seal_many(payloads, timestamp=NOON)] == texts
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert 0.0 <= _fastcall.open_gil_share() <= 1.0

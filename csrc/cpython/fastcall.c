@@ -82,6 +82,8 @@ typedef struct {
     PyObject *buffers_name, *ws_address_name; /* "buffers", "ws_address", made once */
     parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
     size_t release_bytes; /* the GIL is released around C work on at least this many bytes (release_for) */
+    double open_gil_share; /* of a large open that makes a payload, the share that holds the GIL, as learned from
+                            * the last calls (learn_open_share): its release depends on it (open_releases) */
     fast_counts counts[2]; /* seal_payload's [0] and open_post's [1] calls, for pasarela._telemetry (counted_call) */
     int counting; /* set_counting(): counts kept (pasarela[otel] installed) */
 } fastcall_state;
@@ -102,6 +104,25 @@ typedef struct {
  * state->release_bytes (then another thread may run meanwhile); NULL, the GIL kept, otherwise. reacquire() ends it. */
 static PyThreadState *release_for(const fastcall_state *state, size_t len) {
     return len >= state->release_bytes ? PyEval_SaveThread() : NULL;
+}
+
+/* OPEN_KEEP_SHARE: an open of release_bytes or more keeps the GIL when the share of it that holds the GIL (making
+ * the payload's objects, against its C work: open_gil_share) is at least this. Then the part under the GIL is as long
+ * as the C work that could run beside it, and releasing lost more than it gained: two threads opening an items-heavy
+ * 16 KiB payload ({"sku","qty","price"} objects; s = 0.65, the C work 36 us of a 105 us call) made 0.83x the requests
+ * per second of one with the GIL released around the C work (Amdahl's bound 1.21x), 0.95-1.0x with it kept, while a
+ * string-heavy one (s = 0.1-0.2) made 1.6-1.9x released (benchmarks/threads.py; README, "Threads"). Below the bound,
+ * likely because each hand-off waits for a sleeping thread to wake, and the objects are made (and the last call's
+ * dropped) in memory the other core last touched. */
+#define OPEN_KEEP_SHARE 0.5
+/* Each large open's share moves open_gil_share by 1 / OPEN_SHARE_WEIGHT of the difference: a few calls of one shape
+ * settle it, one call preempted midway does not flip it. */
+#define OPEN_SHARE_WEIGHT 4
+
+/* Whether an open that makes a payload releases the GIL around its C work on about len bytes: from release_bytes
+ * on, unless the payloads of the last large opens took as long as their C work or longer (OPEN_KEEP_SHARE). */
+static int open_releases(const fastcall_state *state, size_t len) {
+    return len >= state->release_bytes && state->open_gil_share < OPEN_KEEP_SHARE;
 }
 
 static void reacquire(PyThreadState *saved) {
@@ -585,16 +606,29 @@ static const char *header_text(fastcall_state *state, PyObject *value, int ascii
     return text;
 }
 
-/* The C core's open_request (or its as_sent form), the GIL released when the body is long enough (release_for: the
- * plaintext is about half the body's hex). */
-static int open_released(open_request_fn open_request, const call_target *target, const char *timestamp,
-                         Py_ssize_t timestamp_len, double now, double tolerance, const char *authorization,
-                         Py_ssize_t authorization_len, const char *body, Py_ssize_t body_len) {
-    PyThreadState *saved = release_for(target->state, (size_t)body_len / 2);
+/* The C core's open_request (or its as_sent form), the GIL released when release is set; its duration added to
+ * *c_ns unless c_ns is NULL (timed without the wait for the GIL after it: learn_open_share). */
+static int open_released(open_request_fn open_request, const call_target *target, int release, long long *c_ns,
+                         const char *timestamp, Py_ssize_t timestamp_len, double now, double tolerance,
+                         const char *authorization, Py_ssize_t authorization_len, const char *body,
+                         Py_ssize_t body_len) {
+    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+    long long start = c_ns != NULL ? monotonic_ns() : 0;
     int status = open_request(target->credentials, target->ws, timestamp, (size_t)timestamp_len, now, tolerance,
                               authorization, (size_t)authorization_len, body, (size_t)body_len);
+    if (c_ns != NULL)
+        *c_ns += monotonic_ns() - start;
     reacquire(saved);
     return status;
+}
+
+/* A large open's share under the GIL, its payload's making (parse_ns) over that and its C work (c_ns), taken into
+ * open_gil_share (OPEN_SHARE_WEIGHT). Under the GIL. */
+static void learn_open_share(fastcall_state *state, long long c_ns, long long parse_ns) {
+    if (c_ns < 0 || parse_ns < 0 || c_ns + parse_ns <= 0)
+        return; /* (a clock that went back) */
+    double share = (double)parse_ns / (double)(c_ns + parse_ns);
+    state->open_gil_share += (share - state->open_gil_share) / OPEN_SHARE_WEIGHT;
 }
 
 /* Whether the C core's canonicalizer (the GIL released when the text is long enough: release_for) finds text[0, len) to be its own canonical form,
@@ -692,17 +726,26 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
     PyObject *buffers = authorization == NULL ? NULL : thread_buffers(state, names[as_bytes], &target.ws);
     int status = PASARELA_OK;
     PyObject *payload = NULL;
+    /* the GIL released around C work on release_bytes of plaintext (about half the body's hex) or more, unless the
+     * payloads of such opens hold it longer than their C work (open_releases); those opens timed (learn_open_share) */
+    size_t plaintext_len = (size_t)body_len / 2;
+    int release = as_bytes ? plaintext_len >= state->release_bytes : open_releases(state, plaintext_len);
+    long long c_ns = 0, parse_ns = 0, parse_start = 0;
+    long long *timed = !as_bytes && plaintext_len >= state->release_bytes ? &c_ns : NULL;
     if (buffers != NULL) {
         /* first the signature of the text as sent: what a JavaScript client sends is already canonical, and the
          * reader confirms that as it builds the payload, so the C core need not canonicalize it (for what the reader
          * cannot confirm, the canonicalizer alone: no second decryption or signature) */
-        status = open_released(as_bytes ? state->open_request : state->open_request_as_sent, &target, timestamp,
-                               timestamp_len, now, tolerance, authorization, authorization_len, body, body_len);
+        status = open_released(as_bytes ? state->open_request : state->open_request_as_sent, &target, release, timed,
+                               timestamp, timestamp_len, now, tolerance, authorization, authorization_len, body,
+                               body_len);
         if (status == PASARELA_SIGNED_AS_SENT) {
+            parse_start = timed != NULL ? monotonic_ns() : 0;
             payload = payload_of(state, target.ws, target.ws->out, target.ws->out_len, 1, 0);
+            parse_ns = timed != NULL ? monotonic_ns() - parse_start : 0;
             if (payload == NULL && !PyErr_Occurred()) /* not confirmed: the server's own verdict, as before */
-                status = open_released(state->open_request, &target, timestamp, timestamp_len, now, tolerance,
-                                       authorization, authorization_len, body, body_len);
+                status = open_released(state->open_request, &target, release, timed, timestamp, timestamp_len, now,
+                                       tolerance, authorization, authorization_len, body, body_len);
         }
     }
     Py_DECREF(timestamp_value);
@@ -722,9 +765,13 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
         result = plaintext_and_facts((const char *)target.ws->plaintext, target.ws->plaintext_len,
                                      target.ws->json_facts);
     } else {
+        parse_start = timed != NULL ? monotonic_ns() : 0;
         result = payload_of(state, target.ws, (const char *)target.ws->plaintext, target.ws->plaintext_len, 0,
                             target.ws->json_facts);
+        parse_ns += timed != NULL ? monotonic_ns() - parse_start : 0;
     }
+    if (timed != NULL && result != NULL && PyDict_Check(result)) /* a payload made */
+        learn_open_share(state, c_ns, parse_ns);
     Py_XDECREF(buffers);
     if (!as_bytes && result != NULL && PyLong_Check(result) && status == PASARELA_E_BUFFER_TOO_SMALL &&
         state->counting)
@@ -1050,6 +1097,32 @@ static PyObject *fastcall_set_gil_release_bytes(PyObject *module, PyObject *valu
     return PyLong_FromSize_t(previous);
 }
 
+/* open_gil_share() -> float: the share of a large open that holds the GIL, as learned (open_releases). For
+ * benchmarks/threads.py and the tests. */
+static PyObject *fastcall_open_gil_share(PyObject *module, PyObject *unused) {
+    (void)unused;
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    return state == NULL ? NULL : PyFloat_FromDouble(state->open_gil_share);
+}
+
+/* set_open_gil_share(share) -> the previous share: what the next large open's release is decided on (from 0 to 1;
+ * each large open that makes a payload then moves it, learn_open_share). For the tests and benchmarks. */
+static PyObject *fastcall_set_open_gil_share(PyObject *module, PyObject *value) {
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    if (state == NULL)
+        return NULL;
+    double share = PyFloat_AsDouble(value);
+    if (share == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!(share >= 0.0 && share <= 1.0)) { /* (NaN too) */
+        PyErr_SetString(PyExc_ValueError, "set_open_gil_share: share must be from 0 to 1");
+        return NULL;
+    }
+    double previous = state->open_gil_share;
+    state->open_gil_share = share;
+    return PyFloat_FromDouble(previous);
+}
+
 /* stringify(payload) -> bytes | None: JSON.stringify's text of payload (stringify.c), or None when that writer
  * declines it (the caller then takes the general path). */
 static PyObject *fastcall_stringify(PyObject *module, PyObject *payload) {
@@ -1208,6 +1281,8 @@ static PyMethodDef fastcall_methods[] = {
      "seal_json_batch(credentials, timestamp, json, json_offset, json_lens, start, n, json_flags, ws, statuses, "
      "plaintext_lens, out_lens, facts, facts_mask) -> (done, first_exception)"},
     {"set_gil_release_bytes", fastcall_set_gil_release_bytes, METH_O, "set_gil_release_bytes(n) -> previous n"},
+    {"open_gil_share", fastcall_open_gil_share, METH_NOARGS, "open_gil_share() -> float"},
+    {"set_open_gil_share", fastcall_set_open_gil_share, METH_O, "set_open_gil_share(share) -> previous share"},
     {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
     {"stringify_into", fastcall_stringify_into, METH_VARARGS,
@@ -1248,6 +1323,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->utf8_of = NULL;
         state->workspace = NULL;
         state->release_bytes = RELEASE_BYTES;
+        state->open_gil_share = 0.0;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};
         int made = 1;
         for (int i = 0; i < 3; i++)
