@@ -7,6 +7,8 @@ import threading
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
@@ -62,6 +64,35 @@ def test_store_is_bounded_evicting_the_soonest_to_expire() -> None:
     assert not store.first_use("new", NOON + 200)
     with pytest.raises(ValueError):
         InMemoryReplayStore(max_entries=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(0, 6), st.integers(0, 3)), max_size=60),
+       st.integers(1, 9))
+def test_store_agrees_with_a_plain_model(steps: list[tuple[str, int, int]], max_entries: int) -> None:
+    """Entries grouped by expiry time answer as a plain dict of signature -> expiry does: forget what expired,
+    remember the rest, and when full drop entries among the soonest to expire (which one among equals is the
+    store's choice: the model then forgets the same one)."""
+    clock = Clock(NOON)
+    store = InMemoryReplayStore(max_entries=max_entries, clock=clock)
+    model: dict[str, float] = {}
+    for signature, expires_in, advance in steps:
+        clock.now += advance
+        expires_at = clock.now + expires_in - 1  # 1 s in the past to 5 s ahead; several entries share a second
+        model = {key: when for key, when in model.items() if when >= clock.now}
+        expected = signature not in model
+        before = set(model)  # what the store holds once it has dropped what expired
+        assert store.first_use(signature, expires_at) is expected
+        if expected and expires_at >= clock.now:
+            if len(model) >= max_entries:
+                dropped = before - set(store._expiry)
+                assert len(dropped) == 1 and model[dropped.pop()] == min(model.values())
+                model = {key: when for key, when in model.items() if key in store._expiry}
+            model[signature] = expires_at
+        assert store._expiry == model
+        assert sorted(store._expiries) == sorted(store._buckets) == sorted(set(model.values()))
+        assert sorted(sig for bucket in store._buckets.values() for sig in bucket) == sorted(model)
+        assert len(store) == len(model)
 
 
 def test_store_is_thread_safe() -> None:

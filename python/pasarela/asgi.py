@@ -62,6 +62,7 @@ STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 _SINGLE_HEADERS = {b"authorization": "Authorization", b"timestamp": "timestamp"}
 """The headers open reads (names as ASGI servers give them, lower-cased): each may appear once. The values are the
 names open looks up first (terminal.inbound.header), so the lookups of open and of the replay check hit at once."""
+_SINGLE_HEADER_LENGTHS = frozenset(len(name) for name in _SINGLE_HEADERS)
 _MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
@@ -140,12 +141,10 @@ class TerminalAuthMiddleware:
                          extra=self._refusal(scope, "store_unavailable", StoreUnavailableError.status))
             await _answer(send, StoreUnavailableError.status, STORE_UNAVAILABLE_RESPONSE)
             return "store_unavailable"
-        inner = dict(scope)
-        inner["headers"] = [header for header in scope["headers"] if header[0].lower() != b"content-length"]
-        inner["headers"].append((b"content-length", b"%d" % len(forwarded)))
-        inner["query_string"] = b""
-        inner["pasarela.payload"] = payload
-        inner["pasarela.timestamp"] = int(headers["timestamp"])
+        inner_headers = [header for header in scope["headers"] if header[0].lower() != b"content-length"]
+        inner_headers.append((b"content-length", b"%d" % len(forwarded)))
+        inner = {**scope, "headers": inner_headers, "query_string": b"", "pasarela.payload": payload,
+                 "pasarela.timestamp": int(headers["timestamp"])}
         await self.app(inner, _replay_body(forwarded, receive), send)
         return "ok"
 
@@ -172,6 +171,8 @@ def _credentials(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     one repeated is refused. One pass, nothing decoded but those two (the other headers are only the app's)."""
     found: dict[str, str] = {}
     for raw_name, raw_value in raw:
+        if len(raw_name) not in _SINGLE_HEADER_LENGTHS:  # most headers, told apart without lower-casing them
+            continue
         name = _SINGLE_HEADERS.get(bytes(raw_name).lower())
         if name is not None:
             if name in found:

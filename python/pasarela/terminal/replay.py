@@ -64,8 +64,12 @@ class InMemoryReplayStore:
             raise ValueError("max_entries must be at least 1")
         self._max_entries = max_entries
         self._clock = clock
-        self._expiry: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []  # (expires_at, signature); stale pairs are skipped
+        self._expiry: dict[str, float] = {}  # signature -> expires_at, every live entry
+        # The entries grouped by when they expire (a request's timestamp + tolerance: many requests share one
+        # second), and those times in a heap: recording an entry is a dict and a list append, the heap moves only
+        # for a new expiry time. Every entry is in exactly one bucket, its own expiry's.
+        self._buckets: dict[float, list[str]] = {}
+        self._expiries: list[float] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -74,29 +78,40 @@ class InMemoryReplayStore:
             return len(self._expiry)
 
     def first_use(self, signature: str, expires_at: float) -> bool:
+        now = self._clock()
         with self._lock:
-            now = self._clock()
-            if self._heap and self._heap[0][0] < now:
+            if self._expiries and self._expiries[0] < now:
                 self._purge(now)
-            if signature in self._expiry:
+            expiry = self._expiry
+            if signature in expiry:
                 return False
             if expires_at < now:
                 return True  # already outside the window: nothing to remember
-            while len(self._expiry) >= self._max_entries:
-                self._pop()
-            self._expiry[signature] = expires_at
-            heapq.heappush(self._heap, (expires_at, signature))
+            if len(expiry) >= self._max_entries:
+                self._evict(len(expiry) - self._max_entries + 1)
+            expiry[signature] = expires_at
+            bucket = self._buckets.get(expires_at)
+            if bucket is None:
+                self._buckets[expires_at] = [signature]
+                heapq.heappush(self._expiries, expires_at)
+            else:
+                bucket.append(signature)
             return True
 
     def _purge(self, now: float) -> None:
         """Drops entries whose window has passed (an entry expiring exactly now still counts)."""
-        while self._heap and self._heap[0][0] < now:
-            self._pop()
+        while self._expiries and self._expiries[0] < now:
+            for signature in self._buckets.pop(heapq.heappop(self._expiries)):
+                del self._expiry[signature]
 
-    def _pop(self) -> None:
-        expires_at, signature = heapq.heappop(self._heap)
-        if self._expiry.get(signature) == expires_at:
-            del self._expiry[signature]
+    def _evict(self, count: int) -> None:
+        """Drops count entries among those that expire soonest (their replay window is lost)."""
+        for _ in range(count):
+            soonest = self._expiries[0]
+            bucket = self._buckets[soonest]
+            del self._expiry[bucket.pop()]
+            if not bucket:
+                del self._buckets[heapq.heappop(self._expiries)]
 
 
 class Verifier:
@@ -137,14 +152,22 @@ class Verifier:
                          *, now: Optional[float] = None) -> dict[str, Any]:
         payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
         if self._store is not None:
-            await self._first_use_async(headers)
+            first = self._store.first_use(*self._entry(headers))
+            if type(first) is not bool and inspect.isawaitable(first):  # (inline, not a coroutine of its own)
+                first = await first
+            if not first:
+                _refuse_replay()
         return payload
 
     async def open_bytes_async(self, method: str, headers: Mapping[str, str], body: Body = None,
                                params: Params = None, *, now: Optional[float] = None) -> bytes:
         text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
         if self._store is not None:
-            await self._first_use_async(headers)
+            first = self._store.first_use(*self._entry(headers))
+            if type(first) is not bool and inspect.isawaitable(first):
+                first = await first
+            if not first:
+                _refuse_replay()
         return text
 
     def _now(self, now: Optional[float]) -> float:
@@ -157,23 +180,20 @@ class Verifier:
             if inspect.isawaitable(first):
                 getattr(first, "close", lambda: None)()  # a coroutine never awaited would warn
                 raise TypeError("this replay store is asynchronous: use Verifier.open_async or open_bytes_async")
-            _refuse_replay(first)
-
-    async def _first_use_async(self, headers: Mapping[str, str]) -> None:
-        if self._store is not None:
-            first = self._store.first_use(*self._entry(headers))
-            if type(first) is not bool and inspect.isawaitable(first):  # (a sync store's bool: no check needed)
-                first = await first
-            _refuse_replay(first)
+            if not first:
+                _refuse_replay()
 
     def _entry(self, headers: Mapping[str, str]) -> tuple[str, float]:
         """(signature, expires_at) of a request open() accepted: 'Basic ' + 128 hex digits, and 10 digits."""
-        return (header(headers, "Authorization") or "")[6:], int(header(headers, "timestamp") or 0) + self.tolerance
+        authorization = headers.get("Authorization")  # (how the middleware and most callers name them: one lookup)
+        timestamp = headers.get("timestamp")
+        if type(authorization) is not str or type(timestamp) is not str:
+            authorization, timestamp = header(headers, "Authorization"), header(headers, "timestamp")
+        return (authorization or "")[6:], int(timestamp or 0) + self.tolerance
 
 
-def _refuse_replay(first: bool) -> None:
-    if not first:
-        raise AuthError("replayed request: this signature was already accepted inside the tolerance window")
+def _refuse_replay() -> None:
+    raise AuthError("replayed request: this signature was already accepted inside the tolerance window")
 
 
 def verify_once(terminal: Opener, store: ReplayStore, method: str, headers: Mapping[str, str], body: Body = None,
