@@ -95,22 +95,25 @@ int pasarela_verify(const pasarela_credentials *c, pasarela_workspace *ws, uint6
 /* The JavaScript server's steps after decryption, on the n decrypted bytes at ws->out (padding included):
  * the same work whatever the padding (its length computed without branches; invalid padding counts as
  * none), so that the time of a refusal does not tell an attacker whether the padding was valid (a CBC
- * padding oracle): the text is checked for UTF-8 and canonicalized, the canonical text (or, when the text
- * is refused, all n bytes) signed, the signature compared in constant time, and only then is the status
- * chosen. */
+ * padding oracle): the text is canonicalized (and, refused, checked for UTF-8), the canonical text (or, when
+ * the text is refused, all n bytes) signed, the signature compared in constant time, and only then is the
+ * status chosen. */
 static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_workspace *ws, size_t n,
                           const char *signature_hex) {
     const uint8_t *text = (const uint8_t *)ws->out;
     uint32_t bad_padding;
-    size_t text_len = n - padding_length(text, n, &bad_padding), invalid_at = pasarela_utf8_invalid_at(text, text_len);
+    size_t text_len = n - padding_length(text, n, &bad_padding);
     unsigned facts = 0;
-    int json_rc;
-    if (invalid_at < text_len) {
-        json_rc = PASARELA_E_JSON_NOT_UTF8;
-        ws->error_offset = invalid_at;
-    } else {
-        json_rc = pasarela_json_canonicalize(text, text_len, 0, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
+    /* A text the canonicalizer accepts is UTF-8 (it checks every byte of its strings; anything else it reads is
+     * ASCII): the UTF-8 pass, whose refusal comes first, runs only on a text it refused. */
+    int json_rc = pasarela_json_canonicalize(text, text_len, 0, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
                                              ws->scratch, ws->scratch_cap, &ws->error_offset, &facts);
+    if (json_rc != PASARELA_OK) {
+        size_t invalid_at = pasarela_utf8_invalid_at(text, text_len);
+        if (invalid_at < text_len) {
+            json_rc = PASARELA_E_JSON_NOT_UTF8;
+            ws->error_offset = invalid_at;
+        }
     }
     if (json_rc == PASARELA_E_JSON_UNSAFE_INTEGER) json_rc = PASARELA_E_JSON_UNSUPPORTED; /* JSON.parse rounds it */
     if (json_rc == PASARELA_OK && (ws->plaintext_len < 2 || ws->plaintext[0] != '{')) json_rc = PASARELA_E_JSON_NOT_OBJECT;
