@@ -9,23 +9,27 @@ of the two alternating from round to round, and its median over --rounds is prin
 most two cores can give; 1.00x means the second thread bought nothing. On a machine where other work runs the
 ratios are distorted (two threads need two idle cores): run it on a quiet one.
 
---gil-share prints instead s, the share of each call that holds the GIL, and the bound it sets: s = 1 - (time of the
-C core's own call on the same request, through cffi: what the release covers) / (time of the whole call), timed
-single-threaded, best of 5; with a share s under the GIL, two threads give at most 1 / (s + (1 - s) / 2) (Amdahl).
-seal: pasarela_seal_json of the payload's text; open: pasarela_open_request_as_sent (what open's C call does with
-the text a JavaScript client sends); open_bytes: pasarela_open_request; seal_many is left out (its C work is spread
-over several calls).
+Two controls that never touch pasarela go through the same harness (shape "control"): python, a pure-Python loop of
+size / 16 additions, which never releases the GIL: what two threads taking turns cost CPython itself, the bound of
+"never slower than one thread" for a call that keeps the GIL; and sha512, hashlib.sha512 of size bytes, which
+CPython releases the GIL around from 2,048 bytes (its own policy, for comparison).
+
+--gil-share prints instead s, the share of each call that holds the GIL, and the bound it sets: s = 1 - (the time
+pasarela._fastcall let the GIL go during the calls, its released_ns(), with the GIL released around every C call) /
+(their whole time), single-threaded, on each call's own path (seal_many's chunks and the first item it seals alone
+included), median of 5; with a share s under the GIL, two threads give at most 1 / (s + (1 - s) / 2) (Amdahl). It
+also prints the share of a large open under the GIL as pasarela._fastcall learns it from the calls it times (the
+one its release is decided on), after 32 opens of each payload.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import hashlib
 import statistics
 import sys
 import threading
 import time
-import timeit
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,7 +40,9 @@ from payloads import SHAPES
 
 BUSINESS_CODE, SERIAL, TIMESTAMP = "bc-threads", "SN-THREADS", 1764072000
 BATCH = 16
-CALLS = ["seal", "seal_many", "open", "open_bytes"]
+OPEN_KEEP_SHARE = 0.5  # csrc/cpython/fastcall.c's: a large open keeps the GIL from this learned share on
+CONTROLS = ["python", "sha512"]
+CALLS = ["seal", "seal_many", "open", "open_bytes", *CONTROLS]
 SIZES = [256, 1024, 16384]
 
 Call = tuple[Callable[[], object], int]  # (the call, requests per call)
@@ -54,6 +60,19 @@ def calls(size: int, shape: str, terminal: pasarela.Terminal) -> dict[str, Call]
         "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
         "open_bytes": (lambda: terminal.open_bytes("POST", headers, body, now=TIMESTAMP), 1),
     }
+
+
+def controls(size: int) -> dict[str, Call]:
+    """name -> (call, 1) for the controls at that size (module docstring)."""
+    data, n = bytes(size), size // 16
+
+    def python() -> int:
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+    return {"python": (python, 1), "sha512": (lambda: hashlib.sha512(data).digest(), 1)}
 
 
 def _loop(call: Callable[[], object], number: int) -> None:
@@ -99,6 +118,8 @@ def ratios(names: list[str], sizes: list[int], rounds: int, seconds: float) -> d
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     table = {(name, shape, size): call for shape in SHAPES for size in sizes
              for name, call in calls(size, shape, terminal).items() if name in names}
+    table.update({(name, "control", size): call for size in sizes for name, call in controls(size).items()
+                  if name in names})
     numbers = {key: calibrated(call, seconds) for key, call in table.items()}
     out: dict[tuple[str, str, int], list[float]] = {key: [] for key in table}
     for r in range(rounds):
@@ -124,41 +145,63 @@ def markdown(results: dict[tuple[str, str, int], list[float]], sizes: list[int],
     return "\n".join(lines) + "\n"
 
 
-def _best_us(function: Callable[[], object], seconds: float) -> float:
-    number = calibrated((function, 1), seconds)
-    return min(timeit.repeat(function, number=number, repeat=5)) / number * 1e6
-
-
 def gil_shares(sizes: list[int], seconds: float, command: str) -> str:
     """The --gil-share table (module docstring)."""
-    from pasarela import _binding
+    from pasarela import _fastcall
 
-    lib = _binding.lib
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-    credentials = terminal._native.struct  # alive with terminal
-    lines = [f"`{command}`: share s of a call under the GIL (1 - C core / whole call) and Amdahl's bound "
-             "1 / (s + (1 - s) / 2) on 2 threads", "", "| call | shape | " + " | ".join(f"{size:,} B" for size in sizes)
-             + " |", "|---|---|" + "---|" * len(sizes)]
+    lines = [f"`{command}`: share s of a call under the GIL (1 - time with the GIL released / whole call) and "
+             "Amdahl's bound 1 / (s + (1 - s) / 2) on 2 threads", "",
+             "| call | shape | " + " | ".join(f"{size:,} B" for size in sizes) + " |",
+             "|---|---|" + "---|" * len(sizes)]
     rows: dict[tuple[str, str], list[str]] = {}
-    for shape in SHAPES:
-        for size in sizes:
-            table = calls(size, shape, terminal)
-            payload = SHAPES[shape](size)
-            sealed = terminal.seal(payload, timestamp=TIMESTAMP)
-            text, body = sealed.plaintext, sealed.body or b""
-            authorization, timestamp = sealed.headers["Authorization"].encode(), sealed.headers["timestamp"].encode()
-            ws = _binding._buffers(len(body)).ws
-            c_seal = functools.partial(lib.pasarela_seal_json, credentials, ws, TIMESTAMP, text, len(text),
-                                       _binding.STRINGIFIED, bytes(16))
-            request = (credentials, ws, timestamp, len(timestamp), TIMESTAMP, 300.0, authorization, len(authorization),
-                       body, len(body))
-            c_open = functools.partial(lib.pasarela_open_request_as_sent, *request)  # a JavaScript client's text
-            c_open_bytes = functools.partial(lib.pasarela_open_request, *request)
-            for name, c_call in (("seal", c_seal), ("open", c_open), ("open_bytes", c_open_bytes)):
-                share = max(0.0, 1 - _best_us(c_call, seconds) / _best_us(table[name][0], seconds))
-                rows.setdefault((name, shape), []).append(f"s = {share:.2f}, {1 / (share + (1 - share) / 2):.2f}x")
+    learned: dict[str, list[str]] = {}
+    previous = _fastcall.set_gil_release_bytes(0)  # every C call released: what each would keep without its C work
+    try:
+        for shape in SHAPES:
+            for size in sizes:
+                table = calls(size, shape, terminal)
+                for name in ("seal", "seal_many", "open", "open_bytes"):
+                    share = _share_under_gil(table[name][0], seconds)
+                    rows.setdefault((name, shape), []).append(f"s = {share:.2f}, {1 / (share + (1 - share) / 2):.2f}x")
+                _fastcall.set_gil_release_bytes(previous)
+                learned.setdefault(shape, []).append(_learned_open_share(table["open"][0]))
+                _fastcall.set_gil_release_bytes(0)
+    finally:
+        _fastcall.set_gil_release_bytes(previous)
     lines += [f"| {name} | {shape} | " + " | ".join(cells) + " |" for (name, shape), cells in rows.items()]
+    lines += [f"| open, as learned | {shape} | " + " | ".join(cells) + " |" for shape, cells in learned.items()]
     return "\n".join(lines) + "\n"
+
+
+def _share_under_gil(call: Callable[[], object], seconds: float) -> float:
+    """1 - the time pasarela._fastcall let the GIL go during the calls (released_ns) / their time, single-threaded,
+    the median of 5 runs of about `seconds` (open's learned share held at 0, so that it releases the GIL too)."""
+    from pasarela import _fastcall
+
+    def released_call() -> object:
+        _fastcall.set_open_gil_share(0.0)
+        return call()
+
+    number = calibrated((released_call, 1), seconds)
+    shares = []
+    for _ in range(5):
+        released, start = _fastcall.released_ns(), time.perf_counter_ns()
+        _loop(released_call, number)
+        shares.append(1 - (_fastcall.released_ns() - released) / (time.perf_counter_ns() - start))
+    return max(0.0, statistics.median(shares))
+
+
+def _learned_open_share(open_call: Callable[[], object]) -> str:
+    """The share of open under the GIL that pasarela._fastcall decides its release on, after 32 calls from 0 (only
+    opens of release_bytes or more are timed and learned from)."""
+    from pasarela import _fastcall
+
+    _fastcall.set_open_gil_share(0.0)
+    for _ in range(32):
+        open_call()
+    share = _fastcall.open_gil_share()
+    return f"s = {share:.2f}, {'GIL kept' if share >= OPEN_KEEP_SHARE else 'released'}"
 
 
 def main(argv: list[str] | None = None) -> int:

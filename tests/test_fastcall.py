@@ -801,3 +801,30 @@ def test_four_threads_opening_and_sealing_across_the_release_threshold_get_singl
         thread.join()
     assert errors == []
     assert 0.0 <= _fastcall.open_gil_share() <= 1.0
+
+
+def test_released_ns_counts_the_time_the_gil_was_let_go_and_nothing_else() -> None:
+    """released_ns() (benchmarks/threads.py --gil-share) grows over calls that release the GIL (an open and a seal
+    of 16 KiB or more, a seal_many of such payloads) and not over those that keep it (1 KiB; a large open with the
+    learned share at 0.9)."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    large, small = _string_heavy(LARGE), _string_heavy(1024)
+    sealed_large, sealed_small = terminal.seal(large, timestamp=NOON), terminal.seal(small, timestamp=NOON)
+
+    def grows(call: Callable[[], object], share: float = 0.0) -> bool:
+        _fastcall.set_open_gil_share(share)
+        before = _fastcall.released_ns()
+        call()
+        return _fastcall.released_ns() > before
+
+    previous = _fastcall.set_open_gil_share(0.0)
+    try:
+        assert grows(lambda: terminal.open("POST", dict(sealed_large.headers), sealed_large.body, now=NOON))
+        assert grows(lambda: terminal.seal(large, timestamp=NOON))
+        assert grows(lambda: terminal.seal_many([large] * 3, timestamp=NOON))
+        assert not grows(lambda: terminal.open("POST", dict(sealed_large.headers), sealed_large.body, now=NOON), 0.9)
+        assert not grows(lambda: terminal.open("POST", dict(sealed_small.headers), sealed_small.body, now=NOON))
+        assert not grows(lambda: terminal.seal(small, timestamp=NOON))
+        assert not grows(lambda: terminal.seal_many([small] * 3, timestamp=NOON))
+    finally:
+        _fastcall.set_open_gil_share(previous)

@@ -82,6 +82,7 @@ typedef struct {
     PyObject *buffers_name, *ws_address_name; /* "buffers", "ws_address", made once */
     parse_keys keys; /* the keys parse() and open_post() made (parse.h) */
     size_t release_bytes; /* the GIL is released around C work on at least this many bytes (release_for) */
+    long long released_ns; /* how long the GIL was released in all (released_ns(), for benchmarks/threads.py) */
     double open_gil_share; /* of a large open that makes a payload, the share that holds the GIL, as learned from
                             * the last calls (learn_open_share): its release depends on it (open_releases) */
     fast_counts counts[2]; /* seal_payload's [0] and open_post's [1] calls, for pasarela._telemetry (counted_call) */
@@ -100,10 +101,29 @@ typedef struct {
  * the GIL and two threads simply take turns. set_gil_release_bytes() changes it (the benchmarks). */
 #define RELEASE_BYTES 16384
 
-/* The thread state to restore after C work on about len bytes, with the GIL released when len is at least
- * state->release_bytes (then another thread may run meanwhile); NULL, the GIL kept, otherwise. reacquire() ends it. */
-static PyThreadState *release_for(const fastcall_state *state, size_t len) {
-    return len >= state->release_bytes ? PyEval_SaveThread() : NULL;
+static long long monotonic_ns(void);
+
+/* A release of the GIL around C work: the thread state to restore (NULL: the GIL was kept) and the clock when the
+ * GIL was let go. */
+typedef struct {
+    PyThreadState *saved;
+    long long since;
+} gil_release;
+
+/* The GIL released when release is set (then another thread may run meanwhile), kept otherwise; reacquire() ends
+ * it. */
+static gil_release release_if(int release) {
+    gil_release r = {NULL, 0};
+    if (release) {
+        r.since = monotonic_ns();
+        r.saved = PyEval_SaveThread();
+    }
+    return r;
+}
+
+/* release_if for C work on about len bytes: released when len is at least state->release_bytes. */
+static gil_release release_for(const fastcall_state *state, size_t len) {
+    return release_if(len >= state->release_bytes);
 }
 
 /* OPEN_KEEP_SHARE: an open of release_bytes or more keeps the GIL when the share of it that holds the GIL (making
@@ -125,9 +145,14 @@ static int open_releases(const fastcall_state *state, size_t len) {
     return len >= state->release_bytes && state->open_gil_share < OPEN_KEEP_SHARE;
 }
 
-static void reacquire(PyThreadState *saved) {
-    if (saved != NULL)
-        PyEval_RestoreThread(saved);
+/* Takes the GIL back after release_if; the time it was let go (the C work, not the wait to take it back) added to
+ * state->released_ns, under the GIL. */
+static void reacquire(fastcall_state *state, gil_release r) {
+    if (r.saved == NULL)
+        return;
+    long long released = monotonic_ns() - r.since;
+    PyEval_RestoreThread(r.saved);
+    state->released_ns += released;
 }
 
 /* A monotonic clock in nanoseconds (only differences mean anything). */
@@ -430,10 +455,10 @@ static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *nam
 static int seal_released(call_target *target, const seal_arguments *a, const char *json, size_t json_len,
                          unsigned flags) {
     seal_json_fn seal_json = target->state->seal_json;
-    PyThreadState *saved = release_for(target->state, json_len);
+    gil_release released = release_for(target->state, json_len);
     int status = seal_json(target->credentials, target->ws, a->timestamp, (const uint8_t *)json, json_len, flags,
                            (const uint8_t *)a->iv);
-    reacquire(saved);
+    reacquire(target->state, released);
     return status;
 }
 
@@ -612,13 +637,13 @@ static int open_released(open_request_fn open_request, const call_target *target
                          const char *timestamp, Py_ssize_t timestamp_len, double now, double tolerance,
                          const char *authorization, Py_ssize_t authorization_len, const char *body,
                          Py_ssize_t body_len) {
-    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+    gil_release released = release_if(release);
     long long start = c_ns != NULL ? monotonic_ns() : 0;
     int status = open_request(target->credentials, target->ws, timestamp, (size_t)timestamp_len, now, tolerance,
                               authorization, (size_t)authorization_len, body, (size_t)body_len);
     if (c_ns != NULL)
         *c_ns += monotonic_ns() - start;
-    reacquire(saved);
+    reacquire(target->state, released);
     return status;
 }
 
@@ -636,13 +661,13 @@ static void learn_open_share(fastcall_state *state, long long c_ns, long long pa
  * sent, the text is what pasarela_open_request would have accepted, with the payload read from it. The
  * workspace's plaintext and scratch serve as its buffers (as large as pasarela_open_request_as_sent required for
  * this text; their contents are no longer in use). */
-static int canonical_as_sent(const fastcall_state *state, pasarela_workspace *ws, const char *text, size_t len) {
+static int canonical_as_sent(fastcall_state *state, pasarela_workspace *ws, const char *text, size_t len) {
     size_t canonical_len = 0, error_offset = 0;
     unsigned facts = 0;
-    PyThreadState *saved = release_for(state, len);
+    gil_release released = release_for(state, len);
     int rc = state->canonicalize((const uint8_t *)text, len, 0, ws->plaintext, ws->plaintext_cap, &canonical_len,
                                  ws->scratch, ws->scratch_cap, &error_offset, &facts);
-    reacquire(saved);
+    reacquire(state, released);
     return rc == PASARELA_OK && canonical_len == len && memcmp(ws->plaintext, text, len) == 0 &&
            !(facts & (PASARELA_JSON_FACT_KEY | PASARELA_JSON_FACT_PROTO | PASARELA_JSON_FACT_LONG_INT));
 }
@@ -998,9 +1023,9 @@ static PyObject *fastcall_seal_rows(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < n && total < state->release_bytes; i++)
         total += lens[i] < state->release_bytes - total ? lens[i] : state->release_bytes - total;
     seal_batch_fn seal_batch = state->seal_batch;
-    PyThreadState *saved = release_for(state, total);
+    gil_release released = release_for(state, total);
     size_t done = seal_batch(credentials, (uint64_t)timestamp, plaintexts, lens, (size_t)n, NULL, ws, outs, statuses);
-    reacquire(saved);
+    reacquire(state, released);
     if ((rows = PyList_New((Py_ssize_t)done)) == NULL)
         goto fail;
     for (size_t i = 0; i < done; i++) {
@@ -1069,10 +1094,10 @@ static PyObject *fastcall_seal_json_batch(PyObject *module, PyObject *args) {
     for (size_t i = 0; i < n && total < state->release_bytes; i++)
         total += json_lens[i] < state->release_bytes - total ? json_lens[i] : state->release_bytes - total;
     seal_json_batch_fn seal_json_batch = state->seal_json_batch;
-    PyThreadState *saved = release_for(state, total);
+    gil_release released = release_for(state, total);
     size_t done = seal_json_batch(credentials, (uint64_t)timestamp, json + json_offset, json_lens, n,
                                   (unsigned)json_flags, NULL, ws, statuses, plaintext_lens, out_lens, facts);
-    reacquire(saved);
+    reacquire(state, released);
     size_t first = 0;
     while (first < done && statuses[first] == PASARELA_OK && !(facts[first] & facts_mask))
         first++;
@@ -1095,6 +1120,15 @@ static PyObject *fastcall_set_gil_release_bytes(PyObject *module, PyObject *valu
     size_t previous = state->release_bytes;
     state->release_bytes = n;
     return PyLong_FromSize_t(previous);
+}
+
+/* released_ns() -> int: how long, in nanoseconds, calls of this module have let the GIL go since it was loaded (the
+ * C work they released it around, without the waits to take it back): benchmarks/threads.py --gil-share reads the
+ * share of a call under the GIL from it. */
+static PyObject *fastcall_released_ns(PyObject *module, PyObject *unused) {
+    (void)unused;
+    fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
+    return state == NULL ? NULL : PyLong_FromLongLong(state->released_ns);
 }
 
 /* open_gil_share() -> float: the share of a large open that holds the GIL, as learned (open_releases). For
@@ -1282,6 +1316,7 @@ static PyMethodDef fastcall_methods[] = {
      "plaintext_lens, out_lens, facts, facts_mask) -> (done, first_exception)"},
     {"set_gil_release_bytes", fastcall_set_gil_release_bytes, METH_O, "set_gil_release_bytes(n) -> previous n"},
     {"open_gil_share", fastcall_open_gil_share, METH_NOARGS, "open_gil_share() -> float"},
+    {"released_ns", fastcall_released_ns, METH_NOARGS, "released_ns() -> int"},
     {"set_open_gil_share", fastcall_set_open_gil_share, METH_O, "set_open_gil_share(share) -> previous share"},
     {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
@@ -1324,6 +1359,7 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         state->workspace = NULL;
         state->release_bytes = RELEASE_BYTES;
         state->open_gil_share = 0.0;
+        state->released_ns = 0;
         static const char *const names[3] = {"timestamp", "Authorization", "authorization"};
         int made = 1;
         for (int i = 0; i < 3; i++)
