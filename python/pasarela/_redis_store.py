@@ -35,8 +35,8 @@ except ImportError as exc:  # pragma: no cover - the tests install redis
     raise ImportError('pasarela\'s Redis stores need the redis package: pip install "pasarela[redis]"') from exc
 
 __all__ = ["BUCKETS", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_tag", "check_prefix",
-           "failing_closed", "is_memory_lost", "memory_lost", "milliseconds", "noticed_loss", "redis", "seconds",
-           "setting_markers", "unix_ms"]
+           "failing_closed", "is_cluster", "is_memory_lost", "memory_lost", "milliseconds", "noticed_loss", "redis",
+           "seconds", "setting_markers", "unix_ms"]
 
 _CLUSTER_CLIENTS = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
 
@@ -142,12 +142,17 @@ def milliseconds(duration: float) -> int:
     return max(1, math.ceil(duration * 1000))
 
 
+def is_cluster(client: Any) -> bool:
+    """Whether client is redis-py's Redis Cluster client (sync or asyncio)."""
+    return isinstance(client, _CLUSTER_CLIENTS)
+
+
 def check_prefix(client: Any, prefix: str, *, one_slot: bool) -> str:
     """The key prefix, checked; ``one_slot`` stores run Lua scripts over several keys, which a Redis
     Cluster accepts only when every key hashes to one slot: the prefix must then carry a ``{hash tag}``."""
     if not isinstance(prefix, str):
         raise ConfigurationError("prefix must be a str")
-    if one_slot and isinstance(client, _CLUSTER_CLIENTS) and not _has_hash_tag(prefix):
+    if one_slot and is_cluster(client) and not _has_hash_tag(prefix):
         raise ConfigurationError("on a Redis Cluster the prefix needs a {hash tag} (e.g. 'pasarela:{pending}:') so "
                                  "that the keys one script touches share a slot")
     return prefix

@@ -32,8 +32,9 @@ raised: the request is refused (HTTP 503 from the ASGI middleware), never accept
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .._redis_store import (
     MEMORY_BEGAN,
@@ -42,10 +43,12 @@ from .._redis_store import (
     bucket_tag,
     check_prefix,
     failing_closed,
+    is_cluster,
     is_memory_lost,
     memory_lost,
     milliseconds,
     noticed_loss,
+    redis,
     seconds,
     setting_markers,
     unix_ms,
@@ -136,16 +139,86 @@ class RedisReplayStore(_ReplayKeys):
 
 
 class AsyncRedisReplayStore(_ReplayKeys):
-    """:class:`~pasarela.terminal.replay.AsyncReplayStore` on a ``redis.asyncio.Redis`` (or its RedisCluster)."""
+    """:class:`~pasarela.terminal.replay.AsyncReplayStore` on a ``redis.asyncio.Redis`` (or its RedisCluster).
+
+    The claims made in one turn of the event loop go to Redis together, in one pipeline (each still its own
+    atomic script), and while one batch is on its way the next gathers: a server's requests share round trips
+    (a pipeline costs redis-py far less per command than single commands do) and one connection, however many
+    arrive at once. Every claim gets its own answer; if the pipeline fails, each of them fails closed
+    (:class:`~pasarela.errors.StoreUnavailableError`). On a Redis Cluster, whose pipelines redis-py does not let
+    run scripts, a batch's claims are sent side by side instead, each its own command.
+    """
+
+    def __init__(self, client: Any, **options: Any) -> None:
+        super().__init__(client, **options)
+        self._waiting: list[tuple[list[str], list[Any], asyncio.Future[Any]]] = []  # the claims not yet sent
+        self._sending: Optional[asyncio.Task[None]] = None  # the batch on its way (held: the loop holds it weakly)
+        self._cluster = is_cluster(client)
 
     async def first_use(self, signature: str, expires_at: float) -> bool:
         keys, args = self._call(signature, expires_at)
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
+        self._waiting.append((keys, args, answer))
+        if len(self._waiting) == 1 and self._sending is None:  # sent with the rest of this turn's, once it ends
+            loop.call_soon(self._send_waiting)
         with failing_closed(_STORE):
-            answer = await self._first_use(keys=keys, args=args)
-            spreading = self._setting_markers(answer, args)
-            if spreading is not None:
-                await spreading.execute()
-        return _first(answer)
+            return _first(await answer)
+
+    def _send_waiting(self) -> None:
+        batch, self._waiting = self._waiting, []
+        self._sending = asyncio.ensure_future(self._send(batch))
+        self._sending.add_done_callback(self._sent)
+
+    def _sent(self, _: asyncio.Task[None]) -> None:
+        """One batch at a time: the claims made while it was on its way go next, together (one connection)."""
+        self._sending = None
+        if self._waiting:
+            self._send_waiting()
+
+    async def _send(self, batch: list[tuple[list[str], list[Any], asyncio.Future[Any]]]) -> None:
+        """Runs the batch's scripts in one pipeline and gives each claim its answer (or the failure)."""
+        try:
+            answers = await self._scripts([(keys, args) for keys, args, _ in batch])
+            for (_, args, _), answer in zip(batch, answers):
+                spreading = self._setting_markers(answer, args)
+                if spreading is not None:  # one telling of the other buckets is enough for the batch
+                    await spreading.execute()
+                    break
+        except asyncio.CancelledError:
+            for _, _, answer in batch:
+                answer.cancel()
+            raise
+        except Exception as exc:  # each claim raises it (failing_closed: StoreUnavailableError if from Redis)
+            for _, _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(exc)
+            return
+        for (_, _, answer), result in zip(batch, answers):
+            if not answer.done():  # (a request cancelled meanwhile: its claim stands, as a sent command's would)
+                if isinstance(result, Exception):
+                    answer.set_exception(result)
+                else:
+                    answer.set_result(result)
+
+    async def _scripts(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """The script's answers (or a command's error) for calls, pipelined; loaded first where Redis lacks it."""
+        answers = await self._pipelined(calls)
+        missing = [i for i, answer in enumerate(answers) if isinstance(answer, redis.exceptions.NoScriptError)]
+        if missing:  # (a new or flushed Redis: not run, so run again once loaded)
+            await self._client.script_load(_FIRST_USE)
+            for i, answer in zip(missing, await self._pipelined([calls[i] for i in missing])):
+                answers[i] = answer
+        return answers
+
+    async def _pipelined(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        if self._cluster:  # (the script object loads itself where a node lacks it)
+            return list(await asyncio.gather(*(self._first_use(keys=keys, args=args) for keys, args in calls),
+                                             return_exceptions=True))
+        pipeline = self._client.pipeline(transaction=False)
+        for keys, args in calls:
+            pipeline.evalsha(self._first_use.sha, len(keys), *keys, *args)
+        return list(await pipeline.execute(raise_on_error=False))
 
     async def declare_memory_complete(self) -> None:
         """As :meth:`RedisReplayStore.declare_memory_complete`."""
