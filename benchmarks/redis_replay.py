@@ -1,4 +1,4 @@
-"""The replay check on Redis: Redis round trips per verified request, and requests/s with 4 uvicorn workers.
+"""The replay check on Redis: Redis commands per verified request, and requests/s with 4 uvicorn workers.
 
     python benchmarks/redis_replay.py                    # 3 rounds x 5 s per store, 16 connections
     python benchmarks/redis_replay.py --seconds 3 --rounds 2 --connections 8
@@ -9,7 +9,7 @@ own in-memory store (the single-process baseline, which does not protect across 
 between the two so that both see the same machine load. Every request is a distinct, freshly sealed
 (pre-sealed before the clock starts) POST that must be answered 200.
 
-Round trips: Redis's own counters (CONFIG RESETSTAT, then INFO commandstats) over the Redis rounds, divided
+Commands (the asyncio store pipelines those of concurrent requests: fewer round trips): Redis's own counters (CONFIG RESETSTAT, then INFO commandstats) over the Redis rounds, divided
 by the requests answered; the INFO calls of the measurement itself are not counted, nor the handshake of
 connections a worker's pool opens when concurrency grows, nor the GET and SET the store's script runs inside its
 one EVALSHA (all listed apart). The last line is JSON.
@@ -40,7 +40,7 @@ TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 _CONNECTION_SETUP = {"hello", "client|setinfo", "auth", "select"}
 """Sent once per new connection of a worker's pool (it grows with concurrency), not per request."""
 _INSIDE_THE_SCRIPT = {"get", "set"}
-"""Run by the replay store's script inside its one EVALSHA (Redis counts them too): not round trips."""
+"""Run by the replay store's script inside its one EVALSHA (Redis counts them too): not commands sent."""
 
 
 def sealed_requests(count: int, host: str) -> list[bytes]:

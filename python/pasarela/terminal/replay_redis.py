@@ -6,7 +6,8 @@
     store = RedisReplayStore(redis.Redis.from_url("redis://replay.internal:6379/0", socket_timeout=0.5))
     app = TerminalAuthMiddleware(app, terminal, replay_store=AsyncRedisReplayStore(redis.asyncio.Redis(...)))
 
-One round trip per verified request: a Lua script that Redis runs atomically, so of any number of nodes
+One script run per verified request (the asyncio store pipelines those of requests arriving together, one
+round trip for them all; the sync store, one round trip each): a Lua script that Redis runs atomically, so of any number of nodes
 presenting one signature exactly one gets the key ``<prefix>{xx}s:<signature>`` set (first use) and every
 other is refused. It writes a token random and new for each check: when redis-py re-sends the script
 after a timeout although Redis had run it, the retry finds its own token and the request is still the first
