@@ -36,7 +36,7 @@ def _sealed(ref: str) -> tuple[dict[str, str], bytes, dict[str, object]]:
     return sealed.headers, sealed.body, payload
 
 
-@pytest.mark.parametrize("kind", ["bare+open", "middleware", "redis", "node"])
+@pytest.mark.parametrize("kind", ["bare+open", "middleware", "exact", "redis", "node"])
 def test_a_verifying_server_accepts_once_and_refuses_a_tampered_signature(kind: str, redis_url: str) -> None:
     assert shutil.which("node"), "`node` is not installed"
     headers, body, payload = _sealed(f"ord-{kind}")

@@ -286,6 +286,49 @@ def test_replay_refused_across_gateway_nodes() -> None:
     assert fresh["payload"] == {"other": 1}
 
 
+# --- exact_body: the verified bytes, no payload objects --------------------------------------------------
+EXACT_PAYLOAD = {"amount": 1e21, "tiny": 1e-7, "whole": 2.0, "minus_zero": -0.0, "big": 1.5e300,
+                 "text": "caf\u00e9 \u2028 \ud83d\ude00 </script>", "nested": [{"a": [1.5, None, True]}], "empty": {}}
+
+
+async def plaintext_echo(scope: Any, receive: Receive, send: Send) -> None:
+    """Answers what it was handed: the scope's plaintext and payload (hex: bytes), and the body it read."""
+    message = await receive()
+    plaintext = scope.get("pasarela.plaintext")
+    answer = {"plaintext": plaintext.hex() if isinstance(plaintext, bytes) else plaintext,
+              "has_payload": "pasarela.payload" in scope, "body": message.get("body", b"").hex(),
+              "query": scope["query_string"].decode()}
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+
+def test_exact_body_hands_the_app_the_terminal_s_own_text(node_oracle: Any) -> None:
+    """exact_body=True: the body (POST, PUT, PATCH) and scope["pasarela.plaintext"] are the verified plaintext as
+    the terminal's JSON.stringify wrote it, node's own text (orjson would write 1e21, -0.0, 2.0), and no payload is
+    made; on GET the body stays empty; refusals and replays are AUTH-001 as without it."""
+    store = InMemoryReplayStore(max_entries=100)
+    with LocalServer(TerminalAuthMiddleware(plaintext_echo, TERMINAL, replay_store=store, exact_body=True)) as server, \
+            httpx.Client() as http:
+        for method in ("POST", "PUT", "PATCH", "GET"):
+            payload = dict(EXACT_PAYLOAD, method=method)  # (the method is not signed: one signature each)
+            sealed = TERMINAL.seal(payload, method=method)
+            answer = http.request(method, f"{server.base_url}/p", headers=sealed.headers, content=sealed.body,
+                                  params=sealed.params)
+            assert answer.status_code == 200, answer.text
+            plaintext = bytes.fromhex(answer.json()["plaintext"])
+            assert plaintext == node_oracle.stringify(json.dumps(payload)) == sealed.plaintext
+            assert b"1e+21" in plaintext and b"1e-7" in plaintext and b'"whole":2,' in plaintext
+            assert answer.json()["body"] == ("" if method == "GET" else plaintext.hex())
+            assert answer.json()["has_payload"] is False and answer.json()["query"] == ""
+            again = http.request(method, f"{server.base_url}/p", headers=sealed.headers, content=sealed.body,
+                                 params=sealed.params)
+            assert again.status_code == 401 and again.content == AUTH_001_RESPONSE
+        sealed = TERMINAL.seal(EXACT_PAYLOAD)
+        forged = dict(sealed.headers, Authorization="Basic " + "0" * 128)
+        refused = http.post(f"{server.base_url}/p", headers=forged, content=sealed.body)
+        assert refused.status_code == 401 and refused.content == AUTH_001_RESPONSE
+
+
 # --- the middleware on its own -------------------------------------------------------------------------
 
 

@@ -9,8 +9,11 @@ Each HTTP request is verified and decrypted as the service does it (``Terminal.o
 application is called with the decrypted payload in ``scope["pasarela.payload"]`` (and the request's
 timestamp in ``scope["pasarela.timestamp"]``, to encrypt an answer with the request's key); on POST, PUT
 and PATCH the body it reads is the payload as JSON, on GET the body is empty and ``data`` is removed from
-the query string. On any failure the middleware answers itself: HTTP 401 with the one AUTH-001 body,
-whatever the cause; the cause is logged at WARNING on the ``pasarela.asgi`` logger (never a secret).
+the query string. With ``exact_body=True`` (a gateway that forwards what it verified) no payload objects are
+made: the application finds the verified plaintext exactly as the terminal's ``JSON.stringify`` wrote it
+(``Terminal.open_bytes``) in ``scope["pasarela.plaintext"]`` and, on POST, PUT and PATCH, as the body.
+On any failure the middleware answers itself: HTTP 401 with the one AUTH-001 body, whatever the cause; the
+cause is logged at WARNING on the ``pasarela.asgi`` logger (never a secret).
 
 Strict on purpose: only ``data`` may travel in the query string (GET), nothing on POST, PUT and PATCH,
 since anything beside it is neither signed nor encrypted. With ``replay_store`` a signature is accepted
@@ -75,15 +78,17 @@ class TerminalAuthMiddleware:
     server time (default ``time.time``). exempt_paths: paths passed through unverified (health checks).
     max_body_bytes: larger bodies are answered 413 without being read further. failure_limiter: refuse a
     terminal serial's requests unopened after too many failures (optional); limit_key: what the limiter
-    counts under, from the ASGI scope (default: the terminal's serial).
+    counts under, from the ASGI scope (default: the terminal's serial). exact_body: hand the application the
+    verified plaintext's bytes (``scope["pasarela.plaintext"]``, and the body) instead of the payload.
     """
 
     def __init__(self, app: ASGIApp, terminal: Opener, *, tolerance: float = DEFAULT_TOLERANCE,
                  replay_store: Union[ReplayStore, AsyncReplayStore, None] = None,
                  clock: Callable[[], float] = time.time, exempt_paths: Collection[str] = (),
                  max_body_bytes: int = 1 << 20, failure_limiter: Optional[AuthFailureLimiter] = None,
-                 limit_key: Optional[Callable[[Scope], str]] = None) -> None:
+                 limit_key: Optional[Callable[[Scope], str]] = None, exact_body: bool = False) -> None:
         self.app = app
+        self._exact_body = exact_body
         self._verifier = Verifier(terminal, replay_store=replay_store, tolerance=tolerance, clock=clock)
         self._exempt = frozenset(exempt_paths)
         self._max_body_bytes = max_body_bytes
@@ -124,9 +129,13 @@ class TerminalAuthMiddleware:
             headers = _credentials(scope["headers"])
             query = _checked_query(method, scope.get("query_string"))
             opened = True
-            payload = await self._verifier.open_async(method, headers, body or None,
-                                                      query if method == "GET" else None)
-            forwarded = _forwarded(payload) if method in BODY_METHODS else b""
+            params = query if method == "GET" else None
+            if self._exact_body:
+                verified: Any = await self._verifier.open_bytes_async(method, headers, body or None, params)
+                forwarded = verified if method in BODY_METHODS else b""
+            else:
+                verified = await self._verifier.open_async(method, headers, body or None, params)
+                forwarded = _forwarded(verified) if method in BODY_METHODS else b""
         except AuthError as exc:
             if self._limiter is not None and not self._limiter.blocked(limit_key):
                 self._limiter.failed(limit_key)
@@ -143,7 +152,8 @@ class TerminalAuthMiddleware:
             return "store_unavailable"
         inner_headers = [header for header in scope["headers"] if header[0].lower() != b"content-length"]
         inner_headers.append((b"content-length", b"%d" % len(forwarded)))
-        inner = {**scope, "headers": inner_headers, "query_string": b"", "pasarela.payload": payload,
+        inner = {**scope, "headers": inner_headers, "query_string": b"",
+                 "pasarela.plaintext" if self._exact_body else "pasarela.payload": verified,
                  "pasarela.timestamp": int(headers["timestamp"])}
         await self.app(inner, _replay_body(forwarded, receive), send)
         return "ok"
