@@ -9,7 +9,9 @@ round, and after / before per operation: the median over rounds of the two trees
 measure of a change smaller than this machine's swings: use many short rounds, e.g. --rounds 100 --only
 seal_many --sizes 64,256,1024; two copies of one tree gave 1.003-1.010x in 30 rounds).
 Sizes: 64 B, 256 B, 1 KiB, 16 KiB and 1 MiB; batches of 256, 64 and 8 requests. "seal, kept": seal() in a loop
-over the batch, keeping the requests (seal alone drops each request before the next).
+over the batch, keeping the requests (seal alone drops each request before the next). Payloads: payloads.py's
+items-heavy shape, and for the ", string-heavy" operations its string-heavy one (open_bytes / seal of each shape: issue
+42's goal 2).
 """
 
 from __future__ import annotations
@@ -26,17 +28,17 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SIZES = [64, 256, 1024, 16384, 1 << 20]
-OPERATIONS = ["seal", "seal, kept", "seal_many", "open"]
+OPERATIONS = ["seal", "seal, kept", "seal_many", "open", "open_bytes", "seal, string-heavy", "open_bytes, string-heavy"]
 TIMESTAMP = 1763812800
 
 
-def _payload(size: int) -> dict[str, Any]:
+def _payload(size: int, shape: str = "items-heavy") -> dict[str, Any]:
     from pasarela import canonical_json
-    from payloads import payload_of_size
+    from payloads import SHAPES
 
     if size <= 16384:
-        return payload_of_size(size)
-    payload = payload_of_size(16384)
+        return SHAPES[shape](size)
+    payload = SHAPES[shape](16384)
     payload["ref"] += "x" * (size - len(canonical_json(payload)))
     return payload
 
@@ -47,12 +49,19 @@ def _calls(terminal: Any, size: int) -> dict[str, tuple[Callable[[], object], in
     batch = [payload] * (256 if size <= 1024 else 64 if size <= 16384 else 8)
     sealed = terminal.seal(payload, timestamp=TIMESTAMP)
     headers, body = sealed.headers, sealed.body
+    strings = _payload(size, "string-heavy")
+    strings_sealed = terminal.seal(strings, timestamp=TIMESTAMP)
     return {"seal": (lambda: terminal.seal(payload), 1),
             # what a caller without seal_many writes: a loop that keeps its requests (as a batch's caller does;
             # a request of 1 MiB is 3 MiB: keeping 8 of them costs page faults that dropping each does not)
             "seal, kept": (lambda: [terminal.seal(p, timestamp=TIMESTAMP) for p in batch], len(batch)),
             "seal_many": (lambda: terminal.seal_many(batch, timestamp=TIMESTAMP), len(batch)),
-            "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1)}
+            "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
+            "open_bytes": (lambda: terminal.open_bytes("POST", headers, body, now=TIMESTAMP), 1),
+            # payloads.SHAPES' other shape: a few members, one a long string
+            "seal, string-heavy": (lambda: terminal.seal(strings), 1),
+            "open_bytes, string-heavy": (lambda: terminal.open_bytes("POST", strings_sealed.headers,
+                                                                     strings_sealed.body, now=TIMESTAMP), 1)}
 
 
 def child(sizes: list[int], operations: list[str]) -> None:
@@ -105,7 +114,10 @@ def main() -> int:
     for name in trees:
         for label, top, bottom in (("seal_many / floor", "seal_many", None), ("seal_many / seal", "seal_many", "seal"),
                                    ("seal_many / seal, kept", "seal_many", "seal, kept"),
-                                   ("seal / floor", "seal", None), ("open / seal", "open", "seal")):
+                                   ("seal / floor", "seal", None), ("open / seal", "open", "seal"),
+                                   ("open_bytes / seal", "open_bytes", "seal"),
+                                   ("open_bytes / seal, string-heavy", "open_bytes, string-heavy",
+                                    "seal, string-heavy")):
             if top in operations and (bottom is None or bottom in operations):
                 cells = [median(x[s][top] / (x[s][bottom] if bottom else f[s]) for x, f in zip(runs[name], floor))
                          for s in sizes]

@@ -43,13 +43,17 @@ SHAPES = {"string-heavy": string_heavy_payload, "items-heavy": payload_of_size}
 
 def main(argv: list[str]) -> None:
     """Writes DIR/payload-<size>.json for each size: orjson's text of the payload, what seal hands the C core
-    (for benchmarks/seal_speed.c)."""
+    (for benchmarks/seal_speed.c and open_parts.c); with a SHAPE of SHAPES, DIR/payload-<shape>-<size>.json of that
+    shape's payloads."""
     import orjson
 
-    if len(argv) != 1:
-        raise SystemExit("usage: python3 benchmarks/payloads.py DIR")
+    if len(argv) not in (1, 2) or (argv[1:] and argv[1] not in SHAPES):
+        raise SystemExit(f"usage: python3 benchmarks/payloads.py DIR [{'|'.join(SHAPES)}]")
     for size in SIZES:
-        Path(argv[0], f"payload-{size}.json").write_bytes(orjson.dumps(payload_of_size(size)))
+        if argv[1:]:
+            Path(argv[0], f"payload-{argv[1]}-{size}.json").write_bytes(orjson.dumps(SHAPES[argv[1]](size)))
+        else:
+            Path(argv[0], f"payload-{size}.json").write_bytes(orjson.dumps(payload_of_size(size)))
 
 
 if __name__ == "__main__":

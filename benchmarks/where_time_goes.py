@@ -1,17 +1,20 @@
 """Where the time of seal and open goes, next to the primitives' floor: measured in one run, interleaved.
 
-    python benchmarks/where_time_goes.py [--rounds 5]
+    python benchmarks/where_time_goes.py [--rounds 5] [--shape string-heavy]
 
 For each size, each round times: orjson.dumps of the payload (what seal serializes), the C call of seal
 alone (pasarela_seal_json on that text, no Python around it but the cffi call), Terminal.seal, orjson.loads
 of the canonical text and the reader that builds open's payload from it (pasarela._fastcall.parse_canonical),
 marshal.loads of the payload (CPython's own quickest maker of these objects, from its binary form: no text to read,
 what making the payload's objects costs at the least),
-the C call of open alone (pasarela_open_request, which canonicalizes the text, and pasarela_open_request_as_sent,
-which Terminal.open calls first), Terminal.open, and the primitives' floor (`openssl speed`, report.py), with its
+the C call of open alone (pasarela_open_request, which canonicalizes the text: all the C work of Terminal.open_bytes,
+and pasarela_open_request_as_sent, which Terminal.open calls first), Terminal.open, Terminal.open_bytes, and the
+primitives' floor (`openssl speed`, report.py), with its
 SHA-512 part alone: the hash of the signed text's Base64, which verifying a signature cannot skip. It adds a row
 computed in each round, open's least: marshal.loads + that SHA-512, below which no open that verifies the signature
-and returns the payload's objects can go (the decryption, Base64, parsing and call left out). Prints
+and returns the payload's objects can go (the decryption, Base64, parsing and call left out); the SHA-512 row's
+x Terminal.seal is open_bytes's least against seal (the hash both must do over the same Base64 text). Payloads of
+payloads.SHAPES (--shape: items-heavy, the default, or string-heavy). Prints
 the medians over rounds and each part as a multiple of the floor and of Terminal.seal, taken within a round
 (this machine's speed swings too much for absolute times to compare across runs). Not a gate: it says which part
 to work on.
@@ -33,7 +36,7 @@ import orjson
 import pasarela
 from gate import _ns_per_request
 from pasarela import _binding, _fastcall  # _fastcall: CPython
-from payloads import payload_of_size
+from payloads import SHAPES
 from report import BUSINESS_CODE, SERIAL, TIMESTAMP, openssl_ns, primitives_sum_ns, signed_base64_len
 
 SIZES = [64, 256, 1024, 16384]
@@ -42,8 +45,8 @@ SHA512 = "SHA-512 of the signed text (`openssl speed`)"
 LEAST = "open's least: marshal.loads + SHA-512"
 
 
-def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], object]]:
-    payload = payload_of_size(size)
+def _parts(size: int, terminal: pasarela.Terminal, shape: str) -> dict[str, Callable[[], object]]:
+    payload = SHAPES[shape](size)
     text = orjson.dumps(payload)
     sealed = terminal.seal(payload, timestamp=TIMESTAMP)
     headers, body = sealed.headers, sealed.body or b""
@@ -79,15 +82,17 @@ def _parts(size: int, terminal: pasarela.Terminal) -> dict[str, Callable[[], obj
         "C open call (canonicalizes)": c_open,
         "C open call, as sent": c_open_as_sent,
         "Terminal.open": lambda: terminal.open("POST", headers, body, now=TIMESTAMP),
+        "Terminal.open_bytes": lambda: terminal.open_bytes("POST", headers, body, now=TIMESTAMP),
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="items-heavy")
     args = parser.parse_args()
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-    parts = {size: _parts(size, terminal) for size in SIZES}
+    parts = {size: _parts(size, terminal, args.shape) for size in SIZES}
     rounds: list[dict[int, dict[str, float]]] = []
     for r in range(args.rounds):
         row: dict[int, dict[str, float]] = {}
@@ -100,7 +105,7 @@ def main() -> int:
         rounds.append(row)
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
     names = [*parts[SIZES[0]], SHA512, LEAST, "floor"]
-    print("| ns (median) / x floor / x Terminal.seal (medians of the ratios within a round) | "
+    print(f"| {args.shape}: ns (median) / x floor / x Terminal.seal (medians of the ratios within a round) | "
           + " | ".join(f"{size:,} B" for size in SIZES) + " |")
     print("|---|" + "---|" * len(SIZES))
     for name in names:
