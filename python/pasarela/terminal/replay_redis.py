@@ -6,15 +6,14 @@
     store = RedisReplayStore(redis.Redis.from_url("redis://replay.internal:6379/0", socket_timeout=0.5))
     app = TerminalAuthMiddleware(app, terminal, replay_store=AsyncRedisReplayStore(redis.asyncio.Redis(...)))
 
-One script run per verified request (the asyncio store pipelines those of requests arriving together, one
-round trip for them all; the sync store, one round trip each): a Lua script that Redis runs atomically, so of any number of nodes
-presenting one signature exactly one gets the key ``<prefix>{xx}s:<signature>`` set (first use) and every
-other is refused. It writes a token random and new for each check: when redis-py re-sends the script
-after a timeout although Redis had run it, the retry finds its own token and the request is still the first
-use, not a replay of itself. The key expires by itself when the request's window has passed on this node's
-clock, plus ``clock_skew`` seconds so that a node whose clock runs behind still finds it. The lifetime is
-relative (PX), so Redis's own clock does not matter.
-
+One script run per verified request (the asyncio store pipelines those of requests arriving together, one round trip
+for them all; the sync store, one round trip each): a Lua script that Redis runs atomically, so of any number of
+nodes presenting one signature exactly one gets the key ``<prefix>{xx}s:<signature>`` set (first use) and every
+other is refused. It writes a token random and new for each check: when redis-py re-sends the script after a timeout
+although Redis had run it, the retry finds its own token and the request is still the first use, not a replay of
+itself. The key expires by itself when the request's window has passed on this node's clock, plus ``clock_skew``
+seconds so that a node whose clock runs behind still finds it. The lifetime is relative (PX), so Redis's own clock
+does not matter.
 The same script reads the memory marker ``<prefix>{xx}memory`` (see :mod:`pasarela._redis_store`). When
 Redis lost its memory (a restart without persistence, FLUSHALL, an eviction), the signatures of the last
 window are gone and any of them could be replayed: a request signed before the memory's beginning plus
