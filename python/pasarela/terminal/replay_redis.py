@@ -14,6 +14,7 @@ although Redis had run it, the retry finds its own token and the request is stil
 itself. The key expires by itself when the request's window has passed on this node's clock, plus ``clock_skew``
 seconds so that a node whose clock runs behind still finds it. The lifetime is relative (PX), so Redis's own clock
 does not matter.
+
 The same script reads the memory marker ``<prefix>{xx}memory`` (see :mod:`pasarela._redis_store`). When
 Redis lost its memory (a restart without persistence, FLUSHALL, an eviction), the signatures of the last
 window are gone and any of them could be replayed: a request signed before the memory's beginning plus
