@@ -147,13 +147,16 @@ def _python_calls(size: int, terminal: pasarela.Terminal) -> dict[str, tuple[Cal
     sealed = terminal.seal(payload, timestamp=TIMESTAMP)
     headers, body = sealed.headers, sealed.body or b""
     strings = terminal.seal(SHAPES["string-heavy"](size), timestamp=TIMESTAMP)
+    # read once, as for the items-heavy rows: Sealed.headers makes a new dict and Sealed.body slices a new bytes on
+    # each access (about 1.3 us of a 1 KiB open, which these rows had timed as open's)
+    strings_headers, strings_body = strings.headers, strings.body or b""
     return {
         "seal": (lambda: terminal.seal(payload), 1),
         "seal_many": (lambda: terminal.seal_many(batch, timestamp=TIMESTAMP), len(batch)),
         "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
         "open_bytes": (lambda: terminal.open_bytes("POST", headers, body, now=TIMESTAMP), 1),
-        "open string-heavy": (lambda: terminal.open("POST", strings.headers, strings.body, now=TIMESTAMP), 1),
-        "open_bytes string-heavy": (lambda: terminal.open_bytes("POST", strings.headers, strings.body, now=TIMESTAMP),
+        "open string-heavy": (lambda: terminal.open("POST", strings_headers, strings_body, now=TIMESTAMP), 1),
+        "open_bytes string-heavy": (lambda: terminal.open_bytes("POST", strings_headers, strings_body, now=TIMESTAMP),
                                     1),
         "naive seal": (lambda: naive_seal(BUSINESS_CODE, SERIAL, payload, TIMESTAMP, iv), 1),
         "naive open": (lambda: naive_open(BUSINESS_CODE, SERIAL, headers, body), 1),
