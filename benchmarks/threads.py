@@ -165,7 +165,8 @@ def gil_shares(sizes: list[int], seconds: float, command: str) -> str:
                     share = _share_under_gil(table[name][0], seconds)
                     rows.setdefault((name, shape), []).append(f"s = {share:.2f}, {1 / (share + (1 - share) / 2):.2f}x")
                 _fastcall.set_gil_release_bytes(previous)
-                learned.setdefault(shape, []).append(_learned_open_share(table["open"][0]))
+                learned.setdefault(shape, []).append(_learned_open_share(table["open"][0]) if size >= previous
+                                                     else "none learned: GIL kept (size)")
                 _fastcall.set_gil_release_bytes(0)
     finally:
         _fastcall.set_gil_release_bytes(previous)
