@@ -679,7 +679,8 @@ def _lets_another_thread_run(call: Callable[[], object], share: float) -> bool:
     A second thread, woken and waiting for the GIL, can run only if call() lets it go: the switch interval is raised
     beyond the test's length first, so the interpreter never hands the GIL over on its own (the thread is started
     under it, and runs until it waits on the gate, which releases the GIL). The call is repeated for up to a second,
-    since the woken thread may not yet wait for the GIL during the first calls."""
+    since the woken thread may not yet wait for the GIL during the first calls. The cyclic GC is off meanwhile: a
+    finalizer it ran could release the GIL (closing a file or a database) in place of the call."""
     gate = threading.Lock()
     gate.acquire()
     ran: list[bool] = []
@@ -688,12 +689,16 @@ def _lets_another_thread_run(call: Callable[[], object], share: float) -> bool:
         with gate:
             ran.append(True)
 
-    interval = sys.getswitchinterval()
+    interval, collecting = sys.getswitchinterval(), gc.isenabled()
+    gc.collect()
+    gc.disable()
     sys.setswitchinterval(1000.0)
     thread = threading.Thread(target=other)
+    opened = False
     try:
         thread.start()
         gate.release()
+        opened = True
         stop = time.monotonic() + 1.0
         while not ran and time.monotonic() < stop:
             _fastcall.set_open_gil_share(share)
@@ -701,9 +706,12 @@ def _lets_another_thread_run(call: Callable[[], object], share: float) -> bool:
         released = bool(ran)
     finally:
         sys.setswitchinterval(interval)
-        if gate.locked() and not thread.is_alive():
+        if collecting:
+            gc.enable()
+        if not opened:
             gate.release()
-        thread.join()
+        if thread.ident is not None:
+            thread.join()
     return released
 
 
