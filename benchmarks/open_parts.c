@@ -37,6 +37,7 @@ static const char *const part_names[PARTS] = {
     "seal: hex encode of the ciphertext"};
 
 typedef struct request {
+    const char *name; /* the file's, without its directory */
     uint8_t *json, *plaintext, *base64, *ciphertext;
     char *body, authorization[6 + PASARELA_SIGNATURE_HEX_LEN], *hex;
     size_t json_len, body_len, ciphertext_len, base64_len;
@@ -197,6 +198,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[arg], "--no-avx512") == 0) {
             no_avx512 = 1;
         } else if (nfiles < MAX_FILES) {
+            const char *slash = strrchr(argv[arg], '/');
+            requests[nfiles].name = slash != NULL ? slash + 1 : argv[arg];
             requests[nfiles].json = read_file(argv[arg], &requests[nfiles].json_len);
             if (requests[nfiles].json_len > json_max) json_max = requests[nfiles].json_len;
             nfiles++;
@@ -233,7 +236,7 @@ int main(int argc, char **argv) {
                 if (t < best[f][part]) best[f][part] = t;
             }
     printf("| ns per call, fastest of %d rounds%s |", rounds, no_avx512 ? " (--no-avx512)" : "");
-    for (int f = 0; f < nfiles; f++) printf(" %zu B |", requests[f].json_len);
+    for (int f = 0; f < nfiles; f++) printf(" %s (%zu B) |", requests[f].name, requests[f].json_len);
     printf("\n|---|");
     for (int f = 0; f < nfiles; f++) printf("---|");
     printf("\n");
