@@ -129,11 +129,11 @@ static gil_release release_for(const fastcall_state *state, size_t len) {
 /* OPEN_KEEP_SHARE: an open of release_bytes or more keeps the GIL when the share of it that holds the GIL (making
  * the payload's objects, against its C work: open_gil_share) is at least this. Then the part under the GIL is as long
  * as the C work that could run beside it, and releasing lost more than it gained: two threads opening an items-heavy
- * 16 KiB payload ({"sku","qty","price"} objects; s = 0.65, the C work 36 us of a 105 us call) made 0.83x the requests
- * per second of one with the GIL released around the C work (Amdahl's bound 1.21x), 0.95-1.0x with it kept, while a
- * string-heavy one (s = 0.1-0.2) made 1.6-1.9x released (benchmarks/threads.py; README, "Threads"). Below the bound,
- * likely because each hand-off waits for a sleeping thread to wake, and the objects are made (and the last call's
- * dropped) in memory the other core last touched. */
+ * 16 KiB payload ({"sku","qty","price"} objects; s = 0.65, the C work 36 us of a 105 us call) made 0.83-0.86x the
+ * requests per second of one with the GIL released around the C work (Amdahl's bound 1.21x), 0.92-0.95x with it kept
+ * (benchmarks/threads.py's pure-Python control: 0.87-0.99x), while a string-heavy one (s = 0.1-0.2) made 1.7-1.8x
+ * released (README, "Threads"). Below the bound, likely because each hand-off waits for a sleeping thread to wake,
+ * and the objects are made (and the last call's dropped) in memory the other core last touched. */
 #define OPEN_KEEP_SHARE 0.5
 /* Each large open's share moves open_gil_share by 1 / OPEN_SHARE_WEIGHT of the difference: a few calls of one shape
  * settle it, one call preempted midway does not flip it. */
