@@ -11,10 +11,12 @@ import gc
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pasarela import Terminal, reference, seal_batch
+from pasarela.terminal import envelope
 from strategies import sealable_objects
 
 MINUTE_START = 1763812800  # 2025-11-22 12:00:00 UTC, a minute boundary
@@ -80,9 +82,11 @@ def test_batch_of_many_sizes_matches_the_reference() -> None:
         assert (one.plaintext, one.signature, one.body) == (want.plaintext, want.signature, want.body)
 
 
-def test_batches_larger_than_a_chunk_match_the_reference() -> None:
-    """seal_many serializes and seals 64 KiB of JSON at a time: items on both sides of chunk boundaries,
-    with items the batch path leaves to the single path (JSON text, NaN refused) in between."""
+def test_batches_larger_than_a_chunk_match_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """seal_many serializes and seals about _CHUNK_BYTES of JSON at a time (here 64 KiB: several chunks): items on
+    both sides of chunk boundaries, with items the batch path leaves to the single path (JSON text, NaN refused) in
+    between."""
+    monkeypatch.setattr(envelope, "_CHUNK_BYTES", 65536)
     payloads: list[Any] = []
     for n in range(12):
         payloads.append({"big": "z" * (9000 + 997 * n), "n": n})
