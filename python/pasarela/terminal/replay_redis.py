@@ -213,9 +213,8 @@ class AsyncRedisReplayStore(_ReplayKeys):
         return answers
 
     async def _pipelined(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
-        if self._cluster:  # (the script object loads itself where a node lacks it)
-            return list(await asyncio.gather(*(self._first_use(keys=keys, args=args) for keys, args in calls),
-                                             return_exceptions=True))
+        if self._cluster:  # (the script object loads itself where a node lacks it; one failure fails the batch)
+            return list(await asyncio.gather(*(self._first_use(keys=keys, args=args) for keys, args in calls)))
         pipeline = self._client.pipeline(transaction=False)
         for keys, args in calls:
             pipeline.evalsha(self._first_use.sha, len(keys), *keys, *args)
