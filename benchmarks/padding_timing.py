@@ -174,12 +174,18 @@ class Result:
                 f"{self.bad_slower:4.0%} of {self.rounds} rounds{'' if self.ok() else '  ** OUT OF BOUNDS **'}")
 
 
+MIN_CALLS_PER_SAMPLE = 8
+"""A sample of a slow entry (the reference at 64 KiB: about 550 us a call) still averages this many calls: one or two
+calls a sample let a single page fault or collection decide a sample's time, and the median ratio then wandered
+0.94-1.01 over runs of one tree (0.99-1.00 with 8 calls or more)."""
+
+
 def _batch(call: Callable[[], None], sample_seconds: float) -> int:
-    """Calls per timed sample, so that a sample lasts about sample_seconds."""
+    """Calls per timed sample, so that a sample lasts about sample_seconds (at least MIN_CALLS_PER_SAMPLE calls)."""
     start = time.perf_counter()
     for _ in range(3):
         call()
-    return max(1, round(sample_seconds / ((time.perf_counter() - start) / 3)))
+    return max(MIN_CALLS_PER_SAMPLE, round(sample_seconds / ((time.perf_counter() - start) / 3)))
 
 
 def measure(entry: str, size: int, rounds: int, sample_seconds: float) -> Result:
