@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from finalizers import finalizer_at_each_collection
 from pasarela import AuthError, PayloadError, Terminal, _binding, _fastcall, canonical_json  # _fastcall: CPython
+from pasarela.terminal import envelope
 from strategies import sealable_objects
 
 BUSINESS_CODE = "bc-7f3a1c2e9d"
@@ -273,8 +274,9 @@ def test_the_cffi_way_copies_a_batchs_requests_out_too(cffi_way: None, size: int
 def test_a_batch_of_large_requests_is_sealed_straight_into_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Requests too large to share buffers (payloads of about 620 B and more) are sealed by _fastcall.seal_rows,
     each into the bytes object its Sealed holds, whole and alone: the same requests as single seals with their IVs,
-    across IV pool refills (700 items, 256 IVs a pool) and chunks of the batch."""
+    across IV pool refills (700 items, 256 IVs a pool) and chunks of the batch (64 KiB here: about 60 items)."""
     made: list[int] = []
+    monkeypatch.setattr(envelope, "_CHUNK_BYTES", 65536)
 
     def counted(*args: Any) -> Any:
         rows = _fastcall.seal_rows(*args)
