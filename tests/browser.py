@@ -98,12 +98,11 @@ class Browser:
 
     def _leave_by(self, element: WebElement, label: str) -> None:
         from selenium.common.exceptions import TimeoutException
-        from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.wait import WebDriverWait
 
         element.click()
         try:
-            WebDriverWait(self.driver, NAVIGATION_TIMEOUT).until(expected_conditions.staleness_of(element))
+            WebDriverWait(self.driver, NAVIGATION_TIMEOUT).until(lambda _: _left(element))
         except TimeoutException:
             raise AssertionError(f"clicking {label!r} on {self.driver.current_url} led nowhere within "
                                  f"{NAVIGATION_TIMEOUT:g} s; the browser's console: {self.console()}") from None
@@ -139,3 +138,20 @@ class Browser:
 
     def close(self) -> None:
         self.driver.quit()
+
+
+def _left(element: WebElement) -> bool:
+    """Whether the page that held element is gone (selenium's staleness_of, which also takes chromedriver's other
+    word for it: asked about an element while the next page replaces the document, chromedriver can answer "Node
+    with given id does not belong to the document" instead of a stale element reference)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc.msg):
+            return True
+        raise
+    return False
