@@ -7,8 +7,11 @@ Each server runs in a process of its own on a loopback port, one worker, and Deb
 - ``bare``: an ASGI app on uvicorn with uvloop and httptools (``uvicorn[standard]``) answering 200 with the body;
 - ``bare+open``: the bare app calling ``Terminal.open`` on the request itself (answering the payload, or 401 AUTH-001),
   no middleware, no replay store: what any verifying server must at least do, the bound of ``middleware / bare``;
-- ``middleware``: the same app behind ``pasarela.asgi.TerminalAuthMiddleware`` (an in-memory replay store);
-- ``exact``: the same with ``exact_body=True`` (the app reads the verified bytes: a forwarding gateway);
+- ``middleware``: the same app behind ``pasarela.asgi.TerminalAuthMiddleware`` as it comes (no replay store: the
+  same checks as the Node.js server's);
+- ``memory``: the same with an in-memory replay store (``InMemoryReplayStore``: a signature accepted once);
+- ``exact``: the same as ``middleware`` with ``exact_body=True`` (the app reads the verified bytes: a forwarding
+  gateway);
 - ``redis``: the same behind the middleware with the Redis replay store on a real redis-server;
 - ``node``: a Node.js ``http`` server running benchmarks/node_verify.js's verify (benchmarks/node_verify_server.js);
 - ``redis-set`` (not run unless asked): the bare app doing one ``SET key value PX ms NX`` on Redis per request with
@@ -55,18 +58,20 @@ from payloads import payload_of_size  # noqa: E402
 BUSINESS_CODE = "bc-7f3a1c2e9d"
 SERIAL = "SN-0042"
 PAYLOAD_BYTES = 248
-SERVERS = ["bare", "bare+open", "middleware", "exact", "redis", "node"]
+SERVERS = ["bare", "bare+open", "middleware", "memory", "exact", "redis", "node"]
 BOUNDS = ["redis-set"]
 TITLES = {"bare": "bare ASGI app (uvicorn, uvloop, httptools)",
           "bare+open": "bare ASGI app calling Terminal.open itself (no middleware, no store)",
-          "middleware": "behind TerminalAuthMiddleware (in-memory replay store)",
-          "exact": "behind TerminalAuthMiddleware(exact_body=True) (in-memory replay store)",
+          "middleware": "behind TerminalAuthMiddleware (no replay store)",
+          "memory": "behind TerminalAuthMiddleware (in-memory replay store)",
+          "exact": "behind TerminalAuthMiddleware(exact_body=True) (no replay store)",
           "redis": "behind TerminalAuthMiddleware (Redis replay store)",
           "node": "Node.js http server, node_verify.js's verify",
           "redis-set": "bare ASGI app + one Redis SET per request (redis-py asyncio)"}
 RATIOS = [("middleware", "bare", 0.9), ("bare+open", "bare", None), ("middleware", "bare+open", None),
-          ("exact", "middleware", None),
-          ("redis", "bare", 0.8), ("middleware", "node", 1.5),
+          ("memory", "middleware", None), ("exact", "middleware", None),
+          ("redis", "bare", 0.8), ("middleware", "node", 1.5), ("memory", "node", None), ("exact", "node", None),
+          ("bare+open", "node", None),
           ("redis-set", "bare", None), ("redis", "redis-set", None)]
 WARM_UP_SECONDS = 1
 # the wrk side: requests from a file, one per line (timestamp, Authorization, body), sent in turn from FIRST to LAST;
@@ -148,8 +153,9 @@ def served_app(kind: str, redis_url: str) -> Any:
     if kind == "bare+open":
         return opening_app(terminal)
     if kind in ("middleware", "exact"):
-        return TerminalAuthMiddleware(echo_app, terminal, replay_store=InMemoryReplayStore(max_entries=1_000_000),
-                                      exact_body=kind == "exact")
+        return TerminalAuthMiddleware(echo_app, terminal, exact_body=kind == "exact")
+    if kind == "memory":
+        return TerminalAuthMiddleware(echo_app, terminal, replay_store=InMemoryReplayStore(max_entries=1_000_000))
     import redis.asyncio
 
     if kind == "redis-set":

@@ -351,3 +351,49 @@ def test_middleware_passes_other_scopes_through() -> None:
 def test_import_pasarela_does_not_import_http_libraries() -> None:
     code = "import sys, pasarela, pasarela.asgi; sys.exit(int('httpx' in sys.modules or 'requests' in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.parametrize("store", [None, "memory"])
+def test_middleware_reads_a_body_sent_in_pieces_and_nothing_after_the_client_left(store: Any) -> None:
+    """A body in several http.request messages (as servers hand a large one over) is opened whole, with or without
+    a replay store (the in-memory store's claim is made in the call, others are awaited); a client that leaves
+    half-way (http.disconnect) gets no answer and the application is not called. And the application sees the
+    request's headers but its own Content-Length (that of the payload's JSON it reads) in place of the sealed one's."""
+    sealed = TERMINAL.seal(PAYLOAD)
+    body = sealed.body or b""
+    headers = [(name.lower().encode(), value.encode()) for name, value in sealed.headers.items()]
+    headers += [(b"content-length", b"%d" % len(body)), (b"x-request-id", b"r-1")]
+    scope = {"type": "http", "method": "POST", "path": "/p", "query_string": b"", "headers": headers}
+    pieces = [body[:10], body[10:200], body[200:]]
+    seen: list[tuple[Any, list[Any], bytes]] = []
+
+    async def inner(inner_scope: Any, receive: Receive, send: Send) -> None:
+        message = await receive()
+        seen.append((inner_scope["pasarela.payload"], inner_scope["headers"], message["body"]))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    def run(messages: list[dict[str, Any]]) -> list[Any]:
+        answers: list[Any] = []
+        queue = iter(messages)
+
+        async def receive() -> Any:
+            return next(queue)
+
+        async def send(message: Any) -> None:
+            answers.append(message.get("status", message.get("body")))
+
+        middleware = TerminalAuthMiddleware(inner, TERMINAL,
+                                            replay_store=InMemoryReplayStore() if store else None)
+        asyncio.run(middleware(scope, receive, send))
+        return answers
+
+    whole = [{"type": "http.request", "body": piece, "more_body": i < 2} for i, piece in enumerate(pieces)]
+    assert run(whole) == [200, b"{}"]
+    (payload, inner_headers, forwarded), = seen
+    assert payload == SENT and json.loads(forwarded) == SENT
+    assert [name for name, _ in inner_headers] == [name for name, _ in headers if name != b"content-length"] + [
+        b"content-length"]
+    assert inner_headers[-1] == (b"content-length", b"%d" % len(forwarded))
+    left = [whole[0], {"type": "http.disconnect"}]
+    assert run(left) == [] and len(seen) == 1

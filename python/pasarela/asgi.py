@@ -46,7 +46,7 @@ from ._asgi_body import read_body
 from .auth_limit import AuthFailureLimiter
 from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
 from .terminal.inbound import BODY_METHODS, DEFAULT_TOLERANCE
-from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
+from .terminal.replay import AsyncReplayStore, InMemoryReplayStore, Opener, ReplayStore, Verifier
 from .terminal.stringify import stringify
 
 __all__ = ["AUTH_001_RESPONSE", "TerminalAuthMiddleware"]
@@ -65,7 +65,8 @@ STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 _SINGLE_HEADERS = {b"authorization": "Authorization", b"timestamp": "timestamp"}
 """The headers open reads (names as ASGI servers give them, lower-cased): each may appear once. The values are the
 names open looks up first (terminal.inbound.header), so the lookups of open and of the replay check hit at once."""
-_SINGLE_HEADER_LENGTHS = frozenset(len(name) for name in _SINGLE_HEADERS)
+_READ_HEADER_LENGTHS = frozenset(len(name) for name in (*_SINGLE_HEADERS, b"content-length"))
+"""The lengths of the header names the middleware reads: most headers are told apart by their length alone."""
 _MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
@@ -90,6 +91,8 @@ class TerminalAuthMiddleware:
         self.app = app
         self._exact_body = exact_body
         self._verifier = Verifier(terminal, replay_store=replay_store, tolerance=tolerance, clock=clock)
+        # a store whose claims are made in the call (none, or the in-memory one): the request opened without awaiting
+        self._claims_in_call = replay_store is None or isinstance(replay_store, InMemoryReplayStore)
         self._exempt = frozenset(exempt_paths)
         self._max_body_bytes = max_body_bytes
         self._limiter = failure_limiter
@@ -101,9 +104,14 @@ class TerminalAuthMiddleware:
         if scope["type"] != "http" or scope.get("path") in self._exempt:
             await self.app(scope, receive, send)
             return
-        body = await read_body(receive, self._max_body_bytes)
-        if body is None:  # the client went away
-            return
+        message = await receive()
+        if message["type"] == "http.request" and not message.get("more_body", False):  # the whole body at once
+            body = bytes(message.get("body", b""))
+        else:
+            read = await read_body(receive, self._max_body_bytes, message)
+            if read is None:  # the client went away
+                return
+            body = read
         if len(body) > self._max_body_bytes:
             await _answer(send, 413, b'{"message":"request body too large"}')
             return
@@ -126,15 +134,19 @@ class TerminalAuthMiddleware:
                 if self._limiter.blocked(limit_key):
                     raise AuthError(f"too many AUTH-001 failures for {limit_key!r}: refused unopened until the "
                                     f"limiter's window ({self._limiter.window:g} s) ends")
-            headers = _credentials(scope["headers"])
-            query = _checked_query(method, scope.get("query_string"))
+            headers, passed_on = _read_headers(scope["headers"])
+            query = scope.get("query_string")
+            checked = _checked_query(method, query) if query else ""
             opened = True
-            params = query if method == "GET" else None
+            params = checked if method == "GET" else None
+            verifier = self._verifier
             if self._exact_body:
-                verified: Any = await self._verifier.open_bytes_async(method, headers, body or None, params)
+                verified: Any = (verifier.open_bytes(method, headers, body or None, params) if self._claims_in_call
+                                 else await verifier.open_bytes_async(method, headers, body or None, params))
                 forwarded = verified if method in BODY_METHODS else b""
             else:
-                verified = await self._verifier.open_async(method, headers, body or None, params)
+                verified = (verifier.open(method, headers, body or None, params) if self._claims_in_call
+                            else await verifier.open_async(method, headers, body or None, params))
                 forwarded = _forwarded(verified) if method in BODY_METHODS else b""
         except AuthError as exc:
             if self._limiter is not None and not self._limiter.blocked(limit_key):
@@ -150,9 +162,8 @@ class TerminalAuthMiddleware:
                          extra=self._refusal(scope, "store_unavailable", StoreUnavailableError.status))
             await _answer(send, StoreUnavailableError.status, STORE_UNAVAILABLE_RESPONSE)
             return "store_unavailable"
-        inner_headers = [header for header in scope["headers"] if header[0].lower() != b"content-length"]
-        inner_headers.append((b"content-length", b"%d" % len(forwarded)))
-        inner = {**scope, "headers": inner_headers, "query_string": b"",
+        passed_on.append((b"content-length", b"%d" % len(forwarded)))
+        inner = {**scope, "headers": passed_on, "query_string": b"",
                  "pasarela.plaintext" if self._exact_body else "pasarela.payload": verified,
                  "pasarela.timestamp": int(headers["timestamp"])}
         await self.app(inner, _replay_body(forwarded, receive), send)
@@ -176,25 +187,29 @@ def _forwarded(payload: Any) -> bytes:
         return stringify(payload)
 
 
-def _credentials(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The headers open reads, ``timestamp`` and ``authorization`` (any case in the request), those present; either
-    one repeated is refused. One pass, nothing decoded but those two (the other headers are only the app's)."""
+def _read_headers(raw: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], list[tuple[bytes, bytes]]]:
+    """The headers open reads, ``timestamp`` and ``authorization`` (any case in the request), those present, and the
+    request's headers but Content-Length, for the application (the body it reads is another); either of the two
+    repeated is refused. One pass, nothing decoded but those two (the other headers are only the app's)."""
     found: dict[str, str] = {}
-    for raw_name, raw_value in raw:
-        if len(raw_name) not in _SINGLE_HEADER_LENGTHS:  # most headers, told apart without lower-casing them
-            continue
-        name = _SINGLE_HEADERS.get(bytes(raw_name).lower())
-        if name is not None:
-            if name in found:
-                raise AuthError(f"repeated {name.lower()} header")
-            found[name] = bytes(raw_value).decode("latin-1")
-    return found
+    passed_on: list[tuple[bytes, bytes]] = []
+    for pair in raw:
+        raw_name = pair[0]
+        if len(raw_name) in _READ_HEADER_LENGTHS:  # else none of the three, told apart without lower-casing it
+            lowered = bytes(raw_name).lower()
+            name = _SINGLE_HEADERS.get(lowered)
+            if name is not None:
+                if name in found:
+                    raise AuthError(f"repeated {name.lower()} header")
+                found[name] = bytes(pair[1]).decode("latin-1")
+            elif lowered == b"content-length":
+                continue
+        passed_on.append(pair)
+    return found, passed_on
 
 
-def _checked_query(method: str, raw: Optional[bytes]) -> str:
+def _checked_query(method: str, raw: bytes) -> str:
     """The query string, refused when it holds anything but ``data`` (on GET) or anything at all (other methods)."""
-    if not raw:
-        return ""
     query = bytes(raw).decode("latin-1")
     names = set(parse_qs(query, keep_blank_values=True))
     allowed = {"data"} if method == "GET" else set()

@@ -139,13 +139,15 @@ class Verifier:
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None) -> dict[str, Any]:
         payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
-        self._first_use(headers)
+        if self._store is not None:
+            self._first_use(headers)
         return payload
 
     def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
                    now: Optional[float] = None) -> bytes:
         text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
-        self._first_use(headers)
+        if self._store is not None:
+            self._first_use(headers)
         return text
 
     async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
@@ -177,7 +179,7 @@ class Verifier:
         """Refuses (AuthError) a request open accepted whose signature the sync store has seen."""
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
-            if inspect.isawaitable(first):
+            if type(first) is not bool and inspect.isawaitable(first):
                 getattr(first, "close", lambda: None)()  # a coroutine never awaited would warn
                 raise TypeError("this replay store is asynchronous: use Verifier.open_async or open_bytes_async")
             if not first:
