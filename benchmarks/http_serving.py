@@ -27,7 +27,8 @@ latter holds up better on a machine shared with other work) and of the ratios ta
 The Python servers inherit the environment: ``PASARELA_OTEL=off`` measures them without OpenTelemetry's hooks
 (with ``opentelemetry-api`` installed and no SDK the middleware opens no span: pasarela._telemetry.tracing).
 Installs nothing: wrk, node, redis-server and uvicorn[standard] come from ``scripts/setup bench``.
-``--serve KIND PORT REDIS_URL`` is the server side (this script starts it; one uvicorn worker).
+``--serve KIND PORT REDIS_URL`` is the server side (this script starts it; one uvicorn worker). ``--in-process``
+starts no server: it calls the Python servers' apps in this process (what each adds, without the server's share).
 """
 
 from __future__ import annotations
@@ -275,6 +276,61 @@ def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds:
     return float(rate.group(1)), int(count.group(1))
 
 
+IN_PROCESS = ["bare", "bare+open", "middleware", "memory", "exact"]
+IN_PROCESS_REQUESTS = 20_000
+
+
+def in_process(rounds: int) -> int:
+    """--in-process: each Python server's app (served_app) called on IN_PROCESS_REQUESTS distinct sealed requests in
+    this process, the scope and messages as uvicorn gives them, on uvloop; interleaved rounds, a fresh app (and
+    replay store) each; prints the fastest round's microseconds per request, every answer checked to be a 200."""
+
+    import uvloop
+
+    payload = payload_of_size(PAYLOAD_BYTES)
+    digits = len(payload["ref"]) - len("ord-")
+    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal_many(
+        dict(payload, ref=f"ord-{i:0{digits}d}") for i in range(IN_PROCESS_REQUESTS))
+    requests = []
+    for request in sealed:
+        assert request.body is not None
+        headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                   *((name.lower().encode(), value.encode()) for name, value in request.headers.items()),
+                   (b"content-length", b"%d" % len(request.body))]
+        scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+                 "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "http", "method": "POST",
+                 "root_path": "", "path": "/", "raw_path": b"/", "query_string": b"", "headers": headers, "state": {}}
+        requests.append((scope, {"type": "http.request", "body": request.body, "more_body": False}))
+
+    async def drive(app: Any) -> float:
+        statuses: list[int] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        start = time.perf_counter()
+        for scope, message in requests:
+            async def receive(message: dict[str, Any] = message) -> dict[str, Any]:
+                return message
+            await app(scope, receive, send)
+        took = time.perf_counter() - start
+        if statuses != [200] * len(requests):
+            raise RuntimeError(f"answers other than 200: {sorted(set(statuses))}")
+        return took / len(requests) * 1e6
+
+    best = {kind: float("inf") for kind in IN_PROCESS}
+    for _ in range(rounds):
+        for kind in IN_PROCESS:
+            best[kind] = min(best[kind], uvloop.run(drive(served_app(kind, ""))))
+    print(f"In one process: {IN_PROCESS_REQUESTS:,} distinct POSTs of a {PAYLOAD_BYTES}-byte payload per app, "
+          f"fastest of {rounds} interleaved rounds; OpenTelemetry: {'on' if _telemetry.ENABLED else 'off'}\n")
+    print("| app | us per request |\n|---|---|")
+    for kind in IN_PROCESS:
+        print(f"| {TITLES[kind]} | {best[kind]:.2f} |")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=8, help="each wrk run (default 8)")
@@ -284,10 +340,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-rate", type=int, default=40_000,
                         help="requests per second sealed for (distinct requests per run: rate x seconds)")
     parser.add_argument("--serve", nargs=3, metavar=("KIND", "PORT", "REDIS_URL"), help=argparse.SUPPRESS)
+    parser.add_argument("--in-process", action="store_true",
+                        help="no server: the Python apps called in this process (IN_PROCESS), microseconds a request")
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve[0], int(args.serve[1]), args.serve[2])
         return 0
+    if args.in_process:
+        return in_process(args.rounds)
     kinds = args.servers.split(",")
     unknown = set(kinds) - set(SERVERS + BOUNDS)
     if unknown:

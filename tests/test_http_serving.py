@@ -61,3 +61,14 @@ def test_the_bare_app_echoes_the_body(redis_url: str) -> None:
     with tempfile.TemporaryFile() as log, http_serving.server("bare", redis_url, log) as (port, _):
         answer = httpx.post(f"http://127.0.0.1:{port}/", headers=headers, content=body)
     assert (answer.status_code, answer.content) == (200, body)
+
+
+def test_in_process_drives_each_python_app_and_prints_its_time(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """--in-process calls each Python server's app on distinct sealed requests and checks every answer was a 200 (a
+    refusing app would raise), then prints one row per app."""
+    monkeypatch.setattr(http_serving, "IN_PROCESS_REQUESTS", 50)
+    assert http_serving.main(["--in-process", "--rounds", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "us per" not in line]
+    assert [row.split(" | ")[0][2:] for row in rows] == [http_serving.TITLES[kind] for kind in http_serving.IN_PROCESS]
+    assert all(float(row.split(" | ")[1].rstrip(" |")) > 0 for row in rows)
