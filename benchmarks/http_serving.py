@@ -40,6 +40,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -388,12 +389,12 @@ def main(argv: list[str]) -> int:
     for kind in kinds:
         print(f"| {TITLES[kind]} | {min(rates[kind]):,.0f}-{max(rates[kind]):,.0f} | "
               f"{min(cpu[kind]):.1f}-{max(cpu[kind]):.1f} |")
-    print("\n| ratio (within each round) | min-max | goal |\n|---|---|---|")
+    print("\n| ratio (within each round) | min-max | median | goal |\n|---|---|---|---|")
     for top, bottom, goal in RATIOS:
         if top in rates and bottom in rates:
             ratios = [a / b for a, b in zip(rates[top], rates[bottom])]
             print(f"| {top} / {bottom} req/s | {min(ratios):.2f}-{max(ratios):.2f}x | "
-                  f"{'' if goal is None else f'>= {goal}x'} |")
+                  f"{statistics.median(ratios):.2f}x | {'' if goal is None else f'>= {goal}x'} |")
     return 0
 
 

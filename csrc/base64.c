@@ -92,7 +92,8 @@ size_t pasarela_base64_encode(const uint8_t *in, size_t n, char *out)
  * Public data, so table lookups are fine here; pasarela_base64_encode above encodes what is derived from
  * a secret, and pasarela_base64_encode_secret (below) hands it all but its last 0..23 bytes to the AVX2
  * code, whose lookups (pshufb) stay within a register. Dispatch on the caller's cpu bits:
- *  - PASARELA_CPU_AVX512 (F+BW): the AVX2 algorithm below on 512-bit vectors, 48 input bytes -> 64
+ *  - PASARELA_CPU_AVX512 (F+BW) with PASARELA_CPU_AVX512_SHORT (not on Intel: pasarela.h): the AVX2
+ *    algorithm below on 512-bit vectors, 48 input bytes -> 64
  *    chars per step; the last < 64 bytes with masked loads and stores (no access beyond in + n or past
  *    the output).
  *  - PASARELA_CPU_AVX2: 24 input bytes -> 32 chars per step (W. Mula and D. Lemire, "Faster Base64
@@ -286,7 +287,7 @@ size_t pasarela_base64_encode_secret(unsigned cpu, const uint8_t *in, size_t n, 
 size_t pasarela_base64_encode_public(unsigned cpu, const uint8_t *in, size_t n, char *out)
 {
 #if defined(PAS_B64_X86)
-    if (cpu & PASARELA_CPU_AVX512)
+    if ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX512_SHORT)) /* (pasarela.h: not on Intel) */
         return b64_avx512(in, n, out);
     if (cpu & PASARELA_CPU_AVX2)
         return b64_avx2(in, n, out);

@@ -47,16 +47,25 @@ static unsigned long long pas_xgetbv0(void)
 }
 #endif
 
+#if defined(PAS_CPU_X86)
+/* Whether CPUID leaf 0's vendor (EBX, EDX, ECX) is "GenuineIntel". */
+static unsigned pas_cpu_is_intel(unsigned ebx, unsigned edx, unsigned ecx)
+{
+    return ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu; /* "Genu" "ineI" "ntel" */
+}
+#endif
+
 unsigned pasarela_cpu_features(void)
 {
 #if defined(PAS_CPU_X86)
-    unsigned ecx, edx, ebx7 = 0, max_leaf, features = 0;
+    unsigned ecx, edx, ebx7 = 0, max_leaf, features = 0, intel;
 #if defined(_MSC_VER)
     int regs[4];
     __cpuid(regs, 0);
     if (regs[0] < 1)
         return 0;
     max_leaf = (unsigned)regs[0];
+    intel = pas_cpu_is_intel((unsigned)regs[1], (unsigned)regs[3], (unsigned)regs[2]);
     __cpuid(regs, 1);
     ecx = (unsigned)regs[2];
     edx = (unsigned)regs[3];
@@ -66,7 +75,8 @@ unsigned pasarela_cpu_features(void)
     }
 #else
     unsigned eax, ebx;
-    max_leaf = (unsigned)__get_cpuid_max(0, NULL);
+    __cpuid(0, max_leaf, ebx, ecx, edx);
+    intel = pas_cpu_is_intel(ebx, edx, ecx);
     if (max_leaf < 1 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx))
         return 0;
     if (max_leaf >= 7) {
@@ -91,6 +101,8 @@ unsigned pasarela_cpu_features(void)
     if ((ecx & (1u << 27)) && (ecx & (1u << 28)) && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) &&
         (ebx7 & (1u << 31)) && (pas_xgetbv0() & 0xe6u) == 0xe6u)
         features |= PASARELA_CPU_AVX512;
+    if ((features & PASARELA_CPU_AVX512) && !intel)
+        features |= PASARELA_CPU_AVX512_SHORT;
     return features;
 #elif defined(PAS_CPU_ARM)
 #if defined(_WIN32)

@@ -1555,14 +1555,16 @@ CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx51
 /* When the text is what the trusted pass would write but for the ".0" of integral numbers: writes that
  * result (the text without those) to out, its length to *out_len and its facts (a null literal) to *facts,
  * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW
- * classifies a block in one instruction a class, AVX2 in two, SSE2 in four; AArch64 has NEON only). */
+ * classifies a block in one instruction a class, AVX2 in two, SSE2 in four; AArch64 has NEON only; AVX-512 only with
+ * PASARELA_CPU_AVX512_SHORT: not on Intel, pasarela.h). */
 static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len, unsigned *facts) {
     point_zeros z;
     int copy;
     if (n == 0) return 0;
     z.count = 0;
 #if defined(PASARELA_JSON_X86_WIDE)
-    if (cpu & PASARELA_CPU_AVX512) copy = trusted_text_is_canonical_avx512(in, n, &z, facts);
+    if ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX512_SHORT)) /* (pasarela.h: not on Intel) */
+        copy = trusted_text_is_canonical_avx512(in, n, &z, facts);
     else if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
     else
 #endif

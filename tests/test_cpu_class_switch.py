@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pasarela
 from pasarela import _binding
@@ -43,8 +45,8 @@ def test_the_switch_drops_avx512_and_its_requests_open_on_the_default_path() -> 
     forced = _probe("1")
     cpu = forced["cpu"]
     assert isinstance(cpu, int)
-    assert not cpu & _binding.lib.PASARELA_CPU_AVX512
-    assert cpu == _binding.CPU_FEATURES & ~_binding.lib.PASARELA_CPU_AVX512
+    assert not cpu & (_binding.lib.PASARELA_CPU_AVX512 | _binding.lib.PASARELA_CPU_AVX512_SHORT)
+    assert cpu == _binding.CPU_FEATURES & ~(_binding.lib.PASARELA_CPU_AVX512 | _binding.lib.PASARELA_CPU_AVX512_SHORT)
     terminal = pasarela.Terminal("bc-1", "SN-1")
     requests = forced["requests"]
     assert isinstance(requests, list) and len(requests) == 36
@@ -55,3 +57,18 @@ def test_the_switch_drops_avx512_and_its_requests_open_on_the_default_path() -> 
 def test_without_the_switch_the_cpu_is_as_detected() -> None:
     for switch in (None, "0", ""):
         assert _probe(switch)["cpu"] == _binding.lib.pasarela_cpu_features()
+
+
+def test_short_work_takes_512_bit_vectors_on_avx512_cpus_but_intel_s() -> None:
+    """PASARELA_CPU_AVX512_SHORT (Base64 and the JSON block check of one request on 512-bit vectors) is set on an
+    AVX-512 CPU unless it is Intel's, whose cores run the whole request slower after a few 512-bit instructions;
+    the vendor and flags as the kernel reports them (/proc/cpuinfo) are the independent reading of CPUID."""
+    lib = _binding.lib
+    cpu = lib.pasarela_cpu_features()
+    info = Path("/proc/cpuinfo").read_text()
+    vendor = re.search(r"^vendor_id\s*:\s*(\S+)", info, re.M)
+    flags = re.search(r"^flags\s*:(.*)$", info, re.M)
+    assert vendor is not None and flags is not None, "no vendor_id or flags in /proc/cpuinfo (Linux x86-64 expected)"
+    avx512 = {"avx512f", "avx512bw", "avx512vl"} <= set(flags.group(1).split())
+    assert bool(cpu & lib.PASARELA_CPU_AVX512) == avx512
+    assert bool(cpu & lib.PASARELA_CPU_AVX512_SHORT) == (avx512 and vendor.group(1) != "GenuineIntel")

@@ -397,3 +397,58 @@ def test_middleware_reads_a_body_sent_in_pieces_and_nothing_after_the_client_lef
     assert inner_headers[-1] == (b"content-length", b"%d" % len(forwarded))
     left = [whole[0], {"type": "http.disconnect"}]
     assert run(left) == [] and len(seen) == 1
+
+
+def _drive(terminal: Any, headers: list[Any], body: bytes) -> tuple[list[Any], list[Any]]:
+    """(the answer's status and body, the scopes the application saw) of one POST through TerminalAuthMiddleware
+    with terminal, around an application that answers 200 {}."""
+    answers: list[Any] = []
+    scopes: list[Any] = []
+    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
+
+    async def receive() -> Any:
+        return next(messages)
+
+    async def send(message: Any) -> None:
+        answers.append(message.get("status", message.get("body")))
+
+    async def recording(scope: Any, receive: Receive, send: Send) -> None:
+        scopes.append(scope)
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    middleware = TerminalAuthMiddleware(recording, terminal)
+    asyncio.run(middleware({"type": "http", "method": "POST", "path": "/p", "query_string": b"", "headers": headers},
+                           receive, send))
+    return answers, scopes
+
+
+@pytest.mark.parametrize("spelling", ["lower", "as sent", "upper", "bytearray"])
+def test_middleware_reads_its_headers_in_any_spelling_and_refuses_them_twice(
+        spelling: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The credentials' headers are read whatever the case of their names (ASGI servers lower-case them, but need
+    not) and whatever bytes-like objects carry them; Content-Length is replaced in any case; Authorization or
+    timestamp twice, in the same spelling or another, is refused AUTH-001 (which one would open decide?)."""
+    sealed = TERMINAL.seal(PAYLOAD)
+    body = sealed.body or b""
+
+    def spelt(name: str) -> Any:
+        text = {"lower": name.lower(), "as sent": name, "upper": name.upper(), "bytearray": name}[spelling]
+        return bytearray(text.encode()) if spelling == "bytearray" else text.encode()
+
+    headers = [(spelt(name), value.encode()) for name, value in sealed.headers.items()]
+    headers += [(spelt("Content-Length"), b"%d" % len(body)), (b"x-other", b"1")]
+    answers, scopes = _drive(TERMINAL, headers, body)
+    assert answers == [200, b"{}"] and scopes[0]["pasarela.payload"] == SENT
+    passed_on = scopes[0]["headers"]
+    assert [bytes(name).lower() for name, _ in passed_on].count(b"content-length") == 1
+    assert passed_on[-1][0] == b"content-length" and (b"x-other", b"1") in passed_on
+    for name in ("Authorization", "timestamp"):
+        value = sealed.headers[name].encode()
+        for twice in (spelt(name), name.swapcase().encode()):
+            with caplog.at_level(logging.WARNING, logger="pasarela.asgi"):
+                answers, scopes = _drive(TERMINAL, [*headers, (twice, value)], body)
+            assert answers == [401, AUTH_001_RESPONSE] and scopes == []
+            assert f"repeated {name.lower()} header" in caplog.text
+            caplog.clear()

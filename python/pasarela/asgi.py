@@ -62,11 +62,12 @@ AUTH_001_RESPONSE = json.dumps(AUTH_001_BODY, separators=(",", ":")).encode("asc
 STORE_UNAVAILABLE_RESPONSE = b'{"message":"service temporarily unavailable"}'
 """The body of the 503 answered when the replay store cannot be reached (the cause is only logged)."""
 
-_SINGLE_HEADERS = {b"authorization": "Authorization", b"timestamp": "timestamp"}
-"""The headers open reads (names as ASGI servers give them, lower-cased): each may appear once. The values are the
-names open looks up first (terminal.inbound.header), so the lookups of open and of the replay check hit at once."""
-_READ_HEADER_LENGTHS = frozenset(len(name) for name in (*_SINGLE_HEADERS, b"content-length"))
-"""The lengths of the header names the middleware reads: most headers are told apart by their length alone."""
+_HEADER_ROLES = {b"authorization": "Authorization", b"timestamp": "timestamp", b"content-length": ""}
+"""The headers the middleware reads (names as ASGI servers give them, lower-case bytes): the two open reads, each of
+which may appear once, under the name open looks up first (terminal.inbound.header, so that the lookups of open and
+of the replay check hit at once), and Content-Length (""), which the application gets its own of."""
+_HEADER_LENGTHS = frozenset(map(len, _HEADER_ROLES))
+"""Their names' lengths: most headers are told apart by the length of their name alone."""
 _MAX_REQUEST_ID = 128  # characters of X-Request-ID kept for the log (the client chooses it)
 logger = logging.getLogger("pasarela.asgi")
 
@@ -195,15 +196,16 @@ def _read_headers(raw: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], list[
     passed_on: list[tuple[bytes, bytes]] = []
     for pair in raw:
         raw_name = pair[0]
-        if len(raw_name) in _READ_HEADER_LENGTHS:  # else none of the three, told apart without lower-casing it
-            lowered = bytes(raw_name).lower()
-            name = _SINGLE_HEADERS.get(lowered)
-            if name is not None:
-                if name in found:
-                    raise AuthError(f"repeated {name.lower()} header")
-                found[name] = bytes(pair[1]).decode("latin-1")
-            elif lowered == b"content-length":
-                continue
+        if len(raw_name) in _HEADER_LENGTHS:  # else none of the three
+            role = _HEADER_ROLES.get(raw_name) if type(raw_name) is bytes else None  # lower-case, as servers give it
+            if role is None:
+                role = _HEADER_ROLES.get(bytes(raw_name).lower())
+            if role is not None:
+                if not role:  # Content-Length
+                    continue
+                if role in found:
+                    raise AuthError(f"repeated {role.lower()} header")
+                found[role] = bytes(pair[1]).decode("latin-1")
         passed_on.append(pair)
     return found, passed_on
 

@@ -138,21 +138,24 @@ class Verifier:
 
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None) -> dict[str, Any]:
-        payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        payload = self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
+                                      tolerance=self.tolerance)
         if self._store is not None:
             self._first_use(headers)
         return payload
 
     def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
                    now: Optional[float] = None) -> bytes:
-        text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        text = self._terminal.open_bytes(method, headers, body, params, now=self._clock() if now is None else now,
+                                         tolerance=self.tolerance)
         if self._store is not None:
             self._first_use(headers)
         return text
 
     async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
                          *, now: Optional[float] = None) -> dict[str, Any]:
-        payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        payload = self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
+                                      tolerance=self.tolerance)
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
             if type(first) is not bool and inspect.isawaitable(first):  # (inline, not a coroutine of its own)
@@ -163,7 +166,8 @@ class Verifier:
 
     async def open_bytes_async(self, method: str, headers: Mapping[str, str], body: Body = None,
                                params: Params = None, *, now: Optional[float] = None) -> bytes:
-        text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
+        text = self._terminal.open_bytes(method, headers, body, params, now=self._clock() if now is None else now,
+                                         tolerance=self.tolerance)
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
             if type(first) is not bool and inspect.isawaitable(first):
@@ -171,9 +175,6 @@ class Verifier:
             if not first:
                 _refuse_replay()
         return text
-
-    def _now(self, now: Optional[float]) -> float:
-        return self._clock() if now is None else now
 
     def _first_use(self, headers: Mapping[str, str]) -> None:
         """Refuses (AuthError) a request open accepted whose signature the sync store has seen."""
