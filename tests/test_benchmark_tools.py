@@ -54,3 +54,28 @@ def test_heap_trim_shows_the_batch_faulting_its_memory_in_again_unless_the_proce
     default_ns, default_faults, tuned_ns, tuned_faults = (int(cell.replace(",", "")) for cell in row.groups()[:4])
     assert min(default_ns, tuned_ns) > 0 and float(row.group(5)) > 0
     assert default_faults > 1000 and tuned_faults < default_faults // 100, run.stdout
+
+
+def test_avx512_short_compares_the_two_policies_on_credentials_that_carry_them() -> None:
+    """benchmarks/avx512_short.py (the reason for PASARELA_CPU_AVX512_SHORT) times each call under both policies,
+    which it sets on the credentials it seals with: on an AVX-512 CPU a row per call with two times and their ratio,
+    and the terminals really differ in that bit; elsewhere it says why it measures nothing."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import avx512_short
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from pasarela import _binding
+
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "avx512_short.py"), "--rounds", "1"],
+                         capture_output=True, text=True, check=True)
+    if not _binding.CPU_FEATURES & _binding.lib.PASARELA_CPU_AVX512:
+        assert "has no AVX-512" in run.stdout, run.stdout
+        return
+    bit = _binding.lib.PASARELA_CPU_AVX512_SHORT
+    cpus = [avx512_short.terminal(short)._native.struct.cpu for short in (False, True)]
+    assert not cpus[0] & bit and cpus[1] & bit and cpus[0] | bit == cpus[1]
+    rows = re.findall(r"^\| ((?:seal|open|open_bytes|seal_many)[^|]*) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+)x ",
+                      run.stdout, re.M)
+    assert len(rows) == 12, run.stdout
+    assert all(min(float(a), float(b), float(r)) > 0 for _, a, b, r in rows)
