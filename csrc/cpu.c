@@ -75,9 +75,12 @@ unsigned pasarela_cpu_features(void)
     }
 #else
     unsigned eax, ebx;
-    __cpuid(0, max_leaf, ebx, ecx, edx);
+    max_leaf = (unsigned)__get_cpuid_max(0, NULL);
+    if (max_leaf < 1)
+        return 0;
+    __cpuid(0, eax, ebx, ecx, edx);
     intel = pas_cpu_is_intel(ebx, edx, ecx);
-    if (max_leaf < 1 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
         return 0;
     if (max_leaf >= 7) {
         unsigned eax7, ecx7, edx7;

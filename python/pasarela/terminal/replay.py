@@ -141,7 +141,7 @@ class Verifier:
         payload = self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
                                       tolerance=self.tolerance)
         if self._store is not None:
-            self._first_use(headers)
+            self._first_use(self._store, headers)
         return payload
 
     def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
@@ -149,7 +149,7 @@ class Verifier:
         text = self._terminal.open_bytes(method, headers, body, params, now=self._clock() if now is None else now,
                                          tolerance=self.tolerance)
         if self._store is not None:
-            self._first_use(headers)
+            self._first_use(self._store, headers)
         return text
 
     async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
@@ -176,15 +176,14 @@ class Verifier:
                 _refuse_replay()
         return text
 
-    def _first_use(self, headers: Mapping[str, str]) -> None:
+    def _first_use(self, store: Union[ReplayStore, AsyncReplayStore], headers: Mapping[str, str]) -> None:
         """Refuses (AuthError) a request open accepted whose signature the sync store has seen."""
-        if self._store is not None:
-            first = self._store.first_use(*self._entry(headers))
-            if type(first) is not bool and inspect.isawaitable(first):
-                getattr(first, "close", lambda: None)()  # a coroutine never awaited would warn
-                raise TypeError("this replay store is asynchronous: use Verifier.open_async or open_bytes_async")
-            if not first:
-                _refuse_replay()
+        first = store.first_use(*self._entry(headers))
+        if type(first) is not bool and inspect.isawaitable(first):
+            getattr(first, "close", lambda: None)()  # a coroutine never awaited would warn
+            raise TypeError("this replay store is asynchronous: use Verifier.open_async or open_bytes_async")
+        if not first:
+            _refuse_replay()
 
     def _entry(self, headers: Mapping[str, str]) -> tuple[str, float]:
         """(signature, expires_at) of a request open() accepted: 'Basic ' + 128 hex digits, and 10 digits."""
