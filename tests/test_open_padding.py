@@ -231,3 +231,19 @@ def test_refusal_wipes_the_decrypted_text(padded: bytes) -> None:
     assert _outcome(pasarela.Terminal, padded)[0] == "refused"
     out = _binding._workspace.buffers.out
     assert bytes(_binding.ffi.buffer(out, len(padded))) == bytes(len(padded))
+
+
+def test_the_two_answers_to_a_padding_probe_are_new_strings_alike() -> None:
+    """A bad padding and a valid padding over text that is not UTF-8 (the two answers to a padding-oracle probe)
+    are refused through the C path with reasons made the same way: each a new string, neither the module's constant,
+    whose hash would already be known to the dict lookups that read a reason later (the middleware's and the
+    telemetry's refusal_cause): that made the bad padding measurably faster through the middleware (the gate's
+    padding_timing, 17% of rounds). Timing itself is measured in benchmarks/padding_timing.py."""
+    reasons = {}
+    for name, padded in (("bad", _padded(PREFIX)[:-1] + b"\x00"), ("not utf-8", _padded(b'{"a":"\xff"}'))):
+        body = json.dumps({"data": _encrypt_blocks(padded)}).encode()
+        with pytest.raises(AuthError) as refused:
+            pasarela.Terminal(BUSINESS_CODE, SERIAL).open("POST", _headers(b"{}"), body, now=NOON)
+        reasons[name] = refused.value.reason
+    assert reasons["bad"] == BAD_PADDING and reasons["bad"] is not BAD_PADDING
+    assert reasons["not utf-8"] == not_utf8(6)
