@@ -209,12 +209,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def write_requests(path: Path, count: int) -> None:
-    """count distinct sealed requests of a PAYLOAD_BYTES payload (the ref differs), sealed now, one per line."""
+def distinct_requests(count: int) -> list[pasarela.Sealed]:
+    """count distinct requests of a PAYLOAD_BYTES payload (the ref differs), sealed now."""
     base = payload_of_size(PAYLOAD_BYTES)
     digits = len(base["ref"]) - len("ord-")
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-    sealed = terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(count))
+    return terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(count))
+
+
+def write_requests(path: Path, count: int) -> None:
+    """distinct_requests(count), one per line."""
+    sealed = distinct_requests(count)
     with path.open("wb") as out:
         for request in sealed:
             headers = request.headers
@@ -288,12 +293,8 @@ def in_process(rounds: int) -> int:
 
     import uvloop
 
-    payload = payload_of_size(PAYLOAD_BYTES)
-    digits = len(payload["ref"]) - len("ord-")
-    sealed = pasarela.Terminal(BUSINESS_CODE, SERIAL).seal_many(
-        dict(payload, ref=f"ord-{i:0{digits}d}") for i in range(IN_PROCESS_REQUESTS))
     requests = []
-    for request in sealed:
+    for request in distinct_requests(IN_PROCESS_REQUESTS):
         assert request.body is not None
         headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
                    *((name.lower().encode(), value.encode()) for name, value in request.headers.items()),

@@ -353,6 +353,32 @@ def test_import_pasarela_does_not_import_http_libraries() -> None:
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
+def _drive(headers: list[Any], messages: list[dict[str, Any]], replay_store: Any = None
+           ) -> tuple[list[Any], list[tuple[Any, bytes]]]:
+    """(the answer's status and body, each (scope, body) the application saw) of one POST whose body comes in
+    messages, through TerminalAuthMiddleware with TERMINAL (and replay_store), around an application that reads one
+    message and answers 200 {}."""
+    answers: list[Any] = []
+    seen: list[tuple[Any, bytes]] = []
+    queue = iter(messages)
+
+    async def receive() -> Any:
+        return next(queue)
+
+    async def send(message: Any) -> None:
+        answers.append(message.get("status", message.get("body")))
+
+    async def recording(scope: Any, receive: Receive, send: Send) -> None:
+        seen.append((scope, (await receive())["body"]))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    middleware = TerminalAuthMiddleware(recording, TERMINAL, replay_store=replay_store)
+    asyncio.run(middleware({"type": "http", "method": "POST", "path": "/p", "query_string": b"", "headers": headers},
+                           receive, send))
+    return answers, seen
+
+
 @pytest.mark.parametrize("store", [None, "memory"])
 def test_middleware_reads_a_body_sent_in_pieces_and_nothing_after_the_client_left(store: Any) -> None:
     """A body in several http.request messages (as servers hand a large one over) is opened whole, with or without
@@ -363,65 +389,18 @@ def test_middleware_reads_a_body_sent_in_pieces_and_nothing_after_the_client_lef
     body = sealed.body or b""
     headers = [(name.lower().encode(), value.encode()) for name, value in sealed.headers.items()]
     headers += [(b"content-length", b"%d" % len(body)), (b"x-request-id", b"r-1")]
-    scope = {"type": "http", "method": "POST", "path": "/p", "query_string": b"", "headers": headers}
     pieces = [body[:10], body[10:200], body[200:]]
-    seen: list[tuple[Any, list[Any], bytes]] = []
-
-    async def inner(inner_scope: Any, receive: Receive, send: Send) -> None:
-        message = await receive()
-        seen.append((inner_scope["pasarela.payload"], inner_scope["headers"], message["body"]))
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-    def run(messages: list[dict[str, Any]]) -> list[Any]:
-        answers: list[Any] = []
-        queue = iter(messages)
-
-        async def receive() -> Any:
-            return next(queue)
-
-        async def send(message: Any) -> None:
-            answers.append(message.get("status", message.get("body")))
-
-        middleware = TerminalAuthMiddleware(inner, TERMINAL,
-                                            replay_store=InMemoryReplayStore() if store else None)
-        asyncio.run(middleware(scope, receive, send))
-        return answers
-
     whole = [{"type": "http.request", "body": piece, "more_body": i < 2} for i, piece in enumerate(pieces)]
-    assert run(whole) == [200, b"{}"]
-    (payload, inner_headers, forwarded), = seen
+    answers, seen = _drive(headers, whole, InMemoryReplayStore() if store else None)
+    assert answers == [200, b"{}"]
+    (scope, forwarded), = seen
+    payload, inner_headers = scope["pasarela.payload"], scope["headers"]
     assert payload == SENT and json.loads(forwarded) == SENT
     assert [name for name, _ in inner_headers] == [name for name, _ in headers if name != b"content-length"] + [
         b"content-length"]
     assert inner_headers[-1] == (b"content-length", b"%d" % len(forwarded))
     left = [whole[0], {"type": "http.disconnect"}]
-    assert run(left) == [] and len(seen) == 1
-
-
-def _drive(terminal: Any, headers: list[Any], body: bytes) -> tuple[list[Any], list[Any]]:
-    """(the answer's status and body, the scopes the application saw) of one POST through TerminalAuthMiddleware
-    with terminal, around an application that answers 200 {}."""
-    answers: list[Any] = []
-    scopes: list[Any] = []
-    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
-
-    async def receive() -> Any:
-        return next(messages)
-
-    async def send(message: Any) -> None:
-        answers.append(message.get("status", message.get("body")))
-
-    async def recording(scope: Any, receive: Receive, send: Send) -> None:
-        scopes.append(scope)
-        await receive()
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-    middleware = TerminalAuthMiddleware(recording, terminal)
-    asyncio.run(middleware({"type": "http", "method": "POST", "path": "/p", "query_string": b"", "headers": headers},
-                           receive, send))
-    return answers, scopes
+    assert _drive(headers, left, InMemoryReplayStore() if store else None) == ([], [])
 
 
 @pytest.mark.parametrize("spelling", ["lower", "as sent", "upper", "bytearray"])
@@ -439,16 +418,17 @@ def test_middleware_reads_its_headers_in_any_spelling_and_refuses_them_twice(
 
     headers = [(spelt(name), value.encode()) for name, value in sealed.headers.items()]
     headers += [(spelt("Content-Length"), b"%d" % len(body)), (b"x-other", b"1")]
-    answers, scopes = _drive(TERMINAL, headers, body)
-    assert answers == [200, b"{}"] and scopes[0]["pasarela.payload"] == SENT
-    passed_on = scopes[0]["headers"]
+    one = [{"type": "http.request", "body": body, "more_body": False}]
+    answers, seen = _drive(headers, one)
+    assert answers == [200, b"{}"] and seen[0][0]["pasarela.payload"] == SENT
+    passed_on = seen[0][0]["headers"]
     assert [bytes(name).lower() for name, _ in passed_on].count(b"content-length") == 1
     assert passed_on[-1][0] == b"content-length" and (b"x-other", b"1") in passed_on
     for name in ("Authorization", "timestamp"):
         value = sealed.headers[name].encode()
         for twice in (spelt(name), name.swapcase().encode()):
             with caplog.at_level(logging.WARNING, logger="pasarela.asgi"):
-                answers, scopes = _drive(TERMINAL, [*headers, (twice, value)], body)
-            assert answers == [401, AUTH_001_RESPONSE] and scopes == []
+                answers, seen = _drive([*headers, (twice, value)], one)
+            assert answers == [401, AUTH_001_RESPONSE] and seen == []
             assert f"repeated {name.lower()} header" in caplog.text
             caplog.clear()

@@ -42,11 +42,11 @@ from urllib.parse import parse_qs
 import orjson
 
 from . import _telemetry
-from ._asgi_body import read_body
+from ._asgi_body import read_body, whole_body
 from .auth_limit import AuthFailureLimiter
 from .errors import AUTH_001_BODY, AuthError, StoreUnavailableError
 from .terminal.inbound import BODY_METHODS, DEFAULT_TOLERANCE
-from .terminal.replay import AsyncReplayStore, InMemoryReplayStore, Opener, ReplayStore, Verifier
+from .terminal.replay import AsyncReplayStore, Opener, ReplayStore, Verifier
 from .terminal.stringify import stringify
 
 __all__ = ["AUTH_001_RESPONSE", "TerminalAuthMiddleware"]
@@ -92,8 +92,6 @@ class TerminalAuthMiddleware:
         self.app = app
         self._exact_body = exact_body
         self._verifier = Verifier(terminal, replay_store=replay_store, tolerance=tolerance, clock=clock)
-        # a store whose claims are made in the call (none, or the in-memory one): the request opened without awaiting
-        self._claims_in_call = replay_store is None or isinstance(replay_store, InMemoryReplayStore)
         self._exempt = frozenset(exempt_paths)
         self._max_body_bytes = max_body_bytes
         self._limiter = failure_limiter
@@ -106,13 +104,11 @@ class TerminalAuthMiddleware:
             await self.app(scope, receive, send)
             return
         message = await receive()
-        if message["type"] == "http.request" and not message.get("more_body", False):  # the whole body at once
-            body = bytes(message.get("body", b""))
-        else:
-            read = await read_body(receive, self._max_body_bytes, message)
-            if read is None:  # the client went away
+        body = whole_body(message)  # (no coroutine of read_body's for the body that comes whole)
+        if body is None:
+            body = await read_body(receive, self._max_body_bytes, message)
+            if body is None:  # the client went away
                 return
-            body = read
         if len(body) > self._max_body_bytes:
             await _answer(send, 413, b'{"message":"request body too large"}')
             return
@@ -142,11 +138,11 @@ class TerminalAuthMiddleware:
             params = checked if method == "GET" else None
             verifier = self._verifier
             if self._exact_body:
-                verified: Any = (verifier.open_bytes(method, headers, body or None, params) if self._claims_in_call
+                verified: Any = (verifier.open_bytes(method, headers, body or None, params) if verifier.claims_in_call
                                  else await verifier.open_bytes_async(method, headers, body or None, params))
                 forwarded = verified if method in BODY_METHODS else b""
             else:
-                verified = (verifier.open(method, headers, body or None, params) if self._claims_in_call
+                verified = (verifier.open(method, headers, body or None, params) if verifier.claims_in_call
                             else await verifier.open_async(method, headers, body or None, params))
                 forwarded = _forwarded(verified) if method in BODY_METHODS else b""
         except AuthError as exc:

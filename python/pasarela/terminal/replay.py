@@ -133,29 +133,29 @@ class Verifier:
                                      f"({tolerance:g} s): after Redis lost its memory it would accept replays")
         self._terminal = terminal
         self._store = replay_store
+        self.claims_in_call = replay_store is None or isinstance(replay_store, InMemoryReplayStore)
+        """Whether ``open`` and ``open_bytes`` serve for asyncio code too: no store, or one whose claim is made in
+        the call (the in-memory one), so that nothing is awaited (no coroutine of ``open_async``'s to make)."""
         self.tolerance = tolerance
         self._clock = clock
 
     def open(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
              now: Optional[float] = None) -> dict[str, Any]:
-        payload = self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
-                                      tolerance=self.tolerance)
+        payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
         if self._store is not None:
             self._first_use(self._store, headers)
         return payload
 
     def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
                    now: Optional[float] = None) -> bytes:
-        text = self._terminal.open_bytes(method, headers, body, params, now=self._clock() if now is None else now,
-                                         tolerance=self.tolerance)
+        text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
         if self._store is not None:
             self._first_use(self._store, headers)
         return text
 
     async def open_async(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None,
                          *, now: Optional[float] = None) -> dict[str, Any]:
-        payload = self._terminal.open(method, headers, body, params, now=self._clock() if now is None else now,
-                                      tolerance=self.tolerance)
+        payload = self._terminal.open(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
             if type(first) is not bool and inspect.isawaitable(first):  # (inline, not a coroutine of its own)
@@ -166,8 +166,7 @@ class Verifier:
 
     async def open_bytes_async(self, method: str, headers: Mapping[str, str], body: Body = None,
                                params: Params = None, *, now: Optional[float] = None) -> bytes:
-        text = self._terminal.open_bytes(method, headers, body, params, now=self._clock() if now is None else now,
-                                         tolerance=self.tolerance)
+        text = self._terminal.open_bytes(method, headers, body, params, now=self._now(now), tolerance=self.tolerance)
         if self._store is not None:
             first = self._store.first_use(*self._entry(headers))
             if type(first) is not bool and inspect.isawaitable(first):
@@ -175,6 +174,9 @@ class Verifier:
             if not first:
                 _refuse_replay()
         return text
+
+    def _now(self, now: Optional[float]) -> float:
+        return self._clock() if now is None else now
 
     def _first_use(self, store: Union[ReplayStore, AsyncReplayStore], headers: Mapping[str, str]) -> None:
         """Refuses (AuthError) a request open accepted whose signature the sync store has seen."""
