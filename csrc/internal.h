@@ -37,6 +37,13 @@ PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
 PASARELA_INTERNAL size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t *items,
                                                             size_t *lens, size_t max_items);
 
+/* json_checked.c: 1 (and *facts, the token by token pass's) when in[0, n) is a JSON object that is exactly what
+ * JSON.stringify(JSON.parse(in)) writes, with no top-level "key" or "__proto__" member, found 64 bytes at a time
+ * (AVX2 when cpu has it, else SSE2; other targets always 0); 0 when it is not known to be (the token by token pass
+ * decides). scratch: 8-byte aligned, PASARELA_JSON_SCRATCH_SIZE(n) bytes (less: 0). */
+PASARELA_INTERNAL int pasarela_json_checked_canonical(unsigned cpu, const uint8_t *in, size_t n, void *scratch,
+                                                      size_t scratch_cap, unsigned *facts);
+
 /* json.c: pasarela_json_canonicalize with the CPU features of cpu for its check of text that is already
  * canonical (on x86 AVX-512 BW or AVX2 when cpu has them, else SSE2, which the public function uses; NEON on
  * AArch64). */

@@ -1625,6 +1625,14 @@ int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, un
         if (facts) *facts = 0;
         return PASARELA_OK;
     }
+    if ((flags & (PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT)) == 0 &&
+        pasarela_json_checked_canonical(cpu, in, n, scratch, scratch_cap, &s.facts)) { /* json_checked.c */
+        memcpy(out, in, n);
+        *out_len = n;
+        if (error_offset) *error_offset = 0;
+        if (facts) *facts = s.facts;
+        return PASARELA_OK;
+    }
     if ((flags & (PASARELA_JSON_SHORTEST_DIGITS | PASARELA_JSON_NO_SHORTCUT)) == PASARELA_JSON_SHORTEST_DIGITS &&
         canonical_copy(cpu, in, n, out, out_len, &s.facts)) {
         if (error_offset) *error_offset = 0;

@@ -106,8 +106,9 @@ static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_work
     unsigned facts = 0;
     /* A text the canonicalizer accepts is UTF-8 (it checks every byte of its strings; anything else it reads is
      * ASCII): the UTF-8 pass, whose refusal comes first, runs only on a text it refused. */
-    int json_rc = pasarela_json_canonicalize(text, text_len, 0, ws->plaintext, ws->plaintext_cap, &ws->plaintext_len,
-                                             ws->scratch, ws->scratch_cap, &ws->error_offset, &facts);
+    int json_rc = pasarela_json_canonicalize_cpu(cpu, text, text_len, 0, ws->plaintext, ws->plaintext_cap,
+                                                 &ws->plaintext_len, ws->scratch, ws->scratch_cap, &ws->error_offset,
+                                                 &facts);
     if (json_rc != PASARELA_OK) {
         size_t invalid_at = pasarela_utf8_invalid_at(text, text_len);
         if (invalid_at < text_len) {

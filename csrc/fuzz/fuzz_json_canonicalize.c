@@ -5,6 +5,8 @@
  * (PASARELA_JSON_SHORTEST_DIGITS) on the text, which breaks its contract: memory safety, and its check for
  * text that is already canonical against itself (SSE2, AVX2, AVX-512) and against the token by token pass;
  * bit 1: also call with output and scratch one byte short of the documented sizes.
+ * Always, on the text and on its result: the check for text that is already canonical of the checked mode
+ * (json_checked.c) changes nothing but the time (check_checked).
  * Checks: only documented statuses (never BUFFER_TOO_SMALL at the documented sizes); a result of
  * the checked mode is well-formed UTF-8 without raw control bytes (JSON.stringify escapes them and
  * writes no whitespace), and it has an integer literal of 17 digits or more exactly when the facts say so
@@ -71,6 +73,31 @@ static void check_shortcut(const uint8_t *data, size_t n)
     free(portable.out);
     free(native.out);
     free(avx2.out);
+    free(tokens.out);
+}
+
+/* The checked mode's check for text that is already canonical (json_checked.c, with SSE2 and with this CPU's
+ * AVX2), which trusts nothing: on any text, the result with it is the token by token pass's (same status, bytes
+ * and facts), and whenever it says yes the text is that pass's result as it is. */
+static void check_checked(const uint8_t *data, size_t n)
+{
+    result tokens = canonicalize(data, n, PASARELA_JSON_NO_SHORTCUT);
+    static const unsigned cpus[] = {0, PASARELA_CPU_AVX2};
+    for (size_t k = 0; k < sizeof cpus / sizeof cpus[0]; k++) {
+        unsigned cpu = cpus[k] & pasarela_cpu_features();
+        result checked = canonicalize_cpu(data, n, 0, cpu);
+        FUZZ_CHECK(same_result(&checked, &tokens));
+        free(checked.out);
+        uint8_t *in = fuzz_copy(data, n);
+        void *scratch = fuzz_alloc(PASARELA_JSON_SCRATCH_SIZE(n));
+        unsigned facts = 12345;
+        if (pasarela_json_checked_canonical(cpu, in, n, scratch, PASARELA_JSON_SCRATCH_SIZE(n), &facts)) {
+            FUZZ_CHECK(tokens.rc == PASARELA_OK && tokens.len == n && memcmp(tokens.out, data, n) == 0);
+            FUZZ_CHECK(facts == tokens.facts);
+        }
+        free(scratch);
+        free(in);
+    }
     free(tokens.out);
 }
 
@@ -222,8 +249,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (selector & 2)
         check_too_small(reader.data, reader.size);
     check_array_items(reader.data, reader.size, selector >> 4);
+    check_checked(reader.data, reader.size);
     result first = canonicalize(reader.data, reader.size, 0);
     if (first.rc == PASARELA_OK) {
+        check_checked(first.out, first.len);
         check_split_like_byte_scan(reader.data, reader.size);
         size_t items = canonical_array_items(first.out, first.len);
         FUZZ_CHECK(check_array_items(first.out, first.len, 1000) == items);
