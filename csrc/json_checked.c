@@ -35,33 +35,34 @@
 #define HOT static inline __attribute__((always_inline))
 
 typedef struct byte_classes {
-    uint64_t quote, backslash, below_space, high, open, close, brace_open, brace_close, comma, colon;
-    uint64_t digit, zero, point, minus, letter;
+    uint64_t quote, open, close, brace, comma, colon, digit, zero, point, minus, letter;
+    int stop, high; /* a backslash or a byte below ' ' (outside strings no more JSON than inside them) */
 } byte_classes;
 
 /* The classes of the 64 bytes at p (avail < 64: the readable ones, the rest in no class), WIDTH bytes a vector:
- * SSE2 (16) or AVX2 (32). below_space also has the bytes >= 0x80 (a signed compare), high has them alone. */
-#define CHECKED_CLASSES(ATTRIBUTES, name, WIDTH, VEC, LOAD, OR, SET1, EQ, GT, MAX, SUB, MASK)                  \
+ * SSE2 (16) or AVX2 (32). stop and high (a byte >= 0x80) are tested on the whole block, not located. */
+#define CHECKED_CLASSES(ATTRIBUTES, name, WIDTH, VEC, LOAD, OR, AND, SET1, EQ, MAX, SUB, MASK)                  \
     static inline __attribute__((always_inline)) ATTRIBUTES void name(const uint8_t *p, size_t avail,          \
                                                                       byte_classes *m) {                       \
         uint8_t tail[64];                                                                                      \
         if (avail < 64) {                                                                                      \
-            memset(tail, 0, sizeof tail);                                                                      \
+            memset(tail, ' ', sizeof tail); /* in no class, and not a stop */                                  \
             memcpy(tail, p, avail);                                                                            \
             p = tail;                                                                                          \
         }                                                                                                      \
-        memset(m, 0, sizeof *m);                                                                               \
+        VEC stop = SET1(0), high = SET1(0);                                                                    \
+        m->quote = m->open = m->close = m->brace = m->comma = m->colon = 0;                                    \
+        m->digit = m->zero = m->point = m->minus = m->letter = 0;                                              \
         for (unsigned i = 0; i < 64; i += WIDTH) {                                                             \
             VEC v = LOAD((const VEC *)(const void *)(p + i));                                                  \
             VEC lower = OR(v, SET1(0x20)); /* '[' -> '{', ']' -> '}' */                                        \
+            stop = OR(stop, OR(EQ(v, SET1('\\')), EQ(MAX(v, SET1(0x1F)), SET1(0x1F))));                        \
+            high = OR(high, v);                                                                                \
             m->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << i;                                                 \
-            m->backslash |= (uint64_t)MASK(EQ(v, SET1('\\'))) << i;                                            \
-            m->below_space |= (uint64_t)MASK(GT(SET1(' '), v)) << i;                                           \
-            m->high |= (uint64_t)MASK(v) << i;                                                                 \
             m->open |= (uint64_t)MASK(EQ(lower, SET1('{'))) << i;                                              \
             m->close |= (uint64_t)MASK(EQ(lower, SET1('}'))) << i;                                             \
-            m->brace_open |= (uint64_t)MASK(EQ(v, SET1('{'))) << i;                                            \
-            m->brace_close |= (uint64_t)MASK(EQ(v, SET1('}'))) << i;                                           \
+            /* '{' and '}' (and 'y' and DEL, in neither bracket class) */                                      \
+            m->brace |= (uint64_t)MASK(EQ(AND(v, SET1((char)0xF9)), SET1(0x79))) << i;                         \
             m->comma |= (uint64_t)MASK(EQ(v, SET1(','))) << i;                                                 \
             m->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << i;                                                 \
             m->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << i;                     \
@@ -70,16 +71,17 @@ typedef struct byte_classes {
             m->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << i;                                                 \
             m->letter |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('a')), SET1(25)), SET1(25))) << i;                  \
         }                                                                                                      \
-        if (avail < 64) m->below_space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros */                \
+        m->stop = MASK(stop) != 0;                                                                             \
+        m->high = MASK(high) != 0;                                                                             \
     }
 
 #define SSE2_MASK(x) (uint32_t)_mm_movemask_epi8(x)
-CHECKED_CLASSES(, classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_set1_epi8, _mm_cmpeq_epi8,
-                _mm_cmpgt_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
+CHECKED_CLASSES(, classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_and_si128, _mm_set1_epi8,
+                _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
 #undef SSE2_MASK
 #define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
 CHECKED_CLASSES(__attribute__((target("avx2"))), classes_avx2, 32, __m256i, _mm256_loadu_si256, _mm256_or_si256,
-                _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_max_epu8, _mm256_sub_epi8, AVX2_MASK)
+                _mm256_and_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8, _mm256_sub_epi8, AVX2_MASK)
 #undef AVX2_MASK
 #undef CHECKED_CLASSES
 
@@ -137,12 +139,12 @@ typedef struct key_entry {
 /* What one block leaves to the next. */
 typedef struct checked_scan {
     uint64_t in_string;                                           /* all ones: the block ended inside a string */
-    uint64_t carry_brace, carry_comma, carry_value, carry_point;  /* of add_carrying */
+    uint64_t carry_key, carry_point;                              /* of add_carrying */
     uint64_t object;                                              /* all ones: the innermost container is an object */
     /* the previous block's masks, which the rules look back at */
     uint64_t scalar, close_quote, colon, comma, brace_open, bracket_open, brace_close, bracket_close, minus, digit,
-        point, letter, zero, zero_first, zero_after_minus, run2, run4, run8, zero2, brace_string, comma_string,
-        value_string; /* the closing quotes of strings after a '{', after a ',', after a ':' or '[' */
+        point, letter, zero, zero_first, zero_after_minus, run2, run4, run8, zero2,
+        key_string; /* the closing quotes of the strings that are to be keys */
     size_t last_open_quote, depth, keys;
     int utf8, nulls;
 } checked_scan;
@@ -173,16 +175,16 @@ static int keys_differ(const uint8_t *in, const key_entry *keys, size_t count, u
     return 1;
 }
 
-/* The first 8 bytes of in[start, start + len) (fewer: zeros after them) mixed with len. */
-HOT uint64_t key_print(const uint8_t *in, size_t n, size_t start, size_t len) {
+/* The first 8 bytes of in[start, start + len) (fewer: zeros after them), little-endian. */
+HOT uint64_t key_word(const uint8_t *in, size_t n, size_t start, size_t len) {
     uint64_t word = 0;
     if (start + 8 <= n) {
         memcpy(&word, in + start, 8);
-        if (len < 8) word &= (UINT64_C(1) << (8 * len)) - 1; /* (little-endian: x86-64) */
+        if (len < 8) word &= (UINT64_C(1) << (8 * len)) - 1; /* (x86-64: little-endian) */
     } else {
         memcpy(&word, in + start, len < 8 ? len : 8);
     }
-    return word ^ ((uint64_t)len << 56) ^ ((uint64_t)len * UINT64_C(0x100000001B3));
+    return word;
 }
 
 /* Where the nesting and the keys are looked at: the closers, openers and colons of the block at base, in order.
@@ -201,7 +203,8 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
             uint64_t before = open_quote & (bit - 1);
             size_t start = (before != 0 ? base + highest(before) : s->last_open_quote) + 1;
             size_t len = base + b - 1 - start;
-            if (len > 0 && (unsigned)(in[start] - '0') <= 9) { /* maybe integer-like: re-ordered */
+            uint64_t word = key_word(in, n, start, len);
+            if (len > 0 && (unsigned)((word & 0xFF) - '0') <= 9) { /* maybe integer-like: re-ordered */
                 *bad = 1;
                 return 0;
             }
@@ -212,7 +215,7 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
             }
             keys[s->keys].start = (uint32_t)start;
             keys[s->keys].len = (uint32_t)len;
-            keys[s->keys].print = key_print(in, n, start, len);
+            keys[s->keys].print = word ^ ((uint64_t)len << 56) ^ ((uint64_t)len * UINT64_C(0x100000001B3));
             s->keys++;
             continue;
         }
@@ -235,7 +238,7 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
             s->depth--;
             if (brace) {
                 size_t first = object_keys[s->depth];
-                if (!keys_differ(in, keys + first, s->keys - first, table)) {
+                if (s->keys - first > 1 && !keys_differ(in, keys + first, s->keys - first, table)) {
                     *bad = 1;
                     return 0;
                 }
@@ -263,15 +266,14 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
 HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base, const byte_classes *m,
                       uint8_t *is_object, uint32_t *object_keys, key_entry *keys, uint32_t *table) {
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
-    if (m->backslash != 0) return 0;
+    if (m->stop) return 0; /* an escape, a control byte or whitespace */
+    s->utf8 |= m->high;    /* (outside strings, such bytes are in no class the rules allow there) */
     uint64_t inside = prefix_xor(m->quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
     s->in_string = (uint64_t)0 - (inside >> 63);
     uint64_t open_quote = m->quote & inside, close_quote = m->quote & ~inside;
-    uint64_t contents = inside & ~m->quote & valid, outside = ~inside & ~m->quote & valid;
-    if ((m->below_space & ~m->high & contents) != 0) return 0; /* a control byte */
-    if ((m->high & contents) != 0) s->utf8 = 1;
-    uint64_t brace_open = m->brace_open & outside, brace_close = m->brace_close & outside;
-    uint64_t bracket_open = m->open & ~m->brace_open & outside, bracket_close = m->close & ~m->brace_close & outside;
+    uint64_t outside = ~inside & ~m->quote & valid;
+    uint64_t brace_open = m->open & m->brace & outside, brace_close = m->close & m->brace & outside;
+    uint64_t bracket_open = m->open & ~m->brace & outside, bracket_close = m->close & ~m->brace & outside;
     uint64_t comma = m->comma & outside, colon = m->colon & outside;
     uint64_t digit = m->digit & outside, zero = m->zero & outside, point = m->point & outside,
              minus = m->minus & outside, letter = m->letter & outside;
@@ -295,7 +297,6 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     bad |= comma & ~after_value;
     bad |= brace_close & ~(after_value | after_brace_open);
     bad |= bracket_close & ~(after_value | BEFORE(bracket_open, bracket_open, 1));
-    bad |= (after_scalar | (after_close_quote & valid)) & ~(comma | colon | m->close);
     if (base == 0) bad |= ~brace_open & 1u; /* a text that is an object */
     /* numbers: '-' first and before a digit; a point between digits, one a number; no leading zero, no "-0" */
     bad |= minus & ~first;
@@ -320,25 +321,18 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     uint64_t zero2 = zero & BEFORE(zero, zero, 1);
     uint64_t zero4 = zero2 & BEFORE(zero2, zero2, 2);
     bad |= zero4 & BEFORE(zero2, zero2, 4) & BEFORE(point, point, 6);
-    /* strings: what precedes each, carried to its closing quote; a string after '{' is a key, one after ':' or
-     * '[' is not */
-    uint64_t brace_string = (add_carrying(inside, open_quote & after_brace_open, &s->carry_brace) ^ inside) &
-                            close_quote;
-    uint64_t comma_string = (add_carrying(inside, open_quote & BEFORE(comma, comma, 1), &s->carry_comma) ^ inside) &
-                            close_quote;
-    uint64_t value_string = (add_carrying(inside, open_quote & (BEFORE(colon, colon, 1) |
-                                                                BEFORE(bracket_open, bracket_open, 1)),
-                                          &s->carry_value) ^ inside) & close_quote;
-    bad |= BEFORE(brace_string, brace_string, 1) & valid & ~colon;
-    bad |= BEFORE(value_string, value_string, 1) & colon;
     if (bad != 0) return 0;
 
     int nesting_bad = 0;
     uint64_t object = visit(s, in, n, base, brace_open | bracket_open, brace_open, brace_close | bracket_close,
                             brace_close, colon, open_quote, is_object, object_keys, keys, table, &nesting_bad);
     if (nesting_bad) return 0;
-    /* a string after ',' is a key in an object only; a ':' only in an object, and there no value after a ',' */
-    bad |= BEFORE(comma_string, comma_string, 1) & valid & (colon ^ object);
+    /* keys: a string is one (a ':' follows it) when it follows a '{', or a ',' in an object, and otherwise not; the
+     * string's container is that of its opening quote, carried to its closing quote */
+    uint64_t key_open = open_quote & (after_brace_open | (BEFORE(comma, comma, 1) & object));
+    uint64_t key_string = (add_carrying(inside, key_open, &s->carry_key) ^ inside) & close_quote;
+    bad |= after_close_quote & valid & (colon ^ BEFORE(key_string, key_string, 1));
+    /* a ':' only in an object, and there no value after a ',' */
     bad |= colon & ~object;
     bad |= (brace_open | bracket_open | first) & BEFORE(comma, comma, 1) & object;
     if (bad != 0) return 0;
@@ -375,9 +369,7 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     s->run4 = run4;
     s->run8 = run8;
     s->zero2 = zero2;
-    s->brace_string = brace_string;
-    s->comma_string = comma_string;
-    s->value_string = value_string;
+    s->key_string = key_string;
     return 1;
 }
 #undef BEFORE
@@ -387,7 +379,7 @@ HOT void plain_block(checked_scan *s) {
     s->scalar = s->close_quote = s->colon = s->comma = s->brace_open = s->bracket_open = s->brace_close = 0;
     s->bracket_close = s->minus = s->digit = s->point = s->letter = s->zero = s->zero_first = 0;
     s->zero_after_minus = s->run2 = s->run4 = s->run8 = s->zero2 = 0;
-    s->brace_string = s->comma_string = s->value_string = 0;
+    s->key_string = 0;
 }
 
 /* The whole check with the classes of CLASSES, and PLAIN for blocks inside a string. */
