@@ -8,8 +8,9 @@
  *   /tmp/open_parts [--rounds N] [--no-avx512] /tmp/payload-1024.json /tmp/payload-string-heavy-1024.json ...
  *
  * Parts of the open (in its order): the hex decoding of the ciphertext, AES-256-CBC decryption, the canonicalizer
- * (flags 0: the text as a client sent it), the signature (pasarela_sign: the Base64 of the signed text, SHA-512,
- * hex), and its two halves alone, the Base64 and the SHA-512; then the UTF-8 pass, which runs only on a refused text.
+ * (flags 0: the text as a client sent it, with this CPU's features as pasarela_open_request runs it: the check of
+ * json_checked.c, then the token pass where it is not sure), the signature (pasarela_sign: the Base64 of the signed
+ * text, SHA-512, hex), and its two halves alone, the Base64 and the SHA-512; then the UTF-8 pass, which runs only on a refused text.
  * Of the seal: pasarela_sha512_with_cbc (SHA-512 of the same Base64 length with the AES-256-CBC encryption
  * interleaved) and the hex encoding of the ciphertext. "Base64, then SHA-512" times the two in a row: on Intel CPUs,
  * whose AVX-512 instructions lower the core's clock for a while, more than the two apart when the Base64 ran on
@@ -142,9 +143,9 @@ static void run_part(bench *b, const request *r, int part) {
                                            r->plaintext);
         break;
     case CANONICALIZE:
-        b->sink += (unsigned)pasarela_json_canonicalize(r->json, r->json_len, 0, r->plaintext,
-                                                        PASARELA_JSON_OUT_MAX(r->json_len), &out_len, b->scratch,
-                                                        b->scratch_cap, &error_offset, &facts);
+        b->sink += (unsigned)pasarela_json_canonicalize_cpu(cpu, r->json, r->json_len, 0, r->plaintext,
+                                                            PASARELA_JSON_OUT_MAX(r->json_len), &out_len, b->scratch,
+                                                            b->scratch_cap, &error_offset, &facts);
         break;
     case SIGN:
         pasarela_sign(cpu, r->json, r->json_len, &b->keys.derived, b->scratch, signature);

@@ -194,6 +194,51 @@ static PAS_X86 void x86_cbc_decrypt(const pasarela_aes256_schedule *ks, uint8_t 
     }
     PAS_ST(iv, prev);
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PAS_AES_VAES 1
+#include <immintrin.h>
+
+/* CBC decryption with VAES (PASARELA_CPU_VAES): two blocks a 256-bit instruction, 16 in flight; the rest (fewer
+ * than 16 blocks) by x86_cbc_decrypt. As there, a group's ciphertext is read before its plaintext is stored, and
+ * the last ciphertext block kept, so in == out works. The key schedule stays in memory (each round key broadcast
+ * to both lanes as it is used) and the registers are cleared on return: they held plaintext and round keys. */
+static __attribute__((target("vaes,avx2,aes"))) void x86_cbc_decrypt_vaes(const pasarela_aes256_schedule *ks,
+                                                                         uint8_t iv[16], const uint8_t *in,
+                                                                         size_t nblocks, uint8_t *out)
+{
+    __m128i prev = PAS_LD(iv);
+    int j, r;
+
+    while (nblocks >= 16) {
+        __m256i b[8], x[8];
+        __m256i k = _mm256_broadcastsi128_si256(PAS_LD(PAS_DK(ks, 0)));
+        for (j = 0; j < 8; j++)
+            b[j] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * j)), k);
+        for (r = 1; r < 14; r++) {
+            k = _mm256_broadcastsi128_si256(PAS_LD(PAS_DK(ks, r)));
+            for (j = 0; j < 8; j++)
+                b[j] = _mm256_aesdec_epi128(b[j], k);
+        }
+        k = _mm256_broadcastsi128_si256(PAS_LD(PAS_DK(ks, 14)));
+        /* each pair of plaintext blocks is xored with the ciphertext blocks before them */
+        x[0] = _mm256_inserti128_si256(_mm256_castsi128_si256(prev), PAS_LD(in), 1);
+        for (j = 1; j < 8; j++)
+            x[j] = _mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * j - 16));
+        prev = PAS_LD(in + 240);
+        for (j = 0; j < 8; j++)
+            _mm256_storeu_si256((__m256i *)(void *)(out + 32 * j), _mm256_xor_si256(_mm256_aesdeclast_epi128(b[j], k),
+                                                                                 x[j]));
+        in += 256;
+        out += 256;
+        nblocks -= 16;
+    }
+    PAS_ST(iv, prev);
+    _mm256_zeroall();
+    if (nblocks > 0)
+        x86_cbc_decrypt(ks, iv, in, nblocks, out);
+}
+#endif
 #endif /* PAS_AES_X86 */
 
 /* ======================================================================= AArch64: ARMv8 CE */
@@ -413,6 +458,12 @@ void pasarela_aes256_cbc_decrypt_blocks(unsigned cpu, const pasarela_aes256_sche
         return;
 #if defined(PAS_AES_X86)
     if (cpu & PASARELA_CPU_AES_X86) {
+#if defined(PAS_AES_VAES)
+        if ((cpu & PASARELA_CPU_VAES) && nblocks >= 16) {
+            x86_cbc_decrypt_vaes(ks, iv, in, nblocks, out);
+            return;
+        }
+#endif
         x86_cbc_decrypt(ks, iv, in, nblocks, out);
         return;
     }

@@ -58,7 +58,7 @@ static unsigned pas_cpu_is_intel(unsigned ebx, unsigned edx, unsigned ecx)
 unsigned pasarela_cpu_features(void)
 {
 #if defined(PAS_CPU_X86)
-    unsigned ecx, edx, ebx7 = 0, max_leaf, features = 0, intel;
+    unsigned ecx, edx, ebx7 = 0, ecx7 = 0, max_leaf, features = 0, intel;
 #if defined(_MSC_VER)
     int regs[4];
     __cpuid(regs, 0);
@@ -72,6 +72,7 @@ unsigned pasarela_cpu_features(void)
     if (max_leaf >= 7) {
         __cpuidex(regs, 7, 0);
         ebx7 = (unsigned)regs[1];
+        ecx7 = (unsigned)regs[2];
     }
 #else
     unsigned eax, ebx;
@@ -83,10 +84,9 @@ unsigned pasarela_cpu_features(void)
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
         return 0;
     if (max_leaf >= 7) {
-        unsigned eax7, ecx7, edx7;
+        unsigned eax7, edx7;
         __cpuid_count(7, 0, eax7, ebx7, ecx7, edx7);
         (void)eax7;
-        (void)ecx7;
         (void)edx7;
     }
     (void)eax;
@@ -104,6 +104,9 @@ unsigned pasarela_cpu_features(void)
     if ((ecx & (1u << 27)) && (ecx & (1u << 28)) && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) &&
         (ebx7 & (1u << 31)) && (pas_xgetbv0() & 0xe6u) == 0xe6u)
         features |= PASARELA_CPU_AVX512;
+    /* VAES (leaf 7 ECX bit 9) on 256-bit vectors: the YMM state AVX2 already asks the OS for */
+    if ((features & PASARELA_CPU_AVX2) && (features & PASARELA_CPU_AES_X86) && (ecx7 & (1u << 9)))
+        features |= PASARELA_CPU_VAES;
     if ((features & PASARELA_CPU_AVX512) && !intel)
         features |= PASARELA_CPU_AVX512_SHORT;
     return features;

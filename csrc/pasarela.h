@@ -121,6 +121,9 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
  * upper lanes powered up again): a request's few 512-bit Base64 blocks made the whole request, its Python
  * included, about 10% slower there than AVX2's. The 8-lane SHA-512 of batches uses AVX-512 on any of them. */
 #define PASARELA_CPU_AVX512_SHORT 16u
+/* With PASARELA_CPU_AVX2: VAES, the AES rounds on 256-bit vectors (two blocks an instruction): CBC decryption of 16
+ * blocks or more (a request's ciphertext) at twice AES-NI's rate. Encryption (a chain) gains nothing from it. */
+#define PASARELA_CPU_VAES 32u
 
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);

@@ -72,3 +72,26 @@ def test_short_work_takes_512_bit_vectors_on_avx512_cpus_but_intel_s() -> None:
     avx512 = {"avx512f", "avx512bw", "avx512vl"} <= set(flags.group(1).split())
     assert bool(cpu & lib.PASARELA_CPU_AVX512) == avx512
     assert bool(cpu & lib.PASARELA_CPU_AVX512_SHORT) == (avx512 and vendor.group(1) != "GenuineIntel")
+
+
+def test_vaes_is_detected_as_the_kernel_reports_it() -> None:
+    """PASARELA_CPU_VAES (CBC decryption two blocks an instruction) is set exactly when the kernel's flags
+    (/proc/cpuinfo) show VAES beside AVX2 and AES-NI, and decryption with and without it gives back each plaintext
+    (1 to 40 blocks: both the 16-block groups and the tail run)."""
+    lib, ffi = _binding.lib, _binding.ffi
+    cpu = lib.pasarela_cpu_features()
+    info = Path("/proc/cpuinfo").read_text()
+    flags = re.search(r"^flags\s*:(.*)$", info, re.M)
+    assert flags is not None, "no flags in /proc/cpuinfo (Linux x86-64 expected)"
+    assert bool(cpu & lib.PASARELA_CPU_VAES) == ({"vaes", "avx2", "aes"} <= set(flags.group(1).split()))
+    key, iv = bytes(range(32)), bytes(range(100, 116))
+    out, out_len = ffi.new("uint8_t[]", 16 * 41), ffi.new("size_t *")
+    for blocks in range(1, 41):
+        plaintext = bytes((i * 7 + blocks) % 256 for i in range(16 * blocks - 1))  # PKCS#7 fills the last block
+        assert lib.pasarela_aes256_cbc_encrypt(cpu, key, iv, plaintext, len(plaintext), out, len(out), out_len) == 0
+        ciphertext = bytes(ffi.buffer(out, out_len[0]))
+        assert len(ciphertext) == 16 * blocks
+        for features in (cpu, cpu & ~lib.PASARELA_CPU_VAES):
+            status = lib.pasarela_aes256_cbc_decrypt(features, key, iv, ciphertext, len(ciphertext), out, len(out),
+                                                     out_len)
+            assert (status, bytes(ffi.buffer(out, out_len[0]))) == (0, plaintext), (blocks, features)
