@@ -6,8 +6,8 @@
  * sign, open) call the _cpu variants with the cpu bits of their credentials.
  * Dispatch on the caller's cpu bits:
  *  - PASARELA_CPU_AVX2 (x86-64, GCC or clang): encode 32 bytes -> 64 chars per step (nibbles to characters with
- *    pshufb on a register constant), decode 64 chars -> 32 bytes per step (range checks with unsigned min,
- *    nibble pairs joined with pmaddubsw); then one half-width step, then the portable code for what is left.
+ *    pshufb on a register constant), decode 64 chars -> 32 bytes per step (each char's kind and value from its
+ *    nibbles with pshufb on register constants, nibble pairs joined with pmaddubsw); then one half-width step, then the portable code for what is left.
  *  - otherwise: encode a byte at a time with arithmetic, decode eight digits at a time in a uint64_t (SWAR).
  * Both paths write the same bytes and refuse the same inputs (csrc/tests/test_primitives.c compares them). */
 #include <string.h>
@@ -132,23 +132,28 @@ static PAS_HEX_AVX2_FN size_t hex_avx2_encode(const uint8_t *in, size_t n, char 
     return i;
 }
 
-/* 32 chars -> their 32 digit values (garbage where not a digit); *valid keeps 0xFF only where they are digits. */
-static PAS_HEX_AVX2_FN inline __m256i hex_avx2_values(__m256i c, __m256i *valid)
+/* 32 chars -> their 32 digit values (garbage where not a digit); *invalid gets 0xFF where they are not digits.
+ * By nibbles, with pshufb on register constants: a digit's high nibble is 3 ('0'-'9', low nibble 0-9) or 4 or 6
+ * ('A'-'F', 'a'-'f', low nibble 1-6, value low nibble + 9); any byte >= 0x80 has a high nibble of neither. */
+static PAS_HEX_AVX2_FN inline __m256i hex_avx2_values(__m256i c, __m256i *invalid)
 {
-    /* c - '0' in 0..9, (c | 0x20) - 'a' in 0..5: unsigned ranges, as min(x, top) == x */
-    __m256i d = _mm256_sub_epi8(c, _mm256_set1_epi8('0'));
-    __m256i a = _mm256_sub_epi8(_mm256_or_si256(c, _mm256_set1_epi8(0x20)), _mm256_set1_epi8('a'));
-    __m256i is_digit = _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d);
-    __m256i is_alpha = _mm256_cmpeq_epi8(_mm256_min_epu8(a, _mm256_set1_epi8(5)), a);
-    *valid = _mm256_and_si256(*valid, _mm256_or_si256(is_digit, is_alpha));
-    return _mm256_or_si256(_mm256_and_si256(is_digit, d),
-                           _mm256_and_si256(is_alpha, _mm256_add_epi8(a, _mm256_set1_epi8(10))));
+    const __m256i low4 = _mm256_set1_epi8(15);
+    const __m256i high_kind = _mm256_setr_epi8(0, 0, 0, 1, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                               0, 0, 0, 1, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i low_kind = _mm256_setr_epi8(1, 3, 3, 3, 3, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+                                              1, 3, 3, 3, 3, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0);
+    const __m256i letter_add = _mm256_setr_epi8(0, 0, 0, 0, 9, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                0, 0, 0, 0, 9, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4), lo = _mm256_and_si256(c, low4);
+    __m256i kind = _mm256_and_si256(_mm256_shuffle_epi8(high_kind, hi), _mm256_shuffle_epi8(low_kind, lo));
+    *invalid = _mm256_or_si256(*invalid, _mm256_cmpeq_epi8(kind, _mm256_setzero_si256()));
+    return _mm256_add_epi8(lo, _mm256_shuffle_epi8(letter_add, hi));
 }
 
 /* 32 chars -> 16 bytes, each in the low byte of a 16-bit lane: high digit * 16 + low digit. */
-static PAS_HEX_AVX2_FN inline __m256i hex_avx2_pairs(const char *in, __m256i *valid)
+static PAS_HEX_AVX2_FN inline __m256i hex_avx2_pairs(const char *in, __m256i *invalid)
 {
-    __m256i v = hex_avx2_values(_mm256_loadu_si256((const __m256i *)(const void *)in), valid);
+    __m256i v = hex_avx2_values(_mm256_loadu_si256((const __m256i *)(const void *)in), invalid);
     return _mm256_maddubs_epi16(v, _mm256_set1_epi16(0x0110));
 }
 
@@ -156,22 +161,22 @@ static PAS_HEX_AVX2_FN inline __m256i hex_avx2_pairs(const char *in, __m256i *va
  * non-zero when one of them is not [0-9a-fA-F]. */
 static PAS_HEX_AVX2_FN size_t hex_avx2_decode(const char *in, size_t n, uint8_t *out, uint64_t *bad)
 {
-    __m256i valid = _mm256_set1_epi8(-1);
+    __m256i invalid = _mm256_setzero_si256();
     size_t i = 0;
 
     for (; n - i >= 64; i += 64) {
-        __m256i p0 = hex_avx2_pairs(in + i, &valid), p1 = hex_avx2_pairs(in + i + 32, &valid);
+        __m256i p0 = hex_avx2_pairs(in + i, &invalid), p1 = hex_avx2_pairs(in + i + 32, &invalid);
         /* packus interleaves the lanes (p0 low, p1 low | p0 high, p1 high): quadwords 0 2 1 3 restore the order */
         __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(p0, p1), 0xD8);
         _mm256_storeu_si256((__m256i *)(void *)(out + i / 2), bytes);
     }
     if (n - i >= 32) {
-        __m256i p = hex_avx2_pairs(in + i, &valid);
+        __m256i p = hex_avx2_pairs(in + i, &invalid);
         __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
         _mm_storeu_si128((__m128i *)(void *)(out + i / 2), bytes);
         i += 32;
     }
-    *bad = ~(uint64_t)(uint32_t)_mm256_movemask_epi8(valid) & 0xFFFFFFFFu;
+    *bad = (uint64_t)(uint32_t)_mm256_movemask_epi8(invalid);
     return i;
 }
 #endif /* PAS_HEX_X86 */

@@ -142,9 +142,9 @@ typedef struct checked_scan {
     uint64_t carry_key, carry_point;                              /* of add_carrying */
     uint64_t object;                                              /* all ones: the innermost container is an object */
     /* the previous block's masks, which the rules look back at */
-    uint64_t scalar, close_quote, colon, comma, brace_open, bracket_open, brace_close, bracket_close, minus, digit,
-        point, letter, zero, zero_first, zero_after_minus, run2, run4, run8, zero2,
-        key_string; /* the closing quotes of the strings that are to be keys */
+    uint64_t scalar, value_ahead, brace_open, comma, close_quote, value_end, opener, minus, point, digit, zero_first,
+        zero_after_minus, zero, letter, run2, run4, run8, zero2;
+    uint64_t key_string; /* the closing quotes of the strings that are to be keys */
     size_t last_open_quote, depth, keys;
     int utf8, nulls;
 } checked_scan;
@@ -281,46 +281,43 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     if ((outside & ~(scalar | m->open | m->close | comma | colon)) != 0) return 0; /* whitespace, '+', 'E' ... */
 
     uint64_t bad = 0;
+    uint64_t opener = brace_open | bracket_open, closer = brace_close | bracket_close;
+    uint64_t value_ahead = colon | bracket_open | comma, value_end = closer | close_quote; /* (for the next byte) */
     uint64_t scalar_before = BEFORE(scalar, scalar, 1), first = scalar & ~scalar_before;
     uint64_t after_scalar = scalar_before & ~scalar & valid;
-    uint64_t value_may_follow = BEFORE(colon, colon, 1) | BEFORE(bracket_open, bracket_open, 1) |
-                                BEFORE(comma, comma, 1);
-    uint64_t after_brace_open = BEFORE(brace_open, brace_open, 1);
+    uint64_t value_may_follow = BEFORE(value_ahead, value_ahead, 1);
+    uint64_t after_brace_open = BEFORE(brace_open, brace_open, 1), after_comma = BEFORE(comma, comma, 1);
     uint64_t after_close_quote = BEFORE(close_quote, close_quote, 1);
-    uint64_t after_value = BEFORE(brace_close, brace_close, 1) | BEFORE(bracket_close, bracket_close, 1) |
-                           after_close_quote | after_scalar;
-    /* what each byte outside strings may follow */
+    uint64_t after_value = BEFORE(value_end, value_end, 1) | after_scalar;
+    /* what each byte outside strings may follow (a closer of the other kind than its opener: visit) */
     bad |= brace_open & ~(value_may_follow | (base == 0 ? 1u : 0u));
     bad |= (bracket_open | first) & ~value_may_follow;
     bad |= open_quote & ~(value_may_follow | after_brace_open);
     bad |= colon & ~after_close_quote;
     bad |= comma & ~after_value;
-    bad |= brace_close & ~(after_value | after_brace_open);
-    bad |= bracket_close & ~(after_value | BEFORE(bracket_open, bracket_open, 1));
+    bad |= closer & ~(after_value | BEFORE(opener, opener, 1));
     if (base == 0) bad |= ~brace_open & 1u; /* a text that is an object */
     /* numbers: '-' first and before a digit; a point between digits, one a number; no leading zero, no "-0" */
+    uint64_t minus_before = BEFORE(minus, minus, 1), point_before = BEFORE(point, point, 1);
     bad |= minus & ~first;
-    bad |= BEFORE(minus, minus, 1) & valid & ~digit;
+    bad |= (minus_before | point_before) & valid & ~digit;
     bad |= point & ~BEFORE(digit, digit, 1);
-    bad |= BEFORE(point, point, 1) & valid & ~digit;
-    uint64_t zero_first = zero & (first | BEFORE(minus, minus, 1));
-    uint64_t zero_after_minus = zero & BEFORE(minus, minus, 1);
+    uint64_t zero_first = zero & (first | minus_before), zero_after_minus = zero & minus_before;
     bad |= BEFORE(zero_first, zero_first, 1) & digit;
     bad |= BEFORE(zero_after_minus, zero_after_minus, 1) & valid & ~point;
     uint64_t fraction = add_carrying(scalar, point, &s->carry_point) ^ scalar; /* each point to its number's end */
-    bad |= point & ~fraction;                                                  /* a second point */
-    bad |= after_scalar & fraction & BEFORE(zero, zero, 1);                     /* a fraction ending in '0' */
-    /* letters: runs that start with one, which the literals below check whole; no digit, '-' or '.' after one */
-    bad |= letter & ~first & ~BEFORE(letter, letter, 1);
-    bad |= (digit | point | minus) & BEFORE(letter, letter, 1);
+    uint64_t zero_before = BEFORE(zero, zero, 1);
+    bad |= point & ~fraction;                       /* a second point */
+    bad |= after_scalar & fraction & zero_before;   /* a fraction ending in '0' */
+    /* letters: in runs that start with one (the literals below are checked whole) */
+    bad |= scalar & ~first & (letter ^ BEFORE(letter, letter, 1));
     /* 16 characters or more in a number; 6 zeros after a point */
     uint64_t run2 = scalar & scalar_before;
     uint64_t run4 = run2 & BEFORE(run2, run2, 2);
     uint64_t run8 = run4 & BEFORE(run4, run4, 4);
     bad |= run8 & BEFORE(run8, run8, 8);
-    uint64_t zero2 = zero & BEFORE(zero, zero, 1);
-    uint64_t zero4 = zero2 & BEFORE(zero2, zero2, 2);
-    bad |= zero4 & BEFORE(zero2, zero2, 4) & BEFORE(point, point, 6);
+    uint64_t zero2 = zero & zero_before;
+    bad |= zero2 & BEFORE(zero2, zero2, 2) & BEFORE(zero2, zero2, 4) & BEFORE(point, point, 6);
     if (bad != 0) return 0;
 
     int nesting_bad = 0;
@@ -329,12 +326,12 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     if (nesting_bad) return 0;
     /* keys: a string is one (a ':' follows it) when it follows a '{', or a ',' in an object, and otherwise not; the
      * string's container is that of its opening quote, carried to its closing quote */
-    uint64_t key_open = open_quote & (after_brace_open | (BEFORE(comma, comma, 1) & object));
+    uint64_t key_open = open_quote & (after_brace_open | (after_comma & object));
     uint64_t key_string = (add_carrying(inside, key_open, &s->carry_key) ^ inside) & close_quote;
     bad |= after_close_quote & valid & (colon ^ BEFORE(key_string, key_string, 1));
     /* a ':' only in an object, and there no value after a ',' */
     bad |= colon & ~object;
-    bad |= (brace_open | bracket_open | first) & BEFORE(comma, comma, 1) & object;
+    bad |= (opener | first) & after_comma & object;
     if (bad != 0) return 0;
     /* literals, each compared whole */
     for (uint64_t starts = letter & first; starts != 0; starts &= starts - 1) {
@@ -351,20 +348,19 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     }
     if (open_quote != 0) s->last_open_quote = base + highest(open_quote);
     s->scalar = scalar;
-    s->close_quote = close_quote;
-    s->colon = colon;
-    s->comma = comma;
+    s->value_ahead = value_ahead;
     s->brace_open = brace_open;
-    s->bracket_open = bracket_open;
-    s->brace_close = brace_close;
-    s->bracket_close = bracket_close;
+    s->comma = comma;
+    s->close_quote = close_quote;
+    s->value_end = value_end;
+    s->opener = opener;
     s->minus = minus;
-    s->digit = digit;
     s->point = point;
-    s->letter = letter;
-    s->zero = zero;
+    s->digit = digit;
     s->zero_first = zero_first;
     s->zero_after_minus = zero_after_minus;
+    s->zero = zero;
+    s->letter = letter;
     s->run2 = run2;
     s->run4 = run4;
     s->run8 = run8;
@@ -376,10 +372,9 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
 
 /* A whole block inside a string, of plain bytes (PLAIN): nothing for the next block to look back at. */
 HOT void plain_block(checked_scan *s) {
-    s->scalar = s->close_quote = s->colon = s->comma = s->brace_open = s->bracket_open = s->brace_close = 0;
-    s->bracket_close = s->minus = s->digit = s->point = s->letter = s->zero = s->zero_first = 0;
-    s->zero_after_minus = s->run2 = s->run4 = s->run8 = s->zero2 = 0;
-    s->key_string = 0;
+    s->scalar = s->value_ahead = s->brace_open = s->comma = s->close_quote = s->value_end = s->opener = 0;
+    s->minus = s->point = s->digit = s->zero_first = s->zero_after_minus = s->zero = s->letter = 0;
+    s->run2 = s->run4 = s->run8 = s->zero2 = s->key_string = 0;
 }
 
 /* The whole check with the classes of CLASSES, and PLAIN for blocks inside a string. */
@@ -391,7 +386,8 @@ HOT void plain_block(checked_scan *s) {
         memset(&s, 0, sizeof s);                                                                              \
         for (size_t base = 0; base < n; base += 64) {                                                         \
             byte_classes m;                                                                                   \
-            if (s.in_string != 0 && n - base >= 64 && PLAIN(in + base)) {                                     \
+            /* (a string already 32 bytes long: a long one's inside, likely plain) */                        \
+            if (s.in_string != 0 && base - s.last_open_quote > 32 && n - base >= 64 && PLAIN(in + base)) {   \
                 plain_block(&s);                                                                              \
                 continue;                                                                                     \
             }                                                                                                 \
