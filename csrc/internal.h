@@ -12,6 +12,18 @@
 #define PASARELA_INTERNAL
 #endif
 
+/* Bit i of the result: the xor of bits 0..i of x (json.c and json_checked.c: where strings are, from the quotes of
+ * a 64-byte block). */
+static inline uint64_t pasarela_prefix_xor(uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
 /* util.c: a wipe the compiler cannot remove. */
 PASARELA_INTERNAL void pasarela_wipe(void *p, size_t n);
 

@@ -1377,16 +1377,6 @@ block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
 #endif
 #undef VECTOR_BLOCK_CLASSES
 
-static inline uint64_t prefix_xor(uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-}
-
 static inline unsigned popcount64(uint64_t x) {
     x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
     x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
@@ -1448,7 +1438,7 @@ HOT_INLINE uint64_t string_bits(uint64_t quote, uint64_t backslash, uint64_t *es
         escapes &= ~(bit | bit << 1);
     }
     quote &= ~escaped;
-    uint64_t inside = prefix_xor(quote) ^ *in_string; /* opening quote and contents: 1; closing quote: 0 */
+    uint64_t inside = pasarela_prefix_xor(quote) ^ *in_string; /* opening quote and contents: 1; closing quote: 0 */
     *in_string = (uint64_t)0 - (inside >> 63);
     *delimiters = quote;
     return inside;

@@ -109,16 +109,6 @@ static inline __attribute__((always_inline, target("avx2"))) int plain_avx2(cons
     return _mm256_testz_si256(stop, stop);
 }
 
-HOT uint64_t prefix_xor(uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-}
-
 HOT unsigned lowest(uint64_t m) { return (unsigned)__builtin_ctzll(m); }
 HOT unsigned highest(uint64_t m) { return 63u - (unsigned)__builtin_clzll(m); }
 
@@ -268,7 +258,7 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
     if (m->stop) return 0; /* an escape, a control byte or whitespace */
     s->utf8 |= m->high;    /* (outside strings, such bytes are in no class the rules allow there) */
-    uint64_t inside = prefix_xor(m->quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
+    uint64_t inside = pasarela_prefix_xor(m->quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
     s->in_string = (uint64_t)0 - (inside >> 63);
     uint64_t open_quote = m->quote & inside, close_quote = m->quote & ~inside;
     uint64_t outside = ~inside & ~m->quote & valid;
