@@ -139,7 +139,8 @@ typedef struct checked_scan {
     int utf8, nulls;
 } checked_scan;
 
-/* The keys of one object, keys[0, count): 0 when two are the same. */
+/* The keys of one object, keys[0, count): 1 when no two are the same; 0 when two are, or when a slot's probe goes
+ * past 8 others (keys made to collide in their prints: the token pass, whose sort bounds that work, decides). */
 static int keys_differ(const uint8_t *in, const key_entry *keys, size_t count, uint32_t *table) {
     if (count <= 16) {
         for (size_t i = 1; i < count; i++)
@@ -154,8 +155,9 @@ static int keys_differ(const uint8_t *in, const key_entry *keys, size_t count, u
     memset(table, 0, size * sizeof *table);
     for (size_t i = 0; i < count; i++) {
         size_t slot = (size_t)((keys[i].print * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (size - 1);
-        for (; table[slot] != 0; slot = (slot + 1) & (size - 1)) {
+        for (unsigned probes = 0; table[slot] != 0; slot = (slot + 1) & (size - 1)) {
             const key_entry *other = &keys[table[slot] - 1];
+            if (++probes > 8) return 0;
             if (other->print == keys[i].print && other->len == keys[i].len &&
                 memcmp(in + other->start, in + keys[i].start, keys[i].len) == 0)
                 return 0;
@@ -175,6 +177,14 @@ HOT uint64_t key_word(const uint8_t *in, size_t n, size_t start, size_t len) {
         memcpy(&word, in + start, len < 8 ? len : 8);
     }
     return word;
+}
+
+/* A key's print: its first 8 bytes (word), its last 8 and its length, mixed (keys such as "customer_city" and
+ * "customer_name" differ only in their last bytes). */
+HOT uint64_t key_print(const uint8_t *in, size_t start, size_t len, uint64_t word) {
+    uint64_t last = word;
+    if (len > 8) memcpy(&last, in + start + len - 8, 8);
+    return (word ^ (last * UINT64_C(0x9E3779B97F4A7C15))) + (uint64_t)len * UINT64_C(0x100000001B3);
 }
 
 /* Where the nesting and the keys are looked at: the closers, openers and colons of the block at base, in order.
@@ -205,7 +215,7 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
             }
             keys[s->keys].start = (uint32_t)start;
             keys[s->keys].len = (uint32_t)len;
-            keys[s->keys].print = word ^ ((uint64_t)len << 56) ^ ((uint64_t)len * UINT64_C(0x100000001B3));
+            keys[s->keys].print = key_print(in, start, len, word);
             s->keys++;
             continue;
         }

@@ -228,6 +228,20 @@ int main(void) {
             CHECK(verdict(cpus[k], (const uint8_t *)deep, at, "deep") == (CHECK_EXISTS && levels < 1000),
                   "%u levels", levels);
     }
+    /* objects of 2,000 keys that share their first and last 8 bytes and their length (the check's prints of them
+     * collide: it may leave them to the token pass, which must then agree), without and with a duplicate */
+    static char wide[80000];
+    for (int duplicate = 0; duplicate < 2; duplicate++) {
+        size_t at = 0;
+        wide[at++] = '{';
+        for (unsigned i = 0; i < 2000; i++)
+            at += (size_t)sprintf(wide + at, "%s\"aaaaaaaa%04ubbbbbbbb\":%u", i ? "," : "",
+                                  duplicate && i == 1999 ? 7u : i, i);
+        wide[at++] = '}';
+        for (int k = 0; k < 2; k++)
+            CHECK(verdict(cpus[k], (const uint8_t *)wide, at, "colliding keys") == 0 || !duplicate,
+                  "a duplicate among colliding keys found canonical");
+    }
     /* random canonical texts, each at every offset in a block (a prefix member of 0-63 bytes), and mutations */
     static char buf[1 << 16];
     unsigned yes_count = 0, texts = 0;
