@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
-from pasarela import AuthError, _binding, reference
+from pasarela import AuthError, _binding, _telemetry, reference
 from pasarela.errors import AUTH_001_BODY, BAD_PADDING, NOT_JSON, SIGNATURE_MISMATCH, not_utf8
 from pasarela.terminal import envelope
 from pasarela.terminal import reference as primitives
@@ -247,3 +247,19 @@ def test_the_two_answers_to_a_padding_probe_are_new_strings_alike() -> None:
         reasons[name] = refused.value.reason
     assert reasons["bad"] == BAD_PADDING and reasons["bad"] is not BAD_PADDING
     assert reasons["not utf-8"] == not_utf8(6)
+
+
+def test_the_two_answers_to_a_padding_probe_find_their_cause_by_the_same_steps() -> None:
+    """The telemetry's (and the middleware's) refusal_cause finds the cause of both answers to a padding-oracle
+    probe by one lookup of a head of the same length, before the exact and prefixed matches, which took about 45 ns
+    longer for the text that is not UTF-8 (padding_timing through the middleware: the bad padding slower in only
+    27-44% of rounds). The causes stay those the other matches give."""
+    head = len(NOT_JSON)
+    answers = {"".join((BAD_PADDING, "")): "wrong_credentials", not_utf8(6): "malformed_plaintext",
+               not_utf8(123456): "malformed_plaintext"}
+    for reason, cause in answers.items():
+        assert _telemetry._PROBE_ANSWERS[reason[:head]] == cause
+        assert _telemetry.refusal_cause(reason) == cause
+    # every other reason that shares one of those heads is one the other matches give the same cause
+    sharing = [reason for reason in _telemetry._EXACT_CAUSES if reason[:head] in _telemetry._PROBE_ANSWERS]
+    assert sharing == [BAD_PADDING]
