@@ -8,12 +8,14 @@ of the canonical text and the reader that builds open's payload from it (pasarel
 marshal.loads of the payload (CPython's own quickest maker of these objects, from its binary form: no text to read,
 what making the payload's objects costs at the least),
 the C call of open alone (pasarela_open_request, which canonicalizes the text: all the C work of Terminal.open_bytes,
-and pasarela_open_request_as_sent, which Terminal.open calls first), Terminal.open, Terminal.open_bytes, and the
+and pasarela_open_request_as_sent, which Terminal.open calls first), Terminal.open, Terminal.open_bytes, the C call
+that checks the signature of the canonical text alone (pasarela_verify: the Base64 of the signed text, its SHA-512 and
+the comparison, the same code seal hashes with: its x Terminal.seal is open_bytes's least against seal, measured in
+the same run, since open_bytes must do that and decrypt and confirm the text besides), and the
 primitives' floor (`openssl speed`, report.py), with its
 SHA-512 part alone: the hash of the signed text's Base64, which verifying a signature cannot skip. It adds a row
 computed in each round, open's least: marshal.loads + that SHA-512, below which no open that verifies the signature
-and returns the payload's objects can go (the decryption, Base64, parsing and call left out); the SHA-512 row's
-x Terminal.seal is open_bytes's least against seal (the hash both must do over the same Base64 text). Payloads of
+and returns the payload's objects can go (the decryption, Base64, parsing and call left out). Payloads of
 payloads.SHAPES (--shape: items-heavy, the default, or string-heavy). Prints
 the medians over rounds and each part as a multiple of the floor and of Terminal.seal, taken within a round
 (this machine's speed swings too much for absolute times to compare across runs). Not a gate: it says which part
@@ -43,6 +45,7 @@ SIZES = [64, 256, 1024, 16384]
 REPEAT = 100
 SHA512 = "SHA-512 of the signed text (`openssl speed`)"
 LEAST = "open's least: marshal.loads + SHA-512"
+VERIFY = "C verify call (open_bytes's least: Base64 + SHA-512 of the signed text)"
 
 
 def _parts(size: int, terminal: pasarela.Terminal, shape: str) -> dict[str, Callable[[], object]]:
@@ -70,6 +73,11 @@ def _parts(size: int, terminal: pasarela.Terminal, shape: str) -> dict[str, Call
 
     plaintext = sealed.plaintext
     assert _fastcall.parse_canonical(plaintext) == orjson.loads(plaintext)
+    signature = authorization[len(b"Basic "):]
+
+    def c_verify() -> None:
+        assert lib.pasarela_verify(credentials, buffers.ws, TIMESTAMP, plaintext, len(plaintext),
+                                   signature) == lib.PASARELA_OK
     marshalled = marshal.dumps(payload)
 
     return {
@@ -83,6 +91,7 @@ def _parts(size: int, terminal: pasarela.Terminal, shape: str) -> dict[str, Call
         "C open call, as sent": c_open_as_sent,
         "Terminal.open": lambda: terminal.open("POST", headers, body, now=TIMESTAMP),
         "Terminal.open_bytes": lambda: terminal.open_bytes("POST", headers, body, now=TIMESTAMP),
+        VERIFY: c_verify,
     }
 
 
