@@ -151,6 +151,23 @@ def test_a_refused_timestamp_and_header_read_the_same_either_way() -> None:
         assert fast.reason == slow.reason
 
 
+@pytest.mark.parametrize("at", [0, 5, 6, 40, 127, 128, 133])  # in "Basic ", in the 8-byte words, in the tail
+@pytest.mark.parametrize("character", ["\u00e9", "\u0080", "\U0001f600"])
+def test_an_authorization_that_is_not_ascii_is_left_to_the_slower_way(at: int, character: str) -> None:
+    """open_post and open_post_bytes read the Authorization only when it is ASCII (None otherwise: read_request_bytes
+    then names what is wrong), wherever the other character is; the same header with an ASCII character there is
+    read here (a refusal's status, not None)."""
+    terminal = Terminal(BUSINESS_CODE, SERIAL)
+    sealed = terminal.seal({"a": 1}, timestamp=NOON)
+    authorization = sealed.headers["Authorization"]
+    assert len(authorization) == 134
+    for call in (_fastcall.open_post, _fastcall.open_post_bytes):
+        for replacement, read in ((character, False), ("x", True)):
+            headers = {**sealed.headers, "Authorization": authorization[:at] + replacement + authorization[at + 1:]}
+            result = call(terminal._native, headers, sealed.body, float(NOON), 300.0)
+            assert (result is not None) == read, (call, at, replacement, result)
+
+
 class _Row(tuple):  # type: ignore[type-arg]  # what rows() makes: a class derived from tuple alone, like Sealed
     __slots__ = ()
 

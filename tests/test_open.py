@@ -415,6 +415,8 @@ _MUTATIONS: list[Any] = [
     lambda h, b: ({"AUTHORIZATION": "Basic " + "0" * 128, **{k.lower(): v for k, v in h.items()}}, b),
     lambda h, b: ({**h, "Authorization": h["Authorization"].upper()}, b),
     lambda h, b: ({**h, "Authorization": h["Authorization"][:-1] + "é"}, b),
+    lambda h, b: ({**h, "Authorization": h["Authorization"][:40] + "é" + h["Authorization"][41:]}, b),
+    lambda h, b: ({**h, "Authorization": "Basic\u00a0" + h["Authorization"][6:]}, b),
     lambda h, b: ({**h, "Authorization": "basic " + h["Authorization"][6:]}, b),
     lambda h, b: ({**h, "Authorization": h["Authorization"] + "0"}, b),
     lambda h, b: (h, b[:-1]),

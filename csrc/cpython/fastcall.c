@@ -625,9 +625,18 @@ static const char *header_text(fastcall_state *state, PyObject *value, int ascii
         PyErr_Clear();
         return NULL;
     }
-    for (Py_ssize_t i = 0; ascii && i < *len; i++)
-        if ((unsigned char)text[i] >= 0x80)
+    if (ascii) { /* 8 bytes at a time (a signature's 134 one by one had taken about 40 ns) */
+        uint64_t high = 0, word;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= *len; i += 8) {
+            memcpy(&word, text + i, 8);
+            high |= word;
+        }
+        for (; i < *len; i++)
+            high |= (unsigned char)text[i];
+        if (high & UINT64_C(0x8080808080808080))
             return NULL;
+    }
     return text;
 }
 
