@@ -19,14 +19,13 @@
  * fastest round (this machine is shared: the least disturbed), in ns per call. Keys are derived once.
  */
 #define _POSIX_C_SOURCE 199309L
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
-#define MAX_FILES 8
+#define HARNESS_NAME "open_parts"
+#include "c_harness.h"
+
 #define TIMESTAMP 1763812800u
 #define TIMESTAMP_TEXT "1763812800"
 
@@ -39,8 +38,7 @@ static const char *const part_names[PARTS] = {
     "seal: hex encode of the ciphertext"};
 
 typedef struct request {
-    const char *name; /* the file's, without its directory */
-    uint8_t *json, *plaintext, *base64, *ciphertext;
+    uint8_t *json, *plaintext, *base64, *ciphertext; /* json: the file's text (harness_args) */
     char *body, authorization[6 + PASARELA_SIGNATURE_HEX_LEN], *hex;
     size_t json_len, body_len, ciphertext_len, base64_len;
 } request;
@@ -54,38 +52,6 @@ typedef struct bench {
     size_t scratch_cap;
     unsigned sink;
 } bench;
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static void *must_alloc(size_t n) {
-    void *p = calloc(1, n);
-    if (p == NULL) {
-        fprintf(stderr, "open_parts: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static void fail(const char *what) {
-    fprintf(stderr, "open_parts: %s\n", what);
-    exit(1);
-}
-
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    long size = 0;
-    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) != 0)
-        fail("cannot read a file");
-    uint8_t *data = (uint8_t *)must_alloc((size_t)size + 128); /* room for the Base64 part's 66 bytes more */
-    if (fread(data, 1, (size_t)size, f) != (size_t)size) fail("cannot read a file");
-    fclose(f);
-    *len = (size_t)size;
-    return data;
-}
 
 /* The request seal makes of the text, and the buffers the parts work in. */
 static void make_request(bench *b, request *r) {
@@ -177,37 +143,22 @@ static void run_part(bench *b, const request *r, int part) {
     }
 }
 
-static double time_part(bench *b, const request *r, int part) {
-    size_t calls = 0;
-    double start = now_ns(), elapsed;
-    do {
-        for (int i = 0; i < 16; i++) run_part(b, r, part);
-        calls += 16;
-        elapsed = now_ns() - start;
-    } while (elapsed < 5e6);
-    return elapsed / (double)calls;
-}
+HARNESS_TIME_PART(bench, request)
 
 int main(int argc, char **argv) {
-    static request requests[MAX_FILES];
-    static double best[MAX_FILES][PARTS];
-    int rounds = 15, nfiles = 0, no_avx512 = 0;
+    static harness_file files[HARNESS_MAX_FILES];
+    static request requests[HARNESS_MAX_FILES];
+    static double best[HARNESS_MAX_FILES * PARTS];
+    int rounds, no_avx512 = 0;
+    int nfiles = harness_args(argc, argv, "usage: open_parts [--rounds N] [--no-avx512] FILE.json...", "--no-avx512",
+                              &no_avx512, &rounds, files);
     size_t json_max = 0;
     bench *b = (bench *)must_alloc(sizeof *b);
-    for (int arg = 1; arg < argc; arg++) {
-        if (strcmp(argv[arg], "--rounds") == 0 && arg + 1 < argc) {
-            rounds = atoi(argv[++arg]);
-        } else if (strcmp(argv[arg], "--no-avx512") == 0) {
-            no_avx512 = 1;
-        } else if (nfiles < MAX_FILES) {
-            const char *slash = strrchr(argv[arg], '/');
-            requests[nfiles].name = slash != NULL ? slash + 1 : argv[arg];
-            requests[nfiles].json = read_file(argv[arg], &requests[nfiles].json_len);
-            if (requests[nfiles].json_len > json_max) json_max = requests[nfiles].json_len;
-            nfiles++;
-        }
+    for (int f = 0; f < nfiles; f++) {
+        requests[f].json = files[f].json;
+        requests[f].json_len = files[f].len;
+        if (files[f].len > json_max) json_max = files[f].len;
     }
-    if (nfiles == 0 || rounds < 1) fail("usage: open_parts [--rounds N] [--no-avx512] FILE.json...");
     b->credentials.business_code = (const uint8_t *)"bc-bench";
     b->credentials.business_code_len = 8;
     b->credentials.terminal_serial = (const uint8_t *)"SN-BENCH-0001";
@@ -228,25 +179,9 @@ int main(int argc, char **argv) {
     if (pasarela_derive_secrets(&b->credentials, TIMESTAMP, &b->keys.derived) != PASARELA_OK ||
         pasarela_aes256_expand(b->credentials.cpu, b->keys.derived.aes_key, &b->keys.schedule) != PASARELA_OK)
         fail("no keys (a CPU without AES instructions?)");
-    for (int f = 0; f < nfiles; f++) {
-        make_request(b, &requests[f]);
-        for (int part = 0; part < PARTS; part++) best[f][part] = 1e300;
-    }
-    for (int round = 0; round < rounds; round++)
-        for (int f = 0; f < nfiles; f++)
-            for (int part = 0; part < PARTS; part++) {
-                double t = time_part(b, &requests[f], part);
-                if (t < best[f][part]) best[f][part] = t;
-            }
-    printf("| ns per call, fastest of %d rounds%s |", rounds, no_avx512 ? " (--no-avx512)" : "");
-    for (int f = 0; f < nfiles; f++) printf(" %s (%zu B) |", requests[f].name, requests[f].json_len);
-    printf("\n|---|");
-    for (int f = 0; f < nfiles; f++) printf("---|");
-    printf("\n");
-    for (int part = 0; part < PARTS; part++) {
-        printf("| %s |", part_names[part]);
-        for (int f = 0; f < nfiles; f++) printf(" %.0f |", best[f][part]);
-        printf("\n");
-    }
+    for (int f = 0; f < nfiles; f++) make_request(b, &requests[f]);
+    harness_timed timed = {b, requests};
+    harness_fastest(rounds, nfiles, PARTS, harness_time_one, &timed, best);
+    harness_table(rounds, no_avx512 ? " (--no-avx512)" : "", files, nfiles, part_names, PARTS, best);
     return b->sink == 0x7fffffffu; /* the results used, so that no part is optimized away */
 }
