@@ -143,17 +143,16 @@ def refusal_cause(reason: Optional[str]) -> str:
     probe_answer = _PROBE_ANSWERS.get(reason[:len(NOT_JSON)])
     if probe_answer is not None:
         return probe_answer
-    # The same work for every reason: a bad padding (an exact reason) and valid padding over text that is not UTF-8
-    # (a prefixed one) are the two answers to a padding-oracle probe, and must not differ in time (an early return
-    # on the exact match made the padding visible through Terminal.open: the gate's padding_timing, 0.86 at 256 B).
-    prefixed = [cause for prefix, cause in _PREFIX_CAUSES if reason.startswith(prefix)]
-    without_body = reason.endswith("request without a body")
+    # Any other reason: no probe's answer, so its time tells nothing (the exact match, then the prefixed ones).
     exact = _EXACT_CAUSES.get(reason)
     if exact is not None:
         return exact
-    if without_body:
+    if reason.endswith("request without a body"):
         return "malformed_data"
-    return prefixed[0] if prefixed else "error"
+    for prefix, cause in _PREFIX_CAUSES:
+        if reason.startswith(prefix):
+            return cause
+    return "error"
 
 
 _lock = threading.Lock()
