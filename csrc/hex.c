@@ -7,7 +7,8 @@
  * Dispatch on the caller's cpu bits:
  *  - PASARELA_CPU_AVX2 (x86-64, GCC or clang): encode 32 bytes -> 64 chars per step (nibbles to characters with
  *    pshufb on a register constant), decode 64 chars -> 32 bytes per step (each char's kind and value from its
- *    nibbles with pshufb on register constants, nibble pairs joined with pmaddubsw); then one half-width step, then the portable code for what is left.
+ *    nibbles with pshufb on register constants, nibble pairs joined with pmaddubsw); then one half-width step,
+ *    then the portable code for what is left.
  *  - otherwise: encode a byte at a time with arithmetic, decode eight digits at a time in a uint64_t (SWAR).
  * Both paths write the same bytes and refuse the same inputs (csrc/tests/test_primitives.c compares them). */
 #include <string.h>
