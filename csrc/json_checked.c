@@ -80,7 +80,7 @@ CHECKED_CLASSES(, classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_
                 _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
 #undef SSE2_MASK
 #define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
-CHECKED_CLASSES(__attribute__((target("avx2"))), classes_avx2, 32, __m256i, _mm256_loadu_si256, _mm256_or_si256,
+CHECKED_CLASSES(__attribute__((target("avx2,bmi,bmi2"))), classes_avx2, 32, __m256i, _mm256_loadu_si256, _mm256_or_si256,
                 _mm256_and_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8, _mm256_sub_epi8, AVX2_MASK)
 #undef AVX2_MASK
 #undef CHECKED_CLASSES
@@ -98,7 +98,7 @@ static inline __attribute__((always_inline)) int plain_sse2(const uint8_t *p) {
     return _mm_movemask_epi8(stop) == 0;
 }
 
-static inline __attribute__((always_inline, target("avx2"))) int plain_avx2(const uint8_t *p) {
+static inline __attribute__((always_inline, target("avx2,bmi,bmi2"))) int plain_avx2(const uint8_t *p) {
     __m256i stop = _mm256_setzero_si256();
     for (unsigned i = 0; i < 64; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
@@ -179,12 +179,31 @@ HOT uint64_t key_word(const uint8_t *in, size_t n, size_t start, size_t len) {
     return word;
 }
 
-/* A key's print: its first 8 bytes (word), its last 8 and its length, mixed (keys such as "customer_city" and
- * "customer_name" differ only in their last bytes). */
+/* A key's print: a key of 8 bytes or fewer is its word (its bytes, none of them 0: the check sees no control byte
+ * in a string), so two such keys have the same print only when they are the same key; a longer key's first 8
+ * bytes (word), last 8 and length, mixed (keys such as "customer_city" and "customer_name" differ only in their
+ * last bytes). */
 HOT uint64_t key_print(const uint8_t *in, size_t start, size_t len, uint64_t word) {
-    uint64_t last = word;
-    if (len > 8) memcpy(&last, in + start + len - 8, 8);
+    uint64_t last;
+    if (len <= 8) return word;
+    memcpy(&last, in + start + len - 8, 8);
     return (word ^ (last * UINT64_C(0x9E3779B97F4A7C15))) + (uint64_t)len * UINT64_C(0x100000001B3);
+}
+
+/* Whether the prints of keys[0, count) (2 to 4 keys) all differ: then so do the keys. When two are the same, the
+ * keys may still differ (long keys' prints collide): keys_differ decides. Compared all at once, without a call. */
+HOT int prints_differ(const key_entry *keys, size_t count) {
+    uint64_t p0 = keys[0].print, p1 = keys[1].print;
+    int same = p0 == p1;
+    if (count > 2) {
+        uint64_t p2 = keys[2].print;
+        same |= (p0 == p2) | (p1 == p2);
+        if (count > 3) {
+            uint64_t p3 = keys[3].print;
+            same |= (p0 == p3) | (p1 == p3) | (p2 == p3);
+        }
+    }
+    return !same;
 }
 
 /* Where the nesting and the keys are looked at: the closers, openers and colons of the block at base, in order.
@@ -204,7 +223,7 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
             size_t start = (before != 0 ? base + highest(before) : s->last_open_quote) + 1;
             size_t len = base + b - 1 - start;
             uint64_t word = key_word(in, n, start, len);
-            if (len > 0 && (unsigned)((word & 0xFF) - '0') <= 9) { /* maybe integer-like: re-ordered */
+            if ((unsigned)((word & 0xFF) - '0') <= 9) { /* maybe integer-like: re-ordered */
                 *bad = 1;
                 return 0;
             }
@@ -238,7 +257,9 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
             s->depth--;
             if (brace) {
                 size_t first = object_keys[s->depth];
-                if (s->keys - first > 1 && !keys_differ(in, keys + first, s->keys - first, table)) {
+                size_t count = s->keys - first;
+                if (count > 1 && !(count <= 4 && prints_differ(keys + first, count)) &&
+                    !keys_differ(in, keys + first, count, table)) {
                     *bad = 1;
                     return 0;
                 }
@@ -400,7 +421,7 @@ HOT void plain_block(checked_scan *s) {
         return 1;                                                                                             \
     }
 CHECKED_TEXT(checked_sse2, , classes_sse2, plain_sse2)
-CHECKED_TEXT(checked_avx2, __attribute__((target("avx2"))), classes_avx2, plain_avx2)
+CHECKED_TEXT(checked_avx2, __attribute__((target("avx2,bmi,bmi2"))), classes_avx2, plain_avx2)
 #undef CHECKED_TEXT
 
 int pasarela_json_checked_canonical(unsigned cpu, const uint8_t *in, size_t n, void *scratch, size_t scratch_cap,

@@ -52,9 +52,10 @@ typedef size_t (*seal_json_batch_fn)(const pasarela_credentials *const *, uint64
                                      size_t, unsigned, const uint8_t *, pasarela_workspace *, int *, size_t *, size_t *,
                                      unsigned *);
 
-/* pasarela._telemetry's counts of seal_payload and open_post (issue 40): every call counted here, under the GIL, so
- * that Terminal.seal and Terminal.open pay nothing in Python for being counted (an itertools.count call there cost
- * 2-4% of a seal at 256 B); the first call and one in COUNT_SAMPLE_EVERY after it timed, when the call ends with its
+/* pasarela._telemetry's counts of seal_payload and open_post (and open_post_bytes, counted as open_post: an open)
+ * (issue 40): every call counted here, under the GIL, so that Terminal.seal, Terminal.open and Terminal.open_bytes
+ * pay nothing in Python for being counted (an itertools.count call there cost 2-4% of a seal at 256 B, about 60 ns
+ * of an open_bytes); the first call and one in COUNT_SAMPLE_EVERY after it timed, when the call ends with its
  * result made here, into samples (at most COUNT_SAMPLES until counts() takes them), each with a label: the index of
  * a seal's method in COUNT_METHODS (pasarela._telemetry.METHODS), 0 for an open. */
 #define COUNT_SAMPLE_EVERY 64
@@ -85,7 +86,8 @@ typedef struct {
     long long released_ns; /* how long the GIL was released in all (released_ns(), for benchmarks/threads.py) */
     double open_gil_share; /* of a large open that makes a payload, the share that holds the GIL, as learned from
                             * the last calls (learn_open_share): its release depends on it (open_releases) */
-    fast_counts counts[2]; /* seal_payload's [0] and open_post's [1] calls, for pasarela._telemetry (counted_call) */
+    fast_counts counts[2]; /* seal_payload's [0], open_post's and open_post_bytes's [1] calls, for pasarela._telemetry
+                            * (counted_call) */
     int counting; /* set_counting(): counts kept (pasarela[otel] installed) */
 } fastcall_state;
 
@@ -726,7 +728,7 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
     if (begin_call_with_credentials(module, args, 5, names[as_bytes], &target) < 0)
         return NULL;
     fastcall_state *state = target.state;
-    long long start = as_bytes ? 0 : counted_call(state, 1);
+    long long start = counted_call(state, 1);
     PyObject *headers = PyTuple_GetItem(args, 1);
     Py_ssize_t body_len;
     const char *body = bytes_of(PyTuple_GetItem(args, 2), &body_len, "open_post: body");
@@ -807,10 +809,9 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
     if (timed != NULL && result != NULL && PyDict_Check(result)) /* a payload made */
         learn_open_share(state, c_ns, parse_ns);
     Py_XDECREF(buffers);
-    if (!as_bytes && result != NULL && PyLong_Check(result) && status == PASARELA_E_BUFFER_TOO_SMALL &&
-        state->counting)
+    if (result != NULL && PyLong_Check(result) && status == PASARELA_E_BUFFER_TOO_SMALL && state->counting)
         state->counts[1].calls--; /* counted when the caller calls again, its workspace grown (settle_open_post) */
-    else if (!as_bytes && result != NULL && result != Py_None && !PyLong_Check(result)) /* a payload, or its text */
+    else if (result != NULL && result != Py_None && !PyLong_Check(result)) /* a payload, its text, or the bytes */
         counted_end(state, 1, start, 0);
     return result;
 }
@@ -1259,7 +1260,7 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
     return value;
 }
 
-/* counts() -> (seal_payload calls, open_post calls, seal samples, open samples): the calls counted since
+/* counts() -> (seal_payload calls, open_post and open_post_bytes calls, seal samples, open samples): the calls counted since
  * set_counting(True), and the samples taken since the last counts() (lists of (nanoseconds, label)), which it
  * takes. */
 static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
@@ -1286,7 +1287,7 @@ static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
     return result;
 }
 
-/* set_counting(on) -> None: whether seal_payload and open_post count their calls (pasarela._telemetry, when
+/* set_counting(on) -> None: whether seal_payload, open_post and open_post_bytes count their calls (pasarela._telemetry, when
  * pasarela[otel] is installed; benchmarks/otel_overhead.py). */
 static PyObject *fastcall_set_counting(PyObject *module, PyObject *on) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
