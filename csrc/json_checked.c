@@ -169,14 +169,14 @@ static int keys_differ(const uint8_t *in, const key_entry *keys, size_t count, u
 
 /* The first 8 bytes of in[start, start + len) (fewer: zeros after them), little-endian. */
 HOT uint64_t key_word(const uint8_t *in, size_t n, size_t start, size_t len) {
-    uint64_t word = 0;
     if (start + 8 <= n) {
+        uint64_t word;
         memcpy(&word, in + start, 8);
-        if (len < 8) word &= (UINT64_C(1) << (8 * len)) - 1; /* (x86-64: little-endian) */
-    } else {
-        memcpy(&word, in + start, len < 8 ? len : 8);
+        return len < 8 ? word & ((UINT64_C(1) << (8 * len)) - 1) : word; /* (x86-64: little-endian) */
     }
-    return word;
+    uint64_t tail = 0; /* (a word of its own: one whose address is taken GCC zeroes on the stack for every key) */
+    memcpy(&tail, in + start, len < 8 ? len : 8);
+    return tail;
 }
 
 /* A key's print: a key of 8 bytes or fewer is its word (its bytes, none of them 0: the check sees no control byte

@@ -208,6 +208,9 @@ int pasarela_open(const pasarela_credentials *c, pasarela_workspace *ws, uint64_
     return open_data(c, ws, timestamp, data, data_len, signature_hex, 0);
 }
 
+/* (a signature's hex is read 8 bytes at a time: open_request) */
+typedef char pasarela_signature_in_words[PASARELA_SIGNATURE_HEX_LEN % 8 == 0 ? 1 : -1];
+
 /* The 10-digit timestamp of timestamp_text when it is within tolerance seconds of now, else 0. */
 static uint64_t timestamp_in_window(const char *text, size_t len, double now, double tolerance) {
     uint64_t t = 0;
@@ -235,8 +238,13 @@ static int open_request(const pasarela_credentials *c, pasarela_workspace *ws, c
         memcmp(authorization, basic, basic_len) != 0 || body == NULL || body_len < open_len + close_len ||
         memcmp(body, body_open, open_len) != 0 || memcmp(body + body_len - close_len, body_close, close_len) != 0)
         return PASARELA_E_REQUEST_FORM;
-    for (size_t i = basic_len; i < authorization_len; i++)
-        if ((unsigned char)authorization[i] >= 0x80) return PASARELA_E_REQUEST_FORM;
+    /* the signature's bytes ASCII: 8 at a time (its 128 one by one took about 40 ns of an open) */
+    uint64_t high = 0, word;
+    for (size_t i = 0; i < PASARELA_SIGNATURE_HEX_LEN; i += 8) {
+        memcpy(&word, authorization + basic_len + i, 8);
+        high |= word;
+    }
+    if (high & UINT64_C(0x8080808080808080)) return PASARELA_E_REQUEST_FORM;
     return open_data(c, ws, timestamp, body + open_len, body_len - open_len - close_len, authorization + basic_len,
                      as_sent);
 }

@@ -268,6 +268,13 @@ static void check_opened_as_sent(const pasarela_credentials *c, uint64_t timesta
         check(rc != PASARELA_SIGNED_AS_SENT && (rc != PASARELA_OK || (ws.plaintext_len == n &&
                                                                      memcmp(ws.plaintext, plaintext, n) == 0)),
               "open_request: the canonical form's verdict", round);
+        /* a byte of the signature that is not ASCII, anywhere in it: not the form seal writes */
+        authorization[6 + below(PASARELA_SIGNATURE_HEX_LEN)] = (char)(0x80 + below(0x80));
+        check(pasarela_open_request(c, &ws, timestamp_text, 10, (double)timestamp, 300.0, authorization,
+                                    sizeof authorization, body, body_len) == PASARELA_E_REQUEST_FORM &&
+                  pasarela_open_request_as_sent(c, &ws, timestamp_text, 10, (double)timestamp, 300.0, authorization,
+                                                sizeof authorization, body, body_len) == PASARELA_E_REQUEST_FORM,
+              "open_request: a signature byte that is not ASCII", round);
     }
     free(ws.out);
     free(ws.scratch);
