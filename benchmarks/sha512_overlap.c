@@ -62,7 +62,7 @@ struct overlap {
 };
 
 /* One 64-byte block of json_checked.c's check (its CHECKED_TEXT loop, a block at a time). */
-static __attribute__((noinline, target("avx2"))) void check_step(overlap *o) {
+static __attribute__((noinline, target("avx2,bmi,bmi2"))) void check_step(overlap *o) {
     size_t base = o->base;
     o->base += 64;
     o->left--;

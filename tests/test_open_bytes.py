@@ -58,7 +58,7 @@ def _on_path(path: str) -> Iterator[Any]:
             patch.setattr(envelope, "_HAS_HW_AES", False)
             patch.setattr(envelope, "_COUNTING_SEAL_PAYLOAD", None)
             patch.setattr(envelope, "_COUNTING_OPEN_POST", None)
-            patch.setattr(envelope, "_COUNTING_OPEN_POST_BYTES", None)
+            patch.setattr(envelope, "_C_OPEN_POST_BYTES", None)
         yield (reference.Terminal if path == "reference" else pasarela.Terminal)(BUSINESS_CODE, SERIAL)
 
 

@@ -76,10 +76,10 @@ FAST_PATHS_COUNTED = ENABLED and _binding.FASTCALL
 """Terminal.seal of a dict and Terminal.open and Terminal.open_bytes of a POST's bytes are counted, and one call in
 SAMPLE_EVERY timed, by the one C call each makes (pasarela._fastcall's seal_payload, open_post and open_post_bytes
 count their calls under the GIL): the Python around them does nothing for it, where next_seal/next_open had cost
-2-4% of a seal at 256 B. Every other way through seal, open and open_bytes (another payload, another method or body, the cffi path of PyPy or
-PASARELA_NO_FASTCALL=1) counts itself with next_seal/next_open. _fastcall times the C call alone (a seal's or
-open's argument checks before it are not in its samples), and only when it made the result: a refusal on the fast
-path is counted, not timed."""
+2-4% of a seal at 256 B. Every other way through seal, open and open_bytes (another payload, another method or
+body, the cffi path of PyPy or PASARELA_NO_FASTCALL=1) counts itself with next_seal/next_open. _fastcall times the C
+call alone (a seal's or open's argument checks before it are not in its samples), and only when it made the result: a
+refusal on the fast path is counted, not timed."""
 FastCounts = tuple[int, int, list[tuple[int, int]], list[tuple[int, int]]]
 
 
@@ -93,16 +93,12 @@ COUNTING_SEAL_PAYLOAD: Optional[Callable[..., Any]] = None
 """_fastcall.seal_payload when it counts its calls: Terminal.seal counts in Python unless it calls this one."""
 COUNTING_OPEN_POST: Optional[Callable[..., Any]] = None
 """_fastcall.open_post when it counts its calls: Terminal.open counts in Python unless it calls this one."""
-COUNTING_OPEN_POST_BYTES: Optional[Callable[..., Any]] = None
-"""_fastcall.open_post_bytes when it counts its calls (as opens): Terminal.open_bytes counts in Python unless it calls
-this one."""
 if FAST_PATHS_COUNTED:
     from . import _fastcall
 
     _fastcall.set_counting(True)
     _fast_counts = _fastcall.counts
     COUNTING_SEAL_PAYLOAD, COUNTING_OPEN_POST = _fastcall.seal_payload, _fastcall.open_post
-    COUNTING_OPEN_POST_BYTES = _fastcall.open_post_bytes
 
 OPEN_OUTCOMES = (
     "ok", "clock_skew", "malformed_timestamp", "missing_header", "malformed_header", "missing_basic_prefix",
