@@ -65,14 +65,14 @@ ffibuilder.set_source(
 
 
 def fastcall_extension() -> Extension:
-    """pasarela._fastcall, in the limited API of CPython 3.9 like the cffi module (which a free-threaded CPython
-    does not have: there it is built against the full API)."""
+    """pasarela._fastcall, in the limited API of CPython 3.10 (METH_FASTCALL; the wheel is cp310-abi3, as the cffi
+    module is), which a free-threaded CPython does not have: there it is built against the full API."""
     limited = not sysconfig.get_config_var("Py_GIL_DISABLED")
     return Extension(
         "pasarela._fastcall",
         sources=["csrc/cpython/fastcall.c", "csrc/cpython/parse.c", "csrc/cpython/stringify.c"],
         include_dirs=["csrc"],
-        define_macros=[("Py_LIMITED_API", "0x03090000")] if limited else [],
+        define_macros=[("Py_LIMITED_API", "0x030A0000")] if limited else [],
         extra_compile_args=compiler_flags(sys.platform, os.environ.get("PASARELA_WERROR") == "1", DEBUG),
         # it calls nothing of libc, which the linker then leaves out; auditwheel needs it named to tell the libc
         extra_link_args=[*linker_flags(sys.platform, DEBUG),

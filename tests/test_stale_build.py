@@ -100,7 +100,7 @@ def test_import_with_fastcall_built_against_another_workspace_layout_raises_impo
     distribution = Distribution({"ext_modules": [Extension(
         "pasarela._fastcall", [str(CSRC / "cpython" / name) for name in ("fastcall.c", "parse.c", "stringify.c")],
         include_dirs=[str(headers)],
-        define_macros=[("Py_LIMITED_API", "0x03090000")], py_limited_api=True,
+        define_macros=[("Py_LIMITED_API", "0x030A0000")], py_limited_api=True,
     )]})
     command = distribution.get_command_obj("build_ext")
     command.build_lib = str(tmp_path / "pkg")

@@ -22,8 +22,10 @@
  * tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which passes the
  * addresses of objects it keeps alive, and the credentials as their owning object (begin_call_with_credentials).
  *
- * The limited API of CPython 3.9 (the wheel is cp39-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_VARARGS,
- * since METH_FASTCALL entered the limited API only in 3.10. No mutable globals: the function pointers live in the
+ * The limited API of CPython 3.10 (the wheel is cp310-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_FASTCALL,
+ * the arguments read from the caller's own array. (The limited API of 3.9 had meant METH_VARARGS, a tuple made of
+ * them for every call, an object the cyclic GC counts: about 25 ns more a call of five arguments, timed on two bare
+ * functions, one of each kind.) No mutable globals: the function pointers live in the
  * module's state, and so do the keys the reader of opened payloads remembers, which only code holding the GIL
  * touches (parse.h; a free-threaded build gives each call its own). */
 #define PY_SSIZE_T_CLEAN
@@ -39,6 +41,8 @@
 #include "pasarela.h"
 #include "parse.h"
 #include "stringify.h"
+
+typedef PyObject *const *call_args; /* a METH_FASTCALL call's arguments, which its caller keeps alive */
 
 typedef int (*seal_json_fn)(const pasarela_credentials *, pasarela_workspace *, uint64_t, const uint8_t *, size_t,
                             unsigned, const uint8_t *);
@@ -227,11 +231,10 @@ static const char *bytes_of(PyObject *value, Py_ssize_t *len, const char *what) 
     return PyBytes_AsStringAndSize(value, &data, len) < 0 ? NULL : data;
 }
 
-static int check_arity(PyObject *args, Py_ssize_t n, const char *name) {
-    if (PyTuple_Size(args) == n)
+static int check_arity(Py_ssize_t nargs, Py_ssize_t n, const char *name) {
+    if (nargs == n)
         return 0;
-    if (!PyErr_Occurred())
-        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, n);
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, n);
     return -1;
 }
 
@@ -244,16 +247,16 @@ typedef struct {
 
 /* The state and credentials (args[0]) of a call with n arguments; the workspace is left for the caller to find.
  * The credentials are given as pasarela._binding's Credentials object, an immutable tuple whose item 0 is the
- * address of its pasarela_credentials, never as a bare address: the argument tuple then holds a reference to the
+ * address of its pasarela_credentials, never as a bare address: the caller's arguments then hold a reference to the
  * object that owns that memory for as long as the call runs, the GIL released included (given the address alone,
  * another thread could drop the last reference meanwhile, as calling Terminal.__init__ again did: a use after
  * free). 0, or -1 with an exception set. */
-static int begin_call_with_credentials(PyObject *module, PyObject *args, Py_ssize_t n, const char *name,
-                                       call_target *target) {
+static int begin_call_with_credentials(PyObject *module, call_args args, Py_ssize_t nargs, Py_ssize_t n,
+                                       const char *name, call_target *target) {
     target->state = state_of(module);
-    if (target->state == NULL || check_arity(args, n, name) < 0)
+    if (target->state == NULL || check_arity(nargs, n, name) < 0)
         return -1;
-    PyObject *credentials = PyTuple_GetItem(args, 0);
+    PyObject *credentials = args[0];
     if (!PyTuple_Check(credentials) || PyTuple_Size(credentials) < 1) {
         PyErr_Format(PyExc_TypeError, "%s: credentials must be a pasarela._binding.Credentials", name);
         return -1;
@@ -263,10 +266,11 @@ static int begin_call_with_credentials(PyObject *module, PyObject *args, Py_ssiz
 }
 
 /* The call_target of a call with n arguments, the workspace's address args[1]. 0, or -1 with an exception set. */
-static int begin_call(PyObject *module, PyObject *args, Py_ssize_t n, const char *name, call_target *target) {
-    if (begin_call_with_credentials(module, args, n, name, target) < 0)
+static int begin_call(PyObject *module, call_args args, Py_ssize_t nargs, Py_ssize_t n, const char *name,
+                      call_target *target) {
+    if (begin_call_with_credentials(module, args, nargs, n, name, target) < 0)
         return -1;
-    target->ws = address_of(PyTuple_GetItem(args, 1), name, "ws");
+    target->ws = address_of(args[1], name, "ws");
     return target->ws == NULL ? -1 : 0;
 }
 
@@ -284,11 +288,11 @@ static const Py_ssize_t layout[] = {
  * pasarela_workspace, then the offsets of plaintext, out, plaintext_len, out_len, json_facts); utf8_address is
  * PyUnicode_AsUTF8AndSize's (see stringify.h); workspace, the object whose buffers.ws_address is the address of the
  * calling thread's workspace (pasarela._binding's threading.local), which seal_payload() and open_post() read. */
-static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
+static PyObject *fastcall_connect(PyObject *module, call_args args, Py_ssize_t nargs) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
-    if (state == NULL || check_arity(args, 9, "connect") < 0)
+    if (state == NULL || check_arity(nargs, 9, "connect") < 0)
         return NULL;
-    PyObject *given = PyTuple_GetItem(args, 2);
+    PyObject *given = args[2];
     Py_ssize_t n = (Py_ssize_t)(sizeof layout / sizeof layout[0]);
     if (!PyTuple_Check(given) || PyTuple_Size(given) != n) {
         PyErr_Format(PyExc_TypeError, "connect: layout must be a tuple of %zd ints", n);
@@ -306,15 +310,15 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
-    void *seal_json = address_of(PyTuple_GetItem(args, 0), "connect", "seal_json");
-    void *open_request = seal_json == NULL ? NULL : address_of(PyTuple_GetItem(args, 1), "connect", "open_request");
-    void *utf8_of = open_request == NULL ? NULL : address_of(PyTuple_GetItem(args, 3), "connect", "utf8");
-    void *seal_batch = utf8_of == NULL ? NULL : address_of(PyTuple_GetItem(args, 4), "connect", "seal_batch");
+    void *seal_json = address_of(args[0], "connect", "seal_json");
+    void *open_request = seal_json == NULL ? NULL : address_of(args[1], "connect", "open_request");
+    void *utf8_of = open_request == NULL ? NULL : address_of(args[3], "connect", "utf8");
+    void *seal_batch = utf8_of == NULL ? NULL : address_of(args[4], "connect", "seal_batch");
     void *as_sent = seal_batch == NULL ? NULL
-                                       : address_of(PyTuple_GetItem(args, 5), "connect", "open_request_as_sent");
-    void *canonicalize = as_sent == NULL ? NULL : address_of(PyTuple_GetItem(args, 6), "connect", "canonicalize");
+                                       : address_of(args[5], "connect", "open_request_as_sent");
+    void *canonicalize = as_sent == NULL ? NULL : address_of(args[6], "connect", "canonicalize");
     void *seal_json_batch = canonicalize == NULL ? NULL
-                                                 : address_of(PyTuple_GetItem(args, 8), "connect", "seal_json_batch");
+                                                 : address_of(args[8], "connect", "seal_json_batch");
     if (seal_json_batch == NULL)
         return NULL;
     /* function pointers pass through void * (POSIX and Windows guarantee the round trip) */
@@ -325,7 +329,7 @@ static PyObject *fastcall_connect(PyObject *module, PyObject *args) {
     state->utf8_of = (utf8_of_fn)(uintptr_t)utf8_of;
     state->seal_batch = (seal_batch_fn)(uintptr_t)seal_batch;
     state->seal_json_batch = (seal_json_batch_fn)(uintptr_t)seal_json_batch;
-    PyObject *workspace = PyTuple_GetItem(args, 7), *previous = state->workspace;
+    PyObject *workspace = args[7], *previous = state->workspace;
     Py_INCREF(workspace);
     state->workspace = workspace;
     Py_XDECREF(previous);
@@ -411,9 +415,9 @@ typedef struct {
 } seal_arguments;
 
 /* Reads iv, row_type and head (args[iv_at], and the two after it). 0, or -1 with an exception set. */
-static int read_row_arguments(PyObject *args, Py_ssize_t iv_at, const char *name, const char *iv_what,
+static int read_row_arguments(call_args args, Py_ssize_t iv_at, const char *name, const char *iv_what,
                               seal_arguments *out) {
-    PyObject *iv_object = PyTuple_GetItem(args, iv_at);
+    PyObject *iv_object = args[iv_at];
     out->iv = NULL;
     if (iv_object != Py_None) {
         Py_ssize_t iv_len;
@@ -424,8 +428,8 @@ static int read_row_arguments(PyObject *args, Py_ssize_t iv_at, const char *name
             return -1;
         }
     }
-    out->row_type = PyTuple_GetItem(args, iv_at + 1);
-    out->head = PyTuple_GetItem(args, iv_at + 2);
+    out->row_type = args[iv_at + 1];
+    out->head = args[iv_at + 2];
     if (check_row_type(out->row_type, name) < 0)
         return -1;
     if (!PyTuple_Check(out->head)) {
@@ -445,9 +449,9 @@ static int read_timestamp(PyObject *given, uint64_t *value) {
 }
 
 /* Reads the timestamp (args[2]), then what read_row_arguments reads. 0, or -1 with an exception set. */
-static int read_seal_arguments(PyObject *args, Py_ssize_t iv_at, const char *name, const char *iv_what,
+static int read_seal_arguments(call_args args, Py_ssize_t iv_at, const char *name, const char *iv_what,
                                seal_arguments *out) {
-    if (read_timestamp(PyTuple_GetItem(args, 2), &out->timestamp) < 0)
+    if (read_timestamp(args[2], &out->timestamp) < 0)
         return -1;
     return read_row_arguments(args, iv_at, name, iv_what, out);
 }
@@ -486,20 +490,20 @@ static PyObject *sealed_row(call_target *target, const seal_arguments *a, PyObje
  * the row is row_type's instance of (*head, request, plaintext_len, 0), made as tuple.__new__ makes it (row_of);
  * returned alone unless the text has a fact of check_facts (then with the facts); any other status is returned (an
  * int). */
-static PyObject *fastcall_seal_json(PyObject *module, PyObject *args) {
+static PyObject *fastcall_seal_json(PyObject *module, call_args args, Py_ssize_t nargs) {
     call_target target;
     seal_arguments a;
-    if (begin_call(module, args, 9, "seal_json", &target) < 0 ||
+    if (begin_call(module, args, nargs, 9, "seal_json", &target) < 0 ||
         read_seal_arguments(args, 5, "seal_json", "seal_json: iv", &a) < 0)
         return NULL;
     Py_ssize_t json_len;
-    const char *json = bytes_of(PyTuple_GetItem(args, 3), &json_len, "seal_json: json");
+    const char *json = bytes_of(args[3], &json_len, "seal_json: json");
     if (json == NULL)
         return NULL;
-    unsigned long flags = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 4));
+    unsigned long flags = PyLong_AsUnsignedLong(args[4]);
     if (flags == (unsigned long)-1 && PyErr_Occurred())
         return NULL;
-    unsigned long check_facts = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 8));
+    unsigned long check_facts = PyLong_AsUnsignedLong(args[8]);
     if (check_facts == (unsigned long)-1 && PyErr_Occurred())
         return NULL;
     int status = seal_released(&target, &a, json, (size_t)json_len, (unsigned)flags);
@@ -556,14 +560,14 @@ static PyObject *thread_buffers(fastcall_state *state, const char *name, pasarel
  * which see to an empty IV pool or a workspace too small). Terminal.seal calls it directly: reading the clock,
  * finding the thread's workspace and a Python function around this call had taken 16% of a seal at 256 B
  * (docs/performance.md). */
-static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
+static PyObject *fastcall_seal_payload(PyObject *module, call_args args, Py_ssize_t nargs) {
     call_target target;
     seal_arguments a;
-    if (begin_call_with_credentials(module, args, 6, "seal_payload", &target) < 0 ||
+    if (begin_call_with_credentials(module, args, nargs, 6, "seal_payload", &target) < 0 ||
         read_row_arguments(args, 3, "seal_payload", "seal_payload: iv", &a) < 0)
         return NULL;
     long long start = counted_call(target.state, 0);
-    PyObject *timestamp = timestamp_of(PyTuple_GetItem(args, 1), "seal_payload", &a.timestamp);
+    PyObject *timestamp = timestamp_of(args[1], "seal_payload", &a.timestamp);
     if (timestamp == NULL)
         return NULL;
     PyObject *buffers = thread_buffers(target.state, "seal_payload", &target.ws);
@@ -574,7 +578,7 @@ static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
     char first[2048]; /* most payloads fit: no heap block for them */
     stringify_writer writer;
     pasarela_stringify_start(&writer, target.state->utf8_of, first, sizeof first, 1);
-    int rc = pasarela_stringify_dict(&writer, PyTuple_GetItem(args, 2));
+    int rc = pasarela_stringify_dict(&writer, args[2]);
     int status = rc != STRINGIFY_DONE ? PASARELA_OK
                                       : seal_released(&target, &a, writer.w.out, writer.w.len, PASARELA_JSON_STRINGIFIED);
     PyMem_Free(writer.w.heap);
@@ -588,7 +592,7 @@ static PyObject *fastcall_seal_payload(PyObject *module, PyObject *args) {
         result = sealed_row(&target, &a, timestamp);
         timestamp = NULL; /* taken */
         if (result != NULL && start != 0)
-            counted_end(target.state, 0, start, method_label(PyTuple_GetItem(args, 5)));
+            counted_end(target.state, 0, start, method_label(args[5]));
     } else {
         result = PyLong_FromLong(status);
     }
@@ -722,22 +726,22 @@ static PyObject *payload_of(fastcall_state *state, pasarela_workspace *ws, const
  * grows); None when the headers are not in the form read here (no str "timestamp", or one with lone surrogates; no
  * str "Authorization" or "authorization", or one that is not ASCII): the caller then reads the request the slower
  * way, which names what is wrong. Terminal.open calls it directly. as_bytes: open_post_bytes (below). */
-static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
+static PyObject *open_post(PyObject *module, call_args args, Py_ssize_t nargs, int as_bytes) {
     static const char *const names[2] = {"open_post", "open_post_bytes"};
     call_target target;
-    if (begin_call_with_credentials(module, args, 5, names[as_bytes], &target) < 0)
+    if (begin_call_with_credentials(module, args, nargs, 5, names[as_bytes], &target) < 0)
         return NULL;
     fastcall_state *state = target.state;
     long long start = counted_call(state, 1);
-    PyObject *headers = PyTuple_GetItem(args, 1);
+    PyObject *headers = args[1];
     Py_ssize_t body_len;
-    const char *body = bytes_of(PyTuple_GetItem(args, 2), &body_len, "open_post: body");
+    const char *body = bytes_of(args[2], &body_len, "open_post: body");
     if (body == NULL)
         return NULL;
-    double now = PyFloat_AsDouble(PyTuple_GetItem(args, 3));
+    double now = PyFloat_AsDouble(args[3]);
     if (now == -1.0 && PyErr_Occurred())
         return NULL;
-    double tolerance = PyFloat_AsDouble(PyTuple_GetItem(args, 4));
+    double tolerance = PyFloat_AsDouble(args[4]);
     if (tolerance == -1.0 && PyErr_Occurred())
         return NULL;
     PyObject *timestamp_value = header(headers, state->get, state->header_names[0]);
@@ -816,14 +820,14 @@ static PyObject *open_post(PyObject *module, PyObject *args, int as_bytes) {
     return result;
 }
 
-static PyObject *fastcall_open_post(PyObject *module, PyObject *args) { return open_post(module, args, 0); }
+static PyObject *fastcall_open_post(PyObject *module, call_args args, Py_ssize_t nargs) { return open_post(module, args, nargs, 0); }
 
 /* open_post_bytes(credentials, headers, body, now, tolerance) -> plaintext | status | None: open_post's checks and
  * refusals, returning the verified canonical text itself (what JSON.stringify writes, without the signature's "key"
  * member) instead of its payload: for a gateway that forwards the bytes. One pasarela_open_request, which
  * canonicalizes the text and signs that (the text as sent would need the canonicalizer after it anyway, to confirm
  * it: no work saved); no Python object but the bytes. */
-static PyObject *fastcall_open_post_bytes(PyObject *module, PyObject *args) { return open_post(module, args, 1); }
+static PyObject *fastcall_open_post_bytes(PyObject *module, call_args args, Py_ssize_t nargs) { return open_post(module, args, nargs, 1); }
 
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
  * column_start and common): row i is row_type's instance of (column[column_start + i], *common, buffer,
@@ -836,17 +840,17 @@ typedef struct {
 
 /* Reads row_type, column, column_start and common (args[0] to args[3]) and makes the values. 0, or -1 with an
  * exception set (then nothing to release). */
-static int row_maker_start(row_maker *m, PyObject *args, const char *name) {
-    m->row_type = PyTuple_GetItem(args, 0);
-    m->column = PyTuple_GetItem(args, 1);
-    PyObject *common = PyTuple_GetItem(args, 3);
+static int row_maker_start(row_maker *m, call_args args, const char *name) {
+    m->row_type = args[0];
+    m->column = args[1];
+    PyObject *common = args[3];
     if (check_row_type(m->row_type, name) < 0)
         return -1;
     if (!PyList_Check(m->column) || !PyTuple_Check(common)) {
         PyErr_Format(PyExc_TypeError, "%s: column must be a list and common a tuple", name);
         return -1;
     }
-    m->column_start = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
+    m->column_start = PyLong_AsSsize_t(args[2]);
     if (m->column_start == -1 && PyErr_Occurred())
         return -1;
     m->n_common = PyTuple_Size(common);
@@ -915,22 +919,22 @@ static void row_maker_end(row_maker *m) { Py_DECREF(m->values); }
  * starting at 0. What _binding._rows_py does from _binding._requests_py's buffers and starts, in one call instead
  * of about a dozen Python operations per request: rows are made as tuple.__new__(row_type, values) makes them
  * (new_row), without running row_type's __new__. out, out_lens, plaintext_lens: addresses the caller keeps alive. */
-static PyObject *fastcall_rows(PyObject *module, PyObject *args) {
+static PyObject *fastcall_rows(PyObject *module, call_args args, Py_ssize_t nargs) {
     row_maker m;
     (void)module;
-    if (check_arity(args, 10, "rows") < 0 || row_maker_start(&m, args, "rows") < 0)
+    if (check_arity(nargs, 10, "rows") < 0 || row_maker_start(&m, args, "rows") < 0)
         return NULL;
     PyObject *rows = NULL;
-    const char *out = (const char *)address_of(PyTuple_GetItem(args, 4), "rows", "out");
-    const size_t *out_lens = out == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 5), "rows",
+    const char *out = (const char *)address_of(args[4], "rows", "out");
+    const size_t *out_lens = out == NULL ? NULL : (const size_t *)address_of(args[5], "rows",
                                                                               "out_lens");
-    const size_t *plaintext_lens = out_lens == NULL ? NULL : (const size_t *)address_of(PyTuple_GetItem(args, 6),
+    const size_t *plaintext_lens = out_lens == NULL ? NULL : (const size_t *)address_of(args[6],
                                                                                          "rows", "plaintext_lens");
     if (plaintext_lens == NULL)
         goto fail;
-    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GetItem(args, 7));
-    size_t buffer_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 8));
-    size_t shared_request_bytes = PyLong_AsSize_t(PyTuple_GetItem(args, 9));
+    Py_ssize_t n = PyLong_AsSsize_t(args[7]);
+    size_t buffer_bytes = PyLong_AsSize_t(args[8]);
+    size_t shared_request_bytes = PyLong_AsSize_t(args[9]);
     if (PyErr_Occurred() || row_maker_check(&m, n, "rows") < 0)
         goto fail;
     size_t total = 0;
@@ -983,26 +987,26 @@ fail:
  * says whether item i was sealed, and an item that was not gets b"" and 0. The list is shorter than n when the
  * pool ran out or the workspace's scratch is too small for the next item (empty: refill or grow, then call again
  * for the rest). */
-static PyObject *fastcall_seal_rows(PyObject *module, PyObject *args) {
+static PyObject *fastcall_seal_rows(PyObject *module, call_args args, Py_ssize_t nargs) {
     static const char name[] = "seal_rows";
     fastcall_state *state = state_of(module);
     row_maker m;
-    if (state == NULL || check_arity(args, 11, name) < 0 || row_maker_start(&m, args, name) < 0)
+    if (state == NULL || check_arity(nargs, 11, name) < 0 || row_maker_start(&m, args, name) < 0)
         return NULL;
     PyObject **requests = NULL, *rows = NULL;
     char **outs = NULL;
     Py_ssize_t n = 0, made = 0;
-    const pasarela_credentials *const *credentials = address_of(PyTuple_GetItem(args, 4), name, "credentials");
-    pasarela_workspace *ws = credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 5), name, "ws");
-    unsigned long long timestamp = ws == NULL ? 0 : PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 6));
+    const pasarela_credentials *const *credentials = address_of(args[4], name, "credentials");
+    pasarela_workspace *ws = credentials == NULL ? NULL : address_of(args[5], name, "ws");
+    unsigned long long timestamp = ws == NULL ? 0 : PyLong_AsUnsignedLongLong(args[6]);
     if (ws == NULL || (timestamp == (unsigned long long)-1 && PyErr_Occurred()))
         goto fail;
-    const uint8_t *plaintexts = address_of(PyTuple_GetItem(args, 7), name, "plaintexts");
-    const size_t *lens = plaintexts == NULL ? NULL : address_of(PyTuple_GetItem(args, 8), name, "lens");
-    int *statuses = lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 10), name, "statuses");
+    const uint8_t *plaintexts = address_of(args[7], name, "plaintexts");
+    const size_t *lens = plaintexts == NULL ? NULL : address_of(args[8], name, "lens");
+    int *statuses = lens == NULL ? NULL : address_of(args[10], name, "statuses");
     if (statuses == NULL)
         goto fail;
-    n = PyLong_AsSsize_t(PyTuple_GetItem(args, 9));
+    n = PyLong_AsSsize_t(args[9]);
     if ((n == -1 && PyErr_Occurred()) || row_maker_check(&m, n, name) < 0)
         goto fail;
     if ((size_t)n > PY_SSIZE_T_MAX / (sizeof *requests + sizeof *outs)) {
@@ -1071,27 +1075,27 @@ done:
  * releases the GIL around every call: here only when the texts reach release_bytes (release_for), since two threads
  * sealing batches of small payloads, the GIL handed over at each call, made fewer requests per second than one. The
  * offsets are applied here: in Python they had cost about 40 ns a request at 64 B. */
-static PyObject *fastcall_seal_json_batch(PyObject *module, PyObject *args) {
+static PyObject *fastcall_seal_json_batch(PyObject *module, call_args args, Py_ssize_t nargs) {
     static const char name[] = "seal_json_batch";
     fastcall_state *state = state_of(module);
-    if (state == NULL || check_arity(args, 14, name) < 0)
+    if (state == NULL || check_arity(nargs, 14, name) < 0)
         return NULL;
-    const pasarela_credentials *const *credentials = address_of(PyTuple_GetItem(args, 0), name, "credentials");
-    const uint8_t *json = credentials == NULL ? NULL : address_of(PyTuple_GetItem(args, 2), name, "json");
-    const size_t *json_lens = json == NULL ? NULL : address_of(PyTuple_GetItem(args, 4), name, "json_lens");
-    pasarela_workspace *ws = json_lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 8), name, "ws");
-    int *statuses = ws == NULL ? NULL : address_of(PyTuple_GetItem(args, 9), name, "statuses");
-    size_t *plaintext_lens = statuses == NULL ? NULL : address_of(PyTuple_GetItem(args, 10), name, "plaintext_lens");
-    size_t *out_lens = plaintext_lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 11), name, "out_lens");
-    unsigned *facts = out_lens == NULL ? NULL : address_of(PyTuple_GetItem(args, 12), name, "facts");
+    const pasarela_credentials *const *credentials = address_of(args[0], name, "credentials");
+    const uint8_t *json = credentials == NULL ? NULL : address_of(args[2], name, "json");
+    const size_t *json_lens = json == NULL ? NULL : address_of(args[4], name, "json_lens");
+    pasarela_workspace *ws = json_lens == NULL ? NULL : address_of(args[8], name, "ws");
+    int *statuses = ws == NULL ? NULL : address_of(args[9], name, "statuses");
+    size_t *plaintext_lens = statuses == NULL ? NULL : address_of(args[10], name, "plaintext_lens");
+    size_t *out_lens = plaintext_lens == NULL ? NULL : address_of(args[11], name, "out_lens");
+    unsigned *facts = out_lens == NULL ? NULL : address_of(args[12], name, "facts");
     if (facts == NULL)
         return NULL;
-    unsigned long long timestamp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(args, 1));
-    size_t json_offset = PyLong_AsSize_t(PyTuple_GetItem(args, 3));
-    size_t start = PyLong_AsSize_t(PyTuple_GetItem(args, 5));
-    size_t n = PyLong_AsSize_t(PyTuple_GetItem(args, 6));
-    unsigned long json_flags = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 7));
-    unsigned long facts_mask = PyLong_AsUnsignedLong(PyTuple_GetItem(args, 13));
+    unsigned long long timestamp = PyLong_AsUnsignedLongLong(args[1]);
+    size_t json_offset = PyLong_AsSize_t(args[3]);
+    size_t start = PyLong_AsSize_t(args[5]);
+    size_t n = PyLong_AsSize_t(args[6]);
+    unsigned long json_flags = PyLong_AsUnsignedLong(args[7]);
+    unsigned long facts_mask = PyLong_AsUnsignedLong(args[13]);
     if (PyErr_Occurred())
         return NULL;
     credentials += start;
@@ -1188,25 +1192,25 @@ static PyObject *fastcall_stringify(PyObject *module, PyObject *payload) {
  * to back at the address out (cap bytes), their lengths at the address lens (size_t each); returns the bytes
  * written, -1 when the writer declines one of them, -2 when they may not fit in cap bytes (the writer asks for
  * room a token at a time, up to 48 bytes more than the token takes: then grow the buffer and call again). */
-static PyObject *fastcall_stringify_into(PyObject *module, PyObject *args) {
+static PyObject *fastcall_stringify_into(PyObject *module, call_args args, Py_ssize_t nargs) {
     fastcall_state *state = state_of(module);
-    if (state == NULL || check_arity(args, 6, "stringify_into") < 0)
+    if (state == NULL || check_arity(nargs, 6, "stringify_into") < 0)
         return NULL;
-    PyObject *payloads = PyTuple_GetItem(args, 0);
+    PyObject *payloads = args[0];
     if (!PyList_Check(payloads)) {
         PyErr_SetString(PyExc_TypeError, "stringify_into: payloads must be a list");
         return NULL;
     }
-    Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GetItem(args, 1)), stop = PyLong_AsSsize_t(PyTuple_GetItem(args, 2));
-    size_t cap = PyLong_AsSize_t(PyTuple_GetItem(args, 4));
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    size_t cap = PyLong_AsSize_t(args[4]);
     if (PyErr_Occurred())
         return NULL;
     if (start < 0 || stop < start || stop > PyList_Size(payloads)) {
         PyErr_SetString(PyExc_ValueError, "stringify_into: start and stop must be within payloads, in order");
         return NULL;
     }
-    char *out = (char *)address_of(PyTuple_GetItem(args, 3), "stringify_into", "out");
-    size_t *lens = out == NULL ? NULL : (size_t *)address_of(PyTuple_GetItem(args, 5), "stringify_into", "lens");
+    char *out = (char *)address_of(args[3], "stringify_into", "out");
+    size_t *lens = out == NULL ? NULL : (size_t *)address_of(args[5], "stringify_into", "lens");
     if (lens == NULL)
         return NULL;
     stringify_writer writer; /* one for all of them: the keys they share are read once */
@@ -1299,29 +1303,29 @@ static PyObject *fastcall_set_counting(PyObject *module, PyObject *on) {
 }
 
 static PyMethodDef fastcall_methods[] = {
-    {"connect", fastcall_connect, METH_VARARGS,
+    {"connect", (PyCFunction)(void (*)(void))fastcall_connect, METH_FASTCALL,
      "connect(seal_json_address, open_request_address, layout, utf8_address, seal_batch_address, "
      "open_request_as_sent_address, canonicalize_address, workspace)"},
-    {"seal_json", fastcall_seal_json, METH_VARARGS,
+    {"seal_json", (PyCFunction)(void (*)(void))fastcall_seal_json, METH_FASTCALL,
      "seal_json(credentials, ws, timestamp, json, flags, iv, row_type, head, check_facts) -> row | (row, facts) | "
      "status"},
-    {"seal_payload", fastcall_seal_payload, METH_VARARGS,
+    {"seal_payload", (PyCFunction)(void (*)(void))fastcall_seal_payload, METH_FASTCALL,
      "seal_payload(credentials, timestamp, payload, iv, row_type, head) -> row | None | status"},
-    {"open_post", fastcall_open_post, METH_VARARGS,
+    {"open_post", (PyCFunction)(void (*)(void))fastcall_open_post, METH_FASTCALL,
      "open_post(credentials, headers, body, now, tolerance) -> payload | (plaintext, facts) | status | None"},
-    {"open_post_bytes", fastcall_open_post_bytes, METH_VARARGS,
+    {"open_post_bytes", (PyCFunction)(void (*)(void))fastcall_open_post_bytes, METH_FASTCALL,
      "open_post_bytes(credentials, headers, body, now, tolerance) -> plaintext | status | None"},
-    {"rows", fastcall_rows, METH_VARARGS,
+    {"rows", (PyCFunction)(void (*)(void))fastcall_rows, METH_FASTCALL,
      "rows(row_type, column, column_start, common, out, out_lens, plaintext_lens, n, buffer_bytes, "
      "shared_request_bytes) -> list"},
-    {"seal_rows", fastcall_seal_rows, METH_VARARGS,
+    {"seal_rows", (PyCFunction)(void (*)(void))fastcall_seal_rows, METH_FASTCALL,
      "seal_rows(row_type, column, column_start, common, credentials, ws, timestamp, plaintexts, lens, n, statuses) "
      "-> list"},
     {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
     {"counts", fastcall_counts, METH_NOARGS,
      "counts() -> (seal_payload calls, open_post calls, seal samples, open samples): lists of (ns, label)"},
     {"set_counting", fastcall_set_counting, METH_O, "set_counting(on) -> None"},
-    {"seal_json_batch", fastcall_seal_json_batch, METH_VARARGS,
+    {"seal_json_batch", (PyCFunction)(void (*)(void))fastcall_seal_json_batch, METH_FASTCALL,
      "seal_json_batch(credentials, timestamp, json, json_offset, json_lens, start, n, json_flags, ws, statuses, "
      "plaintext_lens, out_lens, facts, facts_mask) -> (done, first_exception)"},
     {"set_gil_release_bytes", fastcall_set_gil_release_bytes, METH_O, "set_gil_release_bytes(n) -> previous n"},
@@ -1330,7 +1334,7 @@ static PyMethodDef fastcall_methods[] = {
     {"set_open_gil_share", fastcall_set_open_gil_share, METH_O, "set_open_gil_share(share) -> previous share"},
     {"parse_canonical", fastcall_parse_canonical, METH_O, "parse_canonical(text) -> value | None"},
     {"stringify", fastcall_stringify, METH_O, "stringify(payload) -> bytes | None"},
-    {"stringify_into", fastcall_stringify_into, METH_VARARGS,
+    {"stringify_into", (PyCFunction)(void (*)(void))fastcall_stringify_into, METH_FASTCALL,
      "stringify_into(payloads, start, stop, out, cap, lens) -> int"},
     {NULL, NULL, 0, NULL},
 };

@@ -246,14 +246,14 @@ int main(void) {
      * nested, with each pair of their keys made the same (no) or none (yes): keys of up to 8 bytes, whose print is
      * the key itself, and keys of 17 bytes that share their first and last 8 bytes (prints that collide: the keys
      * themselves decide) */
-    for (unsigned count = 2; count <= 5; count++)
-        for (unsigned i = 0; i < count; i++)
-            for (unsigned j = i + 1; j <= count; j++) /* key j made key i's (j == count: none) */
+    for (unsigned members = 2; members <= 5; members++)
+        for (unsigned i = 0; i < members; i++)
+            for (unsigned j = i + 1; j <= members; j++) /* key j made key i's (j == members: none) */
                 for (int form = 0; form < 4; form++) {
                     char text[512];
                     int nested = form & 1, long_keys = form >> 1;
                     size_t at = (size_t)sprintf(text, "%s", nested ? "{\"items\":[{" : "{");
-                    for (unsigned k = 0; k < count; k++) {
+                    for (unsigned k = 0; k < members; k++) {
                         unsigned id = k == j ? i : k;
                         at += (size_t)sprintf(text + at, long_keys ? "%s\"aaaaaaaa%ubbbbbbbb\":%u" : "%s\"k%u\":%u",
                                               k ? "," : "", id, k);
@@ -261,7 +261,7 @@ int main(void) {
                     at += (size_t)sprintf(text + at, "%s", nested ? "}]}" : "}");
                     for (int k = 0; k < 2; k++)
                         CHECK(verdict(cpus[k], (const uint8_t *)text, at, "small object") ==
-                                  (CHECK_EXISTS && j == count),
+                                  (CHECK_EXISTS && j == members),
                               "%s: said otherwise (cpu 0x%x)", text, cpus[k]);
                 }
     /* random canonical texts, each at every offset in a block (a prefix member of 0-63 bytes), and mutations */
