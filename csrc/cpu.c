@@ -109,6 +109,9 @@ unsigned pasarela_cpu_features(void)
         features |= PASARELA_CPU_VAES;
     if ((features & PASARELA_CPU_AVX512) && !intel)
         features |= PASARELA_CPU_AVX512_SHORT;
+    /* AVX-512 VBMI (leaf 7 ECX bit 1), used on 256-bit vectors: the state AVX-512 already asks the OS for */
+    if ((features & PASARELA_CPU_AVX512) && (features & PASARELA_CPU_AVX2) && (ecx7 & (1u << 1)))
+        features |= PASARELA_CPU_AVX512_VBMI;
     return features;
 #elif defined(PAS_CPU_ARM)
 #if defined(_WIN32)

@@ -124,6 +124,10 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
 /* With PASARELA_CPU_AVX2: VAES, the AES rounds on 256-bit vectors (two blocks an instruction): CBC decryption of 16
  * blocks or more (a request's ciphertext) at twice AES-NI's rate. Encryption (a chain) gains nothing from it. */
 #define PASARELA_CPU_VAES 32u
+/* With PASARELA_CPU_AVX512 and PASARELA_CPU_AVX2: AVX-512 VBMI, on 256-bit vectors only (so not Intel's slower
+ * AVX-512 clock): hex decoding reads 32 characters' values and validity from a 64-entry byte table in two registers
+ * (vpermt2b), where AVX2 takes three pshufb and more: a 16 KiB ciphertext's hex in 0.87 against 1.18 us. */
+#define PASARELA_CPU_AVX512_VBMI 64u
 
 const char *pasarela_strerror(int status);
 unsigned pasarela_cpu_features(void);

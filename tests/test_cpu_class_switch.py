@@ -45,8 +45,10 @@ def test_the_switch_drops_avx512_and_its_requests_open_on_the_default_path() -> 
     forced = _probe("1")
     cpu = forced["cpu"]
     assert isinstance(cpu, int)
-    assert not cpu & (_binding.lib.PASARELA_CPU_AVX512 | _binding.lib.PASARELA_CPU_AVX512_SHORT)
-    assert cpu == _binding.CPU_FEATURES & ~(_binding.lib.PASARELA_CPU_AVX512 | _binding.lib.PASARELA_CPU_AVX512_SHORT)
+    lib = _binding.lib
+    avx512 = lib.PASARELA_CPU_AVX512 | lib.PASARELA_CPU_AVX512_SHORT | lib.PASARELA_CPU_AVX512_VBMI
+    assert not cpu & avx512
+    assert cpu == _binding.CPU_FEATURES & ~avx512
     terminal = pasarela.Terminal("bc-1", "SN-1")
     requests = forced["requests"]
     assert isinstance(requests, list) and len(requests) == 36
@@ -72,6 +74,17 @@ def test_short_work_takes_512_bit_vectors_on_avx512_cpus_but_intel_s() -> None:
     avx512 = {"avx512f", "avx512bw", "avx512vl"} <= set(flags.group(1).split())
     assert bool(cpu & lib.PASARELA_CPU_AVX512) == avx512
     assert bool(cpu & lib.PASARELA_CPU_AVX512_SHORT) == (avx512 and vendor.group(1) != "GenuineIntel")
+
+
+def test_vbmi_is_detected_as_the_kernel_reports_it() -> None:
+    """PASARELA_CPU_AVX512_VBMI (hex decoding on vpermt2b) is set exactly when the kernel's flags (/proc/cpuinfo) show
+    VBMI beside AVX-512 F, BW and VL and AVX2 (the paths' agreement: csrc/tests/test_primitives.c, the hex fuzz
+    target and tests/test_hex.py)."""
+    cpu = _binding.lib.pasarela_cpu_features()
+    flags = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
+    assert flags is not None, "no flags in /proc/cpuinfo (Linux x86-64 expected)"
+    wanted = {"avx512vbmi", "avx512f", "avx512bw", "avx512vl", "avx2", "bmi1", "bmi2"}
+    assert bool(cpu & _binding.lib.PASARELA_CPU_AVX512_VBMI) == (wanted <= set(flags.group(1).split()))
 
 
 def test_vaes_is_detected_as_the_kernel_reports_it() -> None:

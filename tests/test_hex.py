@@ -1,10 +1,10 @@
 """Hex as the C core writes and reads it, against the standard library's bytes.hex and bytes.fromhex.
 
-The core has two hex codes that must agree byte for byte: the portable one (pasarela_hex_encode and
-pasarela_hex_decode, which _binding.hex_encode and hex_decode call) and, on x86-64 with AVX2, the vector one,
-which seal and open run with the credentials' cpu bits. The _binding tests reach the first; the seal and
-decrypt_data tests reach the second wherever _binding.CPU_FEATURES has PASARELA_CPU_AVX2 (and the first
-elsewhere). csrc/tests/test_primitives.c compares the two directly, every length and every invalid byte.
+The core has hex codes that must agree byte for byte: the portable one (pasarela_hex_encode and
+pasarela_hex_decode, which _binding.hex_encode and hex_decode call) and, on x86-64 with AVX2, the vector ones (AVX2,
+and for decoding AVX-512 VBMI where the CPU has it), which seal and open run with the credentials' cpu bits. The
+_binding tests reach the first; the seal and decrypt_data tests reach the widest this machine has (the first
+elsewhere). csrc/tests/test_primitives.c compares them directly, every length and every invalid byte.
 """
 
 from __future__ import annotations

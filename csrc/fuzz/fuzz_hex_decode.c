@@ -1,6 +1,6 @@
 /*
  * Fuzz target: pasarela_hex_decode_cpu (the IV and ciphertext of an incoming "data" field), on the portable
- * code and, when this CPU has AVX2, on the AVX2 code. Input: the text to decode. Oracle: a plain decoder
+ * code and, when this CPU has them, on the AVX2 code and on the AVX-512 VBMI one. Input: the text to decode. Oracle: a plain decoder
  * written here. The input is also encoded as bytes on both paths: the same text, which decodes back.
  */
 #include "fuzz.h"
@@ -60,6 +60,7 @@ static void check_encode(unsigned cpu, const uint8_t *bytes, size_t size, const 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned avx2 = cpu_features() & PASARELA_CPU_AVX2;
+    unsigned vbmi = cpu_features() & (PASARELA_CPU_AVX512_VBMI | PASARELA_CPU_AVX2);
     char *text = (char *)fuzz_copy(data, size);
     int valid = size % 2 == 0;
     for (size_t i = 0; i < size && valid; i++)
@@ -68,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_decode(0, text, data, size, valid);
     if (avx2)
         check_decode(avx2, text, data, size, valid);
+    if (vbmi == (PASARELA_CPU_AVX512_VBMI | PASARELA_CPU_AVX2))
+        check_decode(vbmi, text, data, size, valid);
 
     char *portable = (char *)fuzz_alloc(2 * size);
     pasarela_hex_encode_cpu(0, data, size, portable);

@@ -401,8 +401,10 @@ int main(int argc, char **argv)
     printf("cpu features: %u (%s)\n", cpu,
            (cpu & PASARELA_CPU_AES_X86) ? "AES-NI" : (cpu & PASARELA_CPU_AES_ARM) ? "ARMv8 AES" : "no hardware AES");
     CHECK((cpu & ~(PASARELA_CPU_AES_ANY | PASARELA_CPU_AVX2 | PASARELA_CPU_AVX512 | PASARELA_CPU_AVX512_SHORT |
-                   PASARELA_CPU_VAES)) == 0,
+                   PASARELA_CPU_VAES | PASARELA_CPU_AVX512_VBMI)) == 0,
           "unknown feature bits %u", cpu);
+    CHECK(!(cpu & PASARELA_CPU_AVX512_VBMI) || ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX2)),
+          "AVX512_VBMI without AVX512 and AVX2: %u", cpu);
     CHECK(!(cpu & PASARELA_CPU_VAES) || ((cpu & PASARELA_CPU_AVX2) && (cpu & PASARELA_CPU_AES_X86)),
           "VAES without AVX2 and AES-NI: %u", cpu);
     CHECK(!(cpu & PASARELA_CPU_AVX512_SHORT) || (cpu & PASARELA_CPU_AVX512), "AVX512_SHORT without AVX512: %u", cpu);

@@ -716,12 +716,15 @@ static unsigned hex_level_refusals(unsigned cpu, size_t len, uint64_t *s)
  * the portable code), against an independent reference and against each other. */
 static void test_hex_levels(void)
 {
-    unsigned levels[2];
+    unsigned levels[3];
     size_t nlevels = 0, l, n, k;
     uint64_t s = 20261123;
     uint8_t src[300];
     char what[112];
 
+    unsigned vbmi = PASARELA_CPU_AVX512_VBMI | PASARELA_CPU_AVX2;
+    if ((pasarela_cpu_features() & vbmi) == vbmi)
+        levels[nlevels++] = vbmi;
     if (pasarela_cpu_features() & PASARELA_CPU_AVX2)
         levels[nlevels++] = PASARELA_CPU_AVX2;
     levels[nlevels++] = 0;
@@ -753,7 +756,8 @@ static void test_hex_levels(void)
                   pasarela_hex_decode_cpu(cpu, NULL, 0, NULL) == PASARELA_OK && out[0] == 1 && out[3] == 4,
               what);
     }
-    printf("hex levels under test: %u (cpu bits:%s 0)\n", (unsigned)nlevels, nlevels > 1 ? " 4" : "");
+    printf("hex levels under test: %u (cpu bits:%s%s 0)\n", (unsigned)nlevels, nlevels > 2 ? " 68" : "",
+           nlevels > 1 ? " 4" : "");
 }
 
 /* ---------------------------------------------------------------- util */
