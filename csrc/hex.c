@@ -12,7 +12,7 @@
  *  - PASARELA_CPU_AVX512_VBMI (with AVX2): decode 64 chars -> 32 bytes per step with each char's value and validity
  *    read from a 64-entry byte table held in two registers (vpermt2b, 256-bit vectors), then AVX2's steps.
  *  - otherwise: encode a byte at a time with arithmetic, decode eight digits at a time in a uint64_t (SWAR).
- * Both paths write the same bytes and refuse the same inputs (csrc/tests/test_primitives.c compares them). */
+ * All paths write the same bytes and refuse the same inputs (csrc/tests/test_primitives.c compares them). */
 #include <string.h>
 
 #include "internal.h"
@@ -200,9 +200,8 @@ static const uint8_t hex_vbmi_table[64] __attribute__((aligned(32))) = {
 static PAS_HEX_VBMI_FN inline __m256i hex_vbmi_pairs(const char *in, __m256i low, __m256i high, __m256i *seen)
 {
     __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)in);
-    /* 0x78: a ^ (b & c) */
     __m256i entry = _mm256_permutex2var_epi8(low, c, high);
-    __m256i v = _mm256_ternarylogic_epi32(entry, c, _mm256_set1_epi8((char)0xC0), 0x78);
+    __m256i v = _mm256_ternarylogic_epi32(entry, c, _mm256_set1_epi8((char)0xC0), 0x78); /* entry ^ (c & 0xC0) */
     *seen = _mm256_or_si256(*seen, v);
     return _mm256_maddubs_epi16(v, _mm256_set1_epi16(0x0110));
 }

@@ -820,14 +820,18 @@ static PyObject *open_post(PyObject *module, call_args args, Py_ssize_t nargs, i
     return result;
 }
 
-static PyObject *fastcall_open_post(PyObject *module, call_args args, Py_ssize_t nargs) { return open_post(module, args, nargs, 0); }
+static PyObject *fastcall_open_post(PyObject *module, call_args args, Py_ssize_t nargs) {
+    return open_post(module, args, nargs, 0);
+}
 
 /* open_post_bytes(credentials, headers, body, now, tolerance) -> plaintext | status | None: open_post's checks and
  * refusals, returning the verified canonical text itself (what JSON.stringify writes, without the signature's "key"
  * member) instead of its payload: for a gateway that forwards the bytes. One pasarela_open_request, which
  * canonicalizes the text and signs that (the text as sent would need the canonicalizer after it anyway, to confirm
  * it: no work saved); no Python object but the bytes. */
-static PyObject *fastcall_open_post_bytes(PyObject *module, call_args args, Py_ssize_t nargs) { return open_post(module, args, nargs, 1); }
+static PyObject *fastcall_open_post_bytes(PyObject *module, call_args args, Py_ssize_t nargs) {
+    return open_post(module, args, nargs, 1);
+}
 
 /* What the rows of a batch are made of (rows(), seal_rows(), whose first four arguments are row_type, column,
  * column_start and common): row i is row_type's instance of (column[column_start + i], *common, buffer,
