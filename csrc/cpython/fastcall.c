@@ -1268,9 +1268,9 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
     return value;
 }
 
-/* counts() -> (seal_payload calls, open_post and open_post_bytes calls, seal samples, open samples): the calls counted since
- * set_counting(True), and the samples taken since the last counts() (lists of (nanoseconds, label)), which it
- * takes. */
+/* counts() -> (seal_payload calls, open_post and open_post_bytes calls, seal samples, open samples): the calls
+ * counted since set_counting(True), and the samples taken since the last counts() (lists of (nanoseconds, label)),
+ * which it takes. */
 static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
     (void)unused;
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
@@ -1295,8 +1295,8 @@ static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
     return result;
 }
 
-/* set_counting(on) -> None: whether seal_payload, open_post and open_post_bytes count their calls (pasarela._telemetry, when
- * pasarela[otel] is installed; benchmarks/otel_overhead.py). */
+/* set_counting(on) -> None: whether seal_payload, open_post and open_post_bytes count their calls
+ * (pasarela._telemetry, when pasarela[otel] is installed; benchmarks/otel_overhead.py). */
 static PyObject *fastcall_set_counting(PyObject *module, PyObject *on) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     int value = PyObject_IsTrue(on);
