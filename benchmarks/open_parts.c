@@ -164,8 +164,7 @@ int main(int argc, char **argv) {
     b->credentials.terminal_serial = (const uint8_t *)"SN-BENCH-0001";
     b->credentials.terminal_serial_len = 13;
     b->credentials.cpu =
-        pasarela_cpu_features() &
-        (no_avx512 ? ~(PASARELA_CPU_AVX512 | PASARELA_CPU_AVX512_SHORT | PASARELA_CPU_AVX512_VBMI) : ~0u);
+        pasarela_cpu_features() & (no_avx512 ? ~(unsigned)PASARELA_CPU_AVX512_ALL : ~0u);
     b->credentials.id = 1;
     json_max = PASARELA_CIPHERTEXT_LEN(json_max); /* what an open sizes its buffers by */
     b->ws.plaintext_cap = PASARELA_JSON_OUT_MAX(json_max);

@@ -76,15 +76,20 @@ def test_short_work_takes_512_bit_vectors_on_avx512_cpus_but_intel_s() -> None:
     assert bool(cpu & lib.PASARELA_CPU_AVX512_SHORT) == (avx512 and vendor.group(1) != "GenuineIntel")
 
 
+def _kernel_flags() -> set[str]:
+    """The CPU flags the kernel reports (/proc/cpuinfo): the independent reading of CPUID."""
+    flags = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
+    assert flags is not None, "no flags in /proc/cpuinfo (Linux x86-64 expected)"
+    return set(flags.group(1).split())
+
+
 def test_vbmi_is_detected_as_the_kernel_reports_it() -> None:
     """PASARELA_CPU_AVX512_VBMI (hex decoding on vpermt2b) is set exactly when the kernel's flags (/proc/cpuinfo) show
     VBMI beside AVX-512 F, BW and VL and AVX2 (the paths' agreement: csrc/tests/test_primitives.c, the hex fuzz
     target and tests/test_hex.py)."""
     cpu = _binding.lib.pasarela_cpu_features()
-    flags = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
-    assert flags is not None, "no flags in /proc/cpuinfo (Linux x86-64 expected)"
     wanted = {"avx512vbmi", "avx512f", "avx512bw", "avx512vl", "avx2", "bmi1", "bmi2"}
-    assert bool(cpu & _binding.lib.PASARELA_CPU_AVX512_VBMI) == (wanted <= set(flags.group(1).split()))
+    assert bool(cpu & _binding.lib.PASARELA_CPU_AVX512_VBMI) == (wanted <= _kernel_flags())
 
 
 def test_vaes_is_detected_as_the_kernel_reports_it() -> None:
@@ -93,10 +98,7 @@ def test_vaes_is_detected_as_the_kernel_reports_it() -> None:
     (1 to 40 blocks: both the 16-block groups and the tail run)."""
     lib, ffi = _binding.lib, _binding.ffi
     cpu = lib.pasarela_cpu_features()
-    info = Path("/proc/cpuinfo").read_text()
-    flags = re.search(r"^flags\s*:(.*)$", info, re.M)
-    assert flags is not None, "no flags in /proc/cpuinfo (Linux x86-64 expected)"
-    assert bool(cpu & lib.PASARELA_CPU_VAES) == ({"vaes", "avx2", "aes"} <= set(flags.group(1).split()))
+    assert bool(cpu & lib.PASARELA_CPU_VAES) == ({"vaes", "avx2", "aes"} <= _kernel_flags())
     key, iv = bytes(range(32)), bytes(range(100, 116))
     out, out_len = ffi.new("uint8_t[]", 16 * 41), ffi.new("size_t *")
     for blocks in range(1, 41):

@@ -85,7 +85,7 @@ else:  # PyPy and others: cffi is their native way into C
 
 CPU_FEATURES: int = lib.pasarela_cpu_features()
 if os.environ.get("PASARELA_NO_AVX512") == "1":  # this CPU run as an AVX2 one (the gate's "x86-64 AVX2" class)
-    CPU_FEATURES &= ~(lib.PASARELA_CPU_AVX512 | lib.PASARELA_CPU_AVX512_SHORT | lib.PASARELA_CPU_AVX512_VBMI)
+    CPU_FEATURES &= ~lib.PASARELA_CPU_AVX512_ALL
 HAS_HW_AES: bool = bool(CPU_FEATURES & lib.PASARELA_CPU_AES_ANY)
 
 _OK = lib.PASARELA_OK
