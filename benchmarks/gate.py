@@ -72,6 +72,26 @@ RATIOS = {
     "open_bytes vs seal": ("seal", "open_bytes"),  # the verified bytes of a request against sealing it (GOALS)
 }
 
+BEYOND_THE_HASH = {
+    "open_bytes vs seal, beyond the shared hash": ("seal", "open_bytes", "shared hash"),
+    "open_bytes vs seal, beyond the shared hash, string-heavy": ("seal string-heavy", "open_bytes string-heavy",
+                                                                 "shared hash string-heavy"),
+}
+"""ratio -> (the other side, ours, the part both must do): (other's ns - the part's) / (ours - the part's), the
+part's time subtracted within each round. Issue 42's goal 2 restated where it is beyond a bound: open_bytes must
+check the signature of the very text seal signs, with the same Base64 and SHA-512 (pasarela_verify, the "shared
+hash" rows), and on string-heavy payloads that hash alone takes 0.77x seal's time at 1 KiB and 0.83x at 16 KiB, so
+open_bytes in 0.8x seal's time is below what that hash allows. The 0.8x is then asked of what each does beside
+that hash: open_bytes's decryption, hex decoding, canonical check and call at most 0.8x seal's JSON writing,
+encryption, hex and call (the items-heavy twin as well, where the goal itself holds)."""
+
+SHARED_HASH_ROWS = {"shared hash": ("verify call", "verify call, refused at once"),
+                    "shared hash string-heavy": ("verify call string-heavy",
+                                                 "verify call string-heavy, refused at once")}
+"""Each round's shared hash, by payload shape: pasarela_verify of the canonical text sealed (the Base64 of the signed
+text, its SHA-512 and hex, the comparison) less the same cffi call refused at its first test (a length of 0): the
+C work alone, not the call's own cost, which seal and open_bytes each pay for their call anyway."""
+
 ANY_MACHINE = "any"
 """baseline.json holds one baseline per class of machine (machine_class): the ratios against the floor depend on
 the vector width our code gets and openssl's does not, so a baseline from an AVX-512 machine would fail an AVX2
@@ -91,11 +111,21 @@ alone leaves open_bytes at most about 4.7x string-heavy, and open, which makes t
 items-heavy and 4.0x string-heavy: gate.py --node-verify)."""
 
 
-GOALS: dict[str, dict[int, float]] = {"open_bytes vs seal": {1024: 1.25, 16384: 1.25}}
-"""Ratios held at given sizes on every machine, with the gate's margin (the baseline's value instead where it is
-higher): issue 42's goal 2, Terminal.open_bytes in at most 0.8x the time of seal at 1 KiB and 16 KiB (seal's time /
-open_bytes's at least 1.25). The Node.js verify's (at least 6x) goes with "open vs Node.js verify": open_bytes is
-among _python_calls' rows."""
+GOALS: dict[str, dict[int, float]] = {
+    "open_bytes vs seal": {1024: 1.25, 16384: 1.25},
+    **{label: {1024: 1.25, 16384: 1.25} for label in BEYOND_THE_HASH},
+}
+"""Ratios held at given sizes on every machine, less GOAL_MARGIN (the baseline's value less the gate's margin instead,
+where that is higher): issue 42's goal 2, Terminal.open_bytes in at most 0.8x the time of seal at 1 KiB and 16 KiB
+(seal's time / open_bytes's at least 1.25), and where the hash both share puts that beyond reach (string-heavy),
+beside that hash (BEYOND_THE_HASH). The Node.js verify's (at least 6x) goes with "open vs Node.js verify":
+open_bytes is among _python_calls' rows."""
+
+GOAL_MARGIN = 0.1
+"""How far below a goal a measured ratio may fall, whatever --margin (which allows for a baseline's regressions):
+this machine's noise alone. The gate's 2 rounds of "open_bytes vs seal" at 1 KiB measured 1.22-1.25x in CI runs
+whose longer measurements gave 1.25-1.31x; a 10% fall (open_bytes at 0.89x seal's time) is a regression of the goal,
+not noise."""
 
 CLASS_GOALS: dict[str, dict[str, dict[int, float]]] = {
     "x86-64 AVX2": {"seal_many vs the primitives' floor": {1024: 1 / 1.3}},
@@ -139,6 +169,24 @@ def baseline_for(baselines: dict[str, Baseline], machine: str) -> tuple[str, Bas
     return key, baselines[key]
 
 
+def _verify_calls(terminal: pasarela.Terminal, sealed: pasarela.Sealed) -> tuple[Callable[[], object],
+                                                                                  Callable[[], object]]:
+    """pasarela_verify of sealed's canonical text and signature (SHARED_HASH_ROWS), and the same call refused at
+    once."""
+    from pasarela import _binding
+    from pasarela._binding import lib  # type: ignore[attr-defined]
+
+    credentials = terminal._native.struct
+    buffers = _binding._buffers(len(sealed.plaintext))
+    text, signature = sealed.plaintext, sealed.headers["Authorization"].removeprefix("Basic ").encode()
+    if lib.pasarela_verify(credentials, buffers.ws, TIMESTAMP, text, len(text), signature) != lib.PASARELA_OK:
+        raise RuntimeError("gate: the shared hash's call does not verify the request sealed")
+    if lib.pasarela_verify(credentials, buffers.ws, TIMESTAMP, text, 0, signature) == lib.PASARELA_OK:
+        raise RuntimeError("gate: the shared hash's refused call verifies")
+    return (partial(lib.pasarela_verify, credentials, buffers.ws, TIMESTAMP, text, len(text), signature),
+            partial(lib.pasarela_verify, credentials, buffers.ws, TIMESTAMP, text, 0, signature))
+
+
 def _python_calls(size: int, terminal: pasarela.Terminal) -> dict[str, tuple[Callable[[], object], int]]:
     """name -> (call, requests per call)."""
     payload = payload_of_size(size)
@@ -146,12 +194,20 @@ def _python_calls(size: int, terminal: pasarela.Terminal) -> dict[str, tuple[Cal
     batch = [payload] * (BATCH if size <= 4096 else 16)
     sealed = terminal.seal(payload, timestamp=TIMESTAMP)
     headers, body = sealed.headers, sealed.body or b""
-    strings = terminal.seal(SHAPES["string-heavy"](size), timestamp=TIMESTAMP)
+    string_payload = SHAPES["string-heavy"](size)
+    strings = terminal.seal(string_payload, timestamp=TIMESTAMP)
     # read once, as for the items-heavy rows: Sealed.headers makes a new dict and Sealed.body slices a new bytes on
     # each access (about 1.3 us of a 1 KiB open, which these rows had timed as open's)
     strings_headers, strings_body = strings.headers, strings.body or b""
+    verify, verify_refused = _verify_calls(terminal, sealed)
+    strings_verify, strings_verify_refused = _verify_calls(terminal, strings)
     return {
         "seal": (lambda: terminal.seal(payload), 1),
+        "seal string-heavy": (lambda: terminal.seal(string_payload), 1),
+        "verify call": (verify, 1),
+        "verify call, refused at once": (verify_refused, 1),
+        "verify call string-heavy": (strings_verify, 1),
+        "verify call string-heavy, refused at once": (strings_verify_refused, 1),
         "seal_many": (lambda: terminal.seal_many(batch, timestamp=TIMESTAMP), len(batch)),
         "open": (lambda: terminal.open("POST", headers, body, now=TIMESTAMP), 1),
         "open_bytes": (lambda: terminal.open_bytes("POST", headers, body, now=TIMESTAMP), 1),
@@ -291,6 +347,8 @@ def measure(sizes: list[int], rounds: int, seconds: float) -> list[dict[str, dic
             row.setdefault("primitives floor", {})[size] = primitives_sum_ns(size)
         row["node seal"] = _node_ns(sizes, seconds)
         row.update(_node_verify_ns(sizes, seconds))
+        for shared, (verify, refused) in SHARED_HASH_ROWS.items():
+            row[shared] = {size: row[verify][size] - row[refused][size] for size in sizes}
         results.append(row)
         print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
     return results
@@ -299,27 +357,37 @@ def measure(sizes: list[int], rounds: int, seconds: float) -> list[dict[str, dic
 def ratios(rounds: list[dict[str, dict[int, float]]], sizes: list[int]) -> dict[str, dict[int, float]]:
     """Each ratio at each size: the median over rounds of the ratio within a round (the ratios whose two rows were
     measured)."""
-    return {label: {size: statistics.median(row[other][size] / row[ours][size] for row in rounds) for size in sizes}
-            for label, (other, ours) in RATIOS.items() if other in rounds[0] and ours in rounds[0]}
+    measured = {label: {size: statistics.median(row[other][size] / row[ours][size] for row in rounds)
+                        for size in sizes}
+                for label, (other, ours) in RATIOS.items() if other in rounds[0] and ours in rounds[0]}
+    measured.update({label: {size: statistics.median((row[other][size] - row[shared][size]) /
+                                                     (row[ours][size] - row[shared][size]) for row in rounds)
+                             for size in sizes}
+                     for label, (other, ours, shared) in BEYOND_THE_HASH.items()
+                     if all(name in rounds[0] for name in (other, ours, shared))})
+    return measured
 
 
-Check = tuple[str, int, float, float, bool]
+Check = tuple[str, int, float, float, float, bool]  # ratio, size, measured, held to, floor, ok
 
 
 def verdicts(measured: dict[str, dict[int, float]], baseline: dict[str, dict[str, float]],
              margin: float, machine: str = "") -> list[Check]:
-    """(ratio, size, measured, baseline, ok) for every ratio the baseline, or else RULES, has at a measured size, and
-    for every one of GOALS and of the CLASS_GOALS of machine's vector width."""
+    """(ratio, size, measured, the value held to, the floor, ok) for every ratio the baseline, or else RULES, has at
+    a measured size (ok: at least that value less margin), and for every one of GOALS and of the CLASS_GOALS of
+    machine's vector width (ok: at least the goal less GOAL_MARGIN, and the baseline's value less margin)."""
     goals = {**GOALS, **CLASS_GOALS.get(machine.removesuffix(" AMD").removesuffix(" Intel"), {})}
     out = []
     for label, by_size in measured.items():
         for size, value in by_size.items():
             base = baseline.get(label, {}).get(str(size), RULES.get(label))
             goal = goals.get(label, {}).get(size)
+            floor = None if base is None else base * (1 - margin)
             if goal is not None:
+                floor = max(floor or 0.0, goal * (1 - GOAL_MARGIN))
                 base = goal if base is None else max(base, goal)
-            if base is not None:
-                out.append((label, size, value, base, value >= base * (1 - margin)))
+            if base is not None and floor is not None:
+                out.append((label, size, value, base, floor, value >= floor))
     return out
 
 
@@ -334,11 +402,11 @@ def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks
              "|---|" + "---|" * len(sizes)]
     lines += [f"| {name} | " + " | ".join(f"{by_size[size]:,.0f}" for size in sizes) + " |"
               for name, by_size in medians.items()]
-    lines += ["", f"ratios (times faster than the other side; fails below baseline x {1 - margin:.2f}; baseline: "
-              f"{baseline_name})", "",
-              "| ratio | size | measured | baseline | floor | |", "|---|---|---|---|---|---|"]
-    lines += [f"| {label} | {size:,} B | {value:.2f}x | {base:.2f}x | {base * (1 - margin):.2f}x | "
-              f"{'ok' if ok else '**REGRESSION**'} |" for label, size, value, base, ok in checks]
+    lines += ["", f"ratios (times faster than the other side; fails below the floor: the baseline x {1 - margin:.2f}, "
+              f"a goal x {1 - GOAL_MARGIN:.2f}; baseline: {baseline_name})", "",
+              "| ratio | size | measured | held to | floor | |", "|---|---|---|---|---|---|"]
+    lines += [f"| {label} | {size:,} B | {value:.2f}x | {base:.2f}x | {floor:.2f}x | "
+              f"{'ok' if ok else '**REGRESSION**'} |" for label, size, value, base, floor, ok in checks]
     return "\n".join(lines) + "\n"
 
 
@@ -405,13 +473,12 @@ def main(argv: list[str] | None = None) -> int:
         with open(summary, "a", encoding="utf-8") as f:
             f.write(report)
     print(report)
-    failed = [c for c in checks if not c[4]]
+    failed = [c for c in checks if not c[5]]
     if not checks:
         print(f"gate: {args.baseline} has no ratio at the sizes measured", file=sys.stderr)
         return 1
-    for label, size, value, base, _ in failed:
-        print(f"gate: {label} at {size} B is {value:.2f}x, more than {args.margin:.0%} below the baseline "
-              f"{base:.2f}x", file=sys.stderr)
+    for label, size, value, base, floor, _ in failed:
+        print(f"gate: {label} at {size} B is {value:.2f}x, below {floor:.2f}x (held to {base:.2f}x)", file=sys.stderr)
     leaks = [r for r in padding if not r.ok()]
     for r in leaks:
         print(f"gate: padding validity shows through {r.entry} at {r.size} B: {r.line()}", file=sys.stderr)
