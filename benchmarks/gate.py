@@ -172,19 +172,22 @@ def baseline_for(baselines: dict[str, Baseline], machine: str) -> tuple[str, Bas
 def _verify_calls(terminal: pasarela.Terminal, sealed: pasarela.Sealed) -> tuple[Callable[[], object],
                                                                                   Callable[[], object]]:
     """pasarela_verify of sealed's canonical text and signature (SHARED_HASH_ROWS), and the same call refused at
-    once."""
+    once, each in a workspace of its own (the thread's is replaced, and its memory freed, when a larger request
+    grows it)."""
     from pasarela import _binding
     from pasarela._binding import lib  # type: ignore[attr-defined]
 
     credentials = terminal._native.struct
-    buffers = _binding._buffers(len(sealed.plaintext))
     text, signature = sealed.plaintext, sealed.headers["Authorization"].removeprefix("Basic ").encode()
-    if lib.pasarela_verify(credentials, buffers.ws, TIMESTAMP, text, len(text), signature) != lib.PASARELA_OK:
-        raise RuntimeError("gate: the shared hash's call does not verify the request sealed")
-    if lib.pasarela_verify(credentials, buffers.ws, TIMESTAMP, text, 0, signature) == lib.PASARELA_OK:
-        raise RuntimeError("gate: the shared hash's refused call verifies")
-    return (partial(lib.pasarela_verify, credentials, buffers.ws, TIMESTAMP, text, len(text), signature),
-            partial(lib.pasarela_verify, credentials, buffers.ws, TIMESTAMP, text, 0, signature))
+
+    def verify(length: int) -> Callable[[], object]:
+        buffers = _binding._Buffers(len(text))  # held by the call made here
+        return lambda: lib.pasarela_verify(credentials, buffers.ws, TIMESTAMP, text, length, signature)
+
+    whole, refused = verify(len(text)), verify(0)
+    if whole() != lib.PASARELA_OK or refused() == lib.PASARELA_OK:
+        raise RuntimeError("gate: the shared hash's call does not verify the request sealed, or its refused one does")
+    return whole, refused
 
 
 def _python_calls(size: int, terminal: pasarela.Terminal) -> dict[str, tuple[Callable[[], object], int]]:

@@ -162,3 +162,38 @@ def test_the_forgery_is_refused_by_every_entry_for_its_padding_or_as_text(entry:
     for body in probes.values():
         with pytest.raises(AuthError):
             open_(headers, body)
+
+
+def test_the_shared_hash_calls_hold_the_workspace_they_use_whatever_becomes_of_the_threads() -> None:
+    """The gate's first version passed the thread's workspace, freed when a batch or a larger request replaced it
+    (the full gate crashed at its 16 KiB rows): each call now holds a workspace of its own."""
+    import gc
+    import weakref
+
+    import pasarela
+    from pasarela import _binding
+    from pasarela._binding import lib  # type: ignore[attr-defined]
+    from payloads import payload_of_size
+    from report import BUSINESS_CODE, SERIAL, TIMESTAMP
+
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    threads = weakref.ref(_binding._workspace.buffers)
+    verify, refused = gate._verify_calls(terminal, terminal.seal(payload_of_size(256), timestamp=TIMESTAMP))
+    terminal.seal({"blob": "x" * (_binding._workspace.buffers.json_capacity * 2)}, timestamp=TIMESTAMP)  # grown
+    gc.collect()
+    assert threads() is None  # the thread's workspace of before is freed
+    for call in (verify, refused):
+        held = [cell.cell_contents for cell in call.__closure__ or ()]
+        assert any(type(value) is _binding._Buffers for value in held)
+    assert verify() == lib.PASARELA_OK
+    assert refused() == lib.PASARELA_E_JSON_NOT_OBJECT  # refused at its first test
+
+
+def test_the_shared_hash_calls_check_what_they_time() -> None:
+    import pasarela
+    from payloads import payload_of_size
+    from report import BUSINESS_CODE, SERIAL, TIMESTAMP
+
+    terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    with pytest.raises(RuntimeError, match="does not verify"):  # a request the gate's call would not verify
+        gate._verify_calls(terminal, terminal.seal(payload_of_size(256), timestamp=TIMESTAMP + 60))
