@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -68,22 +69,47 @@ def test_open_bytes_is_held_to_at_most_0_8x_seals_time_at_1_and_16_kib_less_the_
 
 
 def test_beside_the_hash_both_share_open_bytes_is_held_to_at_most_0_8x_what_seal_does_beside_it() -> None:
-    def round_(seal: float, open_bytes: float, shared: float, slower: float = 1.0) -> dict[str, dict[int, float]]:
-        times = {"seal string-heavy": seal, "open_bytes string-heavy": open_bytes,
-                 "verify call string-heavy": shared + 200, "verify call string-heavy, refused at once": 200.0}
-        return {name: {1024: ns * slower} for name, ns in times.items()}
+    seal, open_bytes, shared = gate.BESIDE_THE_HASH_ROWS["string-heavy"]
+
+    def round_(seal_ns: float, open_bytes_ns: float, shared_ns: float) -> dict[str, dict[int, float]]:
+        return {seal: {1024: seal_ns}, open_bytes: {1024: open_bytes_ns}, shared: {1024: shared_ns}}
 
     # seal 2,730 ns and open_bytes 2,510 ns (0.92x) beside a shared hash of 2,100 ns: 630 / 410 beside it
-    rounds = [round_(2730, 2510, 2100), round_(2730, 2510, 2100, slower=2.0), round_(2730, 2700, 2100)]
-    for row in rounds:  # (made by measure())
-        for shared, (call, refused) in gate.SHARED_HASH_ROWS.items():
-            if call in row:
-                row[shared] = {1024: row[call][1024] - row[refused][1024]}
+    rounds = [round_(2730, 2510, 2100), round_(5460, 5020, 4200), round_(2730, 2700, 2100)]
     ratios = gate.ratios(rounds, [1024])
     label = "open_bytes vs seal, beyond the shared hash, string-heavy"
     assert ratios == {label: {1024: 630 / 410}}  # the median: the third round's 630 / 600 is the lowest
     assert [(ok, base) for _, _, _, base, _, ok in gate.verdicts(ratios, {}, margin=0.45)] == [(True, 1.25)]
     assert [ok for *_, ok in gate.verdicts({label: {1024: 630 / 600}}, {}, margin=0.45)] == [False]
+
+
+def test_beside_the_hash_each_call_keeps_its_fastest_block_and_the_hash_is_the_verify_less_the_refused_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock that each call moves by its cost (the first block of every call disturbed: 50% slower)."""
+    clock = [0.0]
+    monkeypatch.setattr(gate.time, "perf_counter", lambda: clock[0])
+    blocks = {"n": 0}
+
+    def costing(ns: float) -> Callable[[], object]:
+        def call() -> None:
+            clock[0] += ns * 1e-9 * (1.5 if blocks["n"] == 1 else 1.0)
+        return call
+
+    costs = {"items-heavy": {"seal": 4000, "open_bytes": 3000, "verify": 2300, "refused": 200},
+             "string-heavy": {"seal": 3000, "open_bytes": 2800, "verify": 2300, "refused": 200}}
+    calls = {shape: {name: costing(ns) for name, ns in by_name.items()} for shape, by_name in costs.items()}
+    numbers = {(shape, name): 10 for shape in costs for name in costs[shape]}
+
+    class Counting(dict[tuple[str, str], int]):  # counts the blocks (an items() each): the first one runs slower
+        def items(self):  # type: ignore[no-untyped-def, override]
+            blocks["n"] += 1
+            return super().items()
+
+    rows = gate._beside_the_hash_ns(calls, Counting(numbers), blocks=3)
+    expected = {}
+    for shape, (seal, open_bytes, shared) in gate.BESIDE_THE_HASH_ROWS.items():
+        expected.update({seal: costs[shape]["seal"], open_bytes: costs[shape]["open_bytes"], shared: 2100})
+    assert rows == pytest.approx(expected)
 
 
 def test_avx2_machines_are_held_to_seal_many_at_most_1_3x_the_floor_at_1_kib() -> None:
