@@ -77,7 +77,7 @@ def test_beside_the_hash_both_share_open_bytes_is_held_to_at_most_0_8x_what_seal
     # seal 2,730 ns and open_bytes 2,510 ns (0.92x) beside a shared hash of 2,100 ns: 630 / 410 beside it
     rounds = [round_(2730, 2510, 2100), round_(5460, 5020, 4200), round_(2730, 2700, 2100)]
     ratios = gate.ratios(rounds, [1024])
-    label = "open_bytes vs seal, beyond the shared hash, string-heavy"
+    label = "open_bytes vs seal, beside the shared hash, string-heavy"
     assert ratios == {label: {1024: 630 / 410}}  # the median: the third round's 630 / 600 is the lowest
     assert [(ok, base) for _, _, _, base, _, ok in gate.verdicts(ratios, {}, margin=0.45)] == [(True, 1.25)]
     assert [ok for *_, ok in gate.verdicts({label: {1024: 630 / 600}}, {}, margin=0.45)] == [False]
