@@ -1,7 +1,8 @@
 /*
  * Fuzz target: pasarela_hex_decode_cpu (the IV and ciphertext of an incoming "data" field), on the portable
- * code and, when this CPU has them, on the AVX2 code and on the AVX-512 VBMI one. Input: the text to decode. Oracle: a plain decoder
- * written here. The input is also encoded as bytes on both paths: the same text, which decodes back.
+ * code and, when this CPU has them, on the AVX2 code and on the AVX-512 VBMI one. Input: the text to decode.
+ * Oracle: a plain decoder written here. The input is also encoded as bytes on both paths: the same text, which
+ * decodes back.
  */
 #include "fuzz.h"
 
