@@ -520,8 +520,9 @@ static PyObject *fastcall_seal_json(PyObject *module, call_args args, Py_ssize_t
 }
 
 /* The timestamp of a seal as a new reference to an int, its value in *value: the int given, or when it is None the
- * C library's time() (whole UTC seconds: what int(time.time()) gives, read without a Python call). NULL with an
- * exception set otherwise. */
+ * C library's time() (whole UTC seconds: what int(time.time()) gives, read without a Python call; glibc reads its
+ * coarse clock, up to a tick (4-10 ms) behind, so in a second's first tick it may still give the second before). NULL
+ * with an exception set otherwise. */
 static PyObject *timestamp_of(PyObject *given, const char *name, uint64_t *value) {
     if (given == Py_None) {
         time_t now = time(NULL);
