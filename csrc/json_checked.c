@@ -21,6 +21,8 @@
  *     pass reports), no nesting deeper than PASARELA_JSON_MAX_DEPTH.
  * The grammar is checked on bit masks of the block's byte classes (bit i: byte i), as rules between a byte and
  * the one before it; only brackets and colons are visited one by one (the nesting, and the keys of each object).
+ * The classes come from SSE2, AVX2, or AVX-512 BW (PASARELA_CPU_AVX512_SHORT: not on Intel, pasarela.h), whose
+ * compares give a class's 64-bit mask in one instruction: 4% less time than AVX2's at 16 KiB items-heavy.
  * The fuzz target and the tests hold it to the token by token pass: same result on every text it says yes to.
  */
 #include <string.h>
@@ -88,6 +90,31 @@ CHECKED_CLASSES(__attribute__((target("avx2,bmi,bmi2"))), classes_avx2, 32, __m2
 #undef AVX2_MASK
 #undef CHECKED_CLASSES
 
+/* AVX-512 BW: a class in one instruction, its mask at once (AVX2 takes two compares and two moves of the mask);
+ * the tail read with the unread bytes masked off, where the others copy it. */
+#define AVX512_FN __attribute__((target("avx512f,avx512bw,avx2,bmi,bmi2")))
+static inline __attribute__((always_inline)) AVX512_FN void classes_avx512(const uint8_t *p, size_t avail,
+                                                                           byte_classes *m) {
+    __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
+    __m512i v = _mm512_maskz_loadu_epi8(readable, p); /* nothing read past p + avail; the zeros are no class... */
+    __m512i lower = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
+    /* ...and below ' ': not counted as stops */
+    m->stop = (_mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\')) |
+               _mm512_mask_cmplt_epu8_mask(readable, v, _mm512_set1_epi8(' '))) != 0;
+    m->high = _mm512_movepi8_mask(v) != 0;
+    m->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
+    m->open = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('{'));
+    m->close = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('}'));
+    m->brace = _mm512_cmpeq_epi8_mask(_mm512_and_si512(v, _mm512_set1_epi8((char)0xF9)), _mm512_set1_epi8(0x79));
+    m->comma = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(','));
+    m->colon = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(':'));
+    m->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
+    m->zero = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('0'));
+    m->point = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
+    m->minus = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('-'));
+    m->letter = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(26));
+}
+
 /* Whether the 64 bytes at p are all printable ASCII but '"' and '\\': the inside of a long string, which needs no
  * more than that. */
 static inline __attribute__((always_inline)) int plain_sse2(const uint8_t *p) {
@@ -110,6 +137,12 @@ static inline __attribute__((always_inline, target("avx2,bmi,bmi2"))) int plain_
                                                                      _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')))));
     }
     return _mm256_testz_si256(stop, stop);
+}
+
+static inline __attribute__((always_inline)) AVX512_FN int plain_avx512(const uint8_t *p) {
+    __m512i v = _mm512_loadu_si512((const void *)p);
+    return (_mm512_cmplt_epi8_mask(v, _mm512_set1_epi8(' ')) | /* controls, >= 0x80 */
+            _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"')) | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'))) == 0;
 }
 
 HOT unsigned lowest(uint64_t m) { return (unsigned)__builtin_ctzll(m); }
@@ -216,6 +249,8 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
                    uint64_t close, uint64_t brace_close, uint64_t colon, uint64_t open_quote, uint8_t *is_object,
                    uint32_t *object_keys, key_entry *keys, uint32_t *table, int *bad) {
     uint64_t object = s->object, events = open | close | colon;
+    /* in locals: keys[]'s stores may alias s's fields, which kept them in memory (6% of the check at 16 KiB) */
+    size_t depth = s->depth, nkeys = s->keys;
     int inside_object = object != 0;
     while (events != 0) {
         unsigned b = lowest(events);
@@ -230,49 +265,49 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
                 *bad = 1;
                 return 0;
             }
-            if (s->depth == 1 && ((len == 3 && memcmp(in + start, "key", 3) == 0) ||
+            if (depth == 1 && ((len == 3 && memcmp(in + start, "key", 3) == 0) ||
                                   (len == 9 && memcmp(in + start, "__proto__", 9) == 0))) {
                 *bad = 1;
                 return 0;
             }
-            keys[s->keys].start = (uint32_t)start;
-            keys[s->keys].len = (uint32_t)len;
-            keys[s->keys].print = key_print(in, start, len, word);
-            s->keys++;
+            keys[nkeys].start = (uint32_t)start;
+            keys[nkeys].len = (uint32_t)len;
+            keys[nkeys].print = key_print(in, start, len, word);
+            nkeys++;
             continue;
         }
         int now_object;
         if (open & bit) {
-            if (s->depth + 1 >= JSON_CHECKED_MAX_DEPTH) { /* (json.c's limit, with a level to spare) */
+            if (depth + 1 >= JSON_CHECKED_MAX_DEPTH) { /* (json.c's limit, with a level to spare) */
                 *bad = 1;
                 return 0;
             }
             now_object = (brace_open & bit) != 0;
-            is_object[s->depth] = (uint8_t)now_object;
-            object_keys[s->depth] = (uint32_t)s->keys;
-            s->depth++;
+            is_object[depth] = (uint8_t)now_object;
+            object_keys[depth] = (uint32_t)nkeys;
+            depth++;
         } else {
             int brace = (brace_close & bit) != 0;
-            if (s->depth == 0 || is_object[s->depth - 1] != brace) {
+            if (depth == 0 || is_object[depth - 1] != brace) {
                 *bad = 1;
                 return 0;
             }
-            s->depth--;
+            depth--;
             if (brace) {
-                size_t first = object_keys[s->depth];
-                size_t count = s->keys - first;
+                size_t first = object_keys[depth];
+                size_t count = nkeys - first;
                 if (count > 1 && !(count <= 4 && prints_differ(keys + first, count)) &&
                     !keys_differ(in, keys + first, count, table)) {
                     *bad = 1;
                     return 0;
                 }
-                s->keys = first;
+                nkeys = first;
             }
-            if (s->depth == 0 && base + b != n - 1) { /* the top-level object closes at the last byte */
+            if (depth == 0 && base + b != n - 1) { /* the top-level object closes at the last byte */
                 *bad = 1;
                 return 0;
             }
-            now_object = s->depth > 0 && is_object[s->depth - 1];
+            now_object = depth > 0 && is_object[depth - 1];
         }
         if (now_object != inside_object) {
             object ^= (~UINT64_C(0) << b) << 1;
@@ -280,6 +315,8 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
         }
     }
     s->object = inside_object ? ~UINT64_C(0) : 0;
+    s->depth = depth;
+    s->keys = nkeys;
     return object;
 }
 
@@ -425,7 +462,9 @@ HOT void plain_block(checked_scan *s) {
     }
 CHECKED_TEXT(checked_sse2, , classes_sse2, plain_sse2)
 CHECKED_TEXT(checked_avx2, __attribute__((target("avx2,bmi,bmi2"))), classes_avx2, plain_avx2)
+CHECKED_TEXT(checked_avx512, AVX512_FN, classes_avx512, plain_avx512)
 #undef CHECKED_TEXT
+#undef AVX512_FN
 
 int pasarela_json_checked_canonical(unsigned cpu, const uint8_t *in, size_t n, void *scratch, size_t scratch_cap,
                                     unsigned *facts) {
@@ -438,6 +477,8 @@ int pasarela_json_checked_canonical(unsigned cpu, const uint8_t *in, size_t n, v
         return 0;
     key_entry *keys = (key_entry *)scratch;
     uint32_t *table = (uint32_t *)(void *)(keys + max_keys);
+    if ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX512_SHORT)) /* (pasarela.h: not on Intel) */
+        return checked_avx512(in, n, keys, table, facts);
     if (cpu & PASARELA_CPU_AVX2) return checked_avx2(in, n, keys, table, facts);
     return checked_sse2(in, n, keys, table, facts);
 }

@@ -76,13 +76,14 @@ static void check_shortcut(const uint8_t *data, size_t n)
     free(tokens.out);
 }
 
-/* The checked mode's check for text that is already canonical (json_checked.c, with SSE2 and with this CPU's
- * AVX2), which trusts nothing: on any text, the result with it is the token by token pass's (same status, bytes
- * and facts), and whenever it says yes the text is that pass's result as it is. */
+/* The checked mode's check for text that is already canonical (json_checked.c, with SSE2, and with this CPU's
+ * AVX2 and AVX-512 BW), which trusts nothing: on any text, the result with it is the token by token pass's (same
+ * status, bytes and facts), and whenever it says yes the text is that pass's result as it is. */
 static void check_checked(const uint8_t *data, size_t n)
 {
     result tokens = canonicalize(data, n, PASARELA_JSON_NO_SHORTCUT);
-    static const unsigned cpus[] = {0, PASARELA_CPU_AVX2};
+    static const unsigned cpus[] = {0, PASARELA_CPU_AVX2,
+                                    PASARELA_CPU_AVX2 | PASARELA_CPU_AVX512 | PASARELA_CPU_AVX512_SHORT};
     for (size_t k = 0; k < sizeof cpus / sizeof cpus[0]; k++) {
         unsigned cpu = cpus[k] & pasarela_cpu_features();
         result checked = canonicalize_cpu(data, n, 0, cpu);

@@ -2,8 +2,8 @@
  * The checked mode's check for text that is already canonical (json_checked.c): what it says yes to and no to, and
  * that saying so changes nothing but the time: on every text here, and on random texts and their one-byte mutations,
  * pasarela_json_canonicalize with it gives the token by token pass's result (PASARELA_JSON_NO_SHORTCUT), and a yes
- * only ever comes for a text that is that pass's result as it is, with the same facts. With SSE2 and with AVX2
- * where the CPU has it; where the check does not exist (not x86-64 with GCC or clang) it always says no.
+ * only ever comes for a text that is that pass's result as it is, with the same facts. With SSE2, and with AVX2
+ * and AVX-512 BW where the CPU has them; where the check does not exist (not x86-64 with GCC or clang) it always says no.
  */
 #include <stdlib.h>
 
@@ -206,12 +206,14 @@ static size_t random_value(char *buf, size_t at, unsigned depth, size_t budget) 
 }
 
 int main(void) {
-    unsigned cpus[2] = {0, pasarela_cpu_features() & PASARELA_CPU_AVX2};
+    unsigned features = pasarela_cpu_features(); /* (AVX-512 BW's instance wherever the CPU has it: pasarela.h) */
+    unsigned cpus[3] = {0, features & PASARELA_CPU_AVX2,
+                        features & PASARELA_CPU_AVX512 ? features | PASARELA_CPU_AVX512_SHORT : 0};
     size_t count = sizeof examples / sizeof examples[0];
     for (size_t e = 0; e < count; e++) {
         const uint8_t *text = (const uint8_t *)examples[e].text;
         size_t n = strlen(examples[e].text);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             int yes = verdict(cpus[k], text, n, examples[e].text);
             CHECK(yes == (CHECK_EXISTS && examples[e].canonical_plain), "%s: said %d (cpu 0x%x)", examples[e].text,
                   yes, cpus[k]);
@@ -224,7 +226,7 @@ int main(void) {
         deep[at++] = '{';
         for (unsigned i = 1; i < levels; i++) at += (size_t)sprintf(deep + at, "\"a\":{");
         for (unsigned i = 0; i < levels; i++) deep[at++] = '}';
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++)
             CHECK(verdict(cpus[k], (const uint8_t *)deep, at, "deep") == (CHECK_EXISTS && levels < 1000),
                   "%u levels", levels);
     }
@@ -238,7 +240,7 @@ int main(void) {
             at += (size_t)sprintf(wide + at, "%s\"aaaaaaaa%04ubbbbbbbb\":%u", i ? "," : "",
                                   duplicate && i == 1999 ? 7u : i, i);
         wide[at++] = '}';
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++)
             CHECK(verdict(cpus[k], (const uint8_t *)wide, at, "colliding keys") == 0 || !duplicate,
                   "a duplicate among colliding keys found canonical");
     }
@@ -259,7 +261,7 @@ int main(void) {
                                               k ? "," : "", id, k);
                     }
                     at += (size_t)sprintf(text + at, "%s", nested ? "}]}" : "}");
-                    for (int k = 0; k < 2; k++)
+                    for (int k = 0; k < 3; k++)
                         CHECK(verdict(cpus[k], (const uint8_t *)text, at, "small object") ==
                                   (CHECK_EXISTS && j == members),
                               "%s: said otherwise (cpu 0x%x)", text, cpus[k]);
@@ -279,7 +281,7 @@ int main(void) {
             memcpy(buf + 4096 + at, buf + 201, body - 1);
             at += body - 1;
             const uint8_t *text = (const uint8_t *)buf + 4096;
-            for (int k = 0; k < 2; k++) {
+            for (int k = 0; k < 3; k++) {
                 int yes = verdict(cpus[k], text, at, "random");
                 yes_count += (unsigned)yes;
                 texts++;
@@ -291,7 +293,7 @@ int main(void) {
                 size_t where = (size_t)(rng64() % at);
                 static const char bytes[] = "{}[],:\"\\0123456789.-+eE tfnul\x01\x80\xc3";
                 mutated[where] = (uint8_t)bytes[rng64() % (sizeof bytes - 1)];
-                for (int k = 0; k < 2; k++) verdict(cpus[k], mutated, at, "mutated");
+                for (int k = 0; k < 3; k++) verdict(cpus[k], mutated, at, "mutated");
             }
         }
     }
