@@ -113,14 +113,16 @@ GOALS: dict[str, dict[int, float]] = {
     **dict.fromkeys(BESIDE_THE_HASH, AT_MOST_0_8X_SEAL),
     **{label: dict.fromkeys((64, 256, 1024), 6.0 if label.startswith("open_bytes") else 4.0)
        for label in NODE_VERIFY_RATIOS},
+    "open_bytes vs Node.js verify": dict.fromkeys((64, 256, 1024, 16384), 6.0),
 }
 """Ratios held at given sizes on every machine, less GOAL_MARGIN (the baseline's value less the gate's margin instead,
 where that is higher). Issue 42's goal 2: Terminal.open_bytes in at most 0.8x the time of seal at 1 KiB and 16 KiB
 (seal's time / open_bytes's at least 1.25), and where the hash both share puts that beyond reach (string-heavy),
 beside that hash (BESIDE_THE_HASH); open_bytes at least 6x the Node.js verify. Goal 1: open at least 4x it. Those two
-up to 1 KiB: at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x string-heavy, and open, which makes
-the payload's objects, 3.1-3.5x items-heavy and 3.9-4.0x string-heavy (gate.py --node-verify prints those ceilings);
-items-heavy open_bytes, whose ceiling is 9.0x, measured 5.7-6.3x there (README, Speed)."""
+up to 1 KiB, and items-heavy open_bytes at 16 KiB too (its ceiling there 9-10x; measured 6.2x and 6.5x on the AVX-512
+class, 5.9x on the AVX2 class: README, Speed): at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x
+string-heavy, and open, which makes the payload's objects, 3.1-3.5x items-heavy and 3.9-4.0x string-heavy (gate.py
+--node-verify prints those ceilings)."""
 
 GOAL_MARGIN = 0.1
 """How far below a goal a measured ratio may fall, whatever --margin (which allows for a baseline's regressions):
