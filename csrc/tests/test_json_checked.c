@@ -3,7 +3,8 @@
  * that saying so changes nothing but the time: on every text here, and on random texts and their one-byte mutations,
  * pasarela_json_canonicalize with it gives the token by token pass's result (PASARELA_JSON_NO_SHORTCUT), and a yes
  * only ever comes for a text that is that pass's result as it is, with the same facts. With SSE2, and with AVX2
- * and AVX-512 BW where the CPU has them; where the check does not exist (not x86-64 with GCC or clang) it always says no.
+ * and AVX-512 BW where the CPU has them; where the check does not exist (not x86-64 with GCC or clang) it always says
+ * no.
  */
 #include <stdlib.h>
 
