@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import random
 import statistics
@@ -38,11 +39,13 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cryptography.hazmat.primitives import padding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 import pasarela
 from pasarela import reference
 from pasarela.asgi import TerminalAuthMiddleware
-from pasarela.errors import BAD_PADDING, NOT_JSON, AuthError
+from pasarela.errors import AuthError
+from pasarela.terminal import reference as reference_primitives
 from pasarela.terminal.replay import Verifier
 from payloads import payload_of_size
 
@@ -75,10 +78,32 @@ def forged_probes(size: int, seed: int = 38) -> tuple[dict[str, str], dict[str, 
                   for name, last in (("valid", 0x01), ("bad", 0x00))}
         probes = {name: b'{"data":"' + f"{iv_hex}:{blocks.hex()}".encode("ascii") + b'"}'
                   for name, blocks in forged.items()}
-        reasons = {name: _refusal(lambda h, b: terminal.open("POST", h, b, now=TIMESTAMP), sealed.headers, body)
-                   for name, body in probes.items()}
-        if reasons["bad"] == BAD_PADDING and reasons["valid"].startswith(f"{NOT_JSON} (invalid UTF-8"):
+        if probe_causes(sealed.headers, probes) == {"bad": "bad_padding", "valid": "not_utf8"}:
             return dict(sealed.headers), probes
+
+
+def probe_causes(headers: dict[str, str], probes: dict[str, bytes]) -> dict[str, str]:
+    """What each probe is, as the holder of the key sees it (open answers them all alike, errors.NOT_VERIFIED):
+    "bad_padding", or "not_utf8" (a valid padding over text that is not UTF-8), else "other"."""
+    derived = reference_primitives.derive(BUSINESS_CODE.encode(), SERIAL.encode(), int(headers["timestamp"]))
+    causes = {}
+    for name, body in probes.items():
+        iv_hex, _, ciphertext_hex = json.loads(body)["data"].partition(":")
+        decryptor = Cipher(algorithms.AES(derived.aes_key), modes.CBC(bytes.fromhex(iv_hex))).decryptor()
+        unpadder = padding.PKCS7(128).unpadder()
+        try:
+            text = unpadder.update(decryptor.update(bytes.fromhex(ciphertext_hex)) + decryptor.finalize())
+            text += unpadder.finalize()
+        except ValueError:
+            causes[name] = "bad_padding"
+            continue
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            causes[name] = "not_utf8"
+        else:
+            causes[name] = "other"
+    return causes
 
 
 def _refusal(open_: Opener, headers: dict[str, str], body: bytes) -> str:
