@@ -25,11 +25,10 @@ from .errors import BAD_DATA, BAD_LENGTH, NOT_VERIFIED, SIGNATURE_FORMAT, AuthEr
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION", "WEBHOOK_VERDICTS",
-           "ClientCall",
-           "client_call", "clock", "middleware_refused", "next_open", "next_seal", "open_failed", "open_refused",
-           "open_took", "refusal_cause", "seal_took", "sealed_many", "span_ids", "store_error", "tracing",
-           "verify_span", "webhook_verdict"]
+__all__ = ["ENABLED", "KNOWN_METHODS", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION",
+           "WEBHOOK_VERDICTS", "ClientCall", "client_call", "clock", "http_method", "middleware_refused", "next_open",
+           "next_seal", "open_failed", "open_refused", "open_took", "refusal_cause", "seal_took", "sealed_many",
+           "span_ids", "store_error", "tracing", "verify_span", "webhook_verdict"]
 
 
 def _load_otel() -> Optional[ModuleType]:
@@ -279,6 +278,18 @@ def _client_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
         return dict(_client_calls)
 
 
+KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "QUERY"})
+"""The HTTP methods an ``http.request.method`` attribute names as they are (the semantic conventions' list)."""
+
+
+def http_method(method: str) -> str:
+    """The value of ``http.request.method``: the method when it is a known one, else ``_OTHER``, as the HTTP semantic
+    conventions say. The method is the client's choice, so a value of its own would let any client add a value of
+    the attribute per request (an unbounded set, for the tracing backend and for whoever reads it); the conventions'
+    ``http.request.method_original`` is left out for the same reason (the server's access log has it)."""
+    return method if method in KNOWN_METHODS else "_OTHER"
+
+
 TERMINAL_OPERATION = "terminal.request"
 """The ``operation`` of the terminal clients' calls (pasarela.httpx, pasarela.requests_adapter)."""
 
@@ -299,7 +310,7 @@ class ClientCall:
 
     def attributes(self) -> dict[str, str]:
         status = "error" if self.status is None else f"{self.status // 100}xx"
-        return {"operation": self.operation, "http.request.method": self.method, "status_class": status,
+        return {"operation": self.operation, "http.request.method": http_method(self.method), "status_class": status,
                 "retried": "true" if self.attempts > 1 else "false"}
 
 
@@ -317,7 +328,7 @@ def client_call(method: str, operation: str, template: str, base_url: str) -> It
 
     url = urlsplit(base_url)
     start = clock()
-    attributes = {"http.request.method": method, "server.address": url.hostname or "",
+    attributes = {"http.request.method": http_method(method), "server.address": url.hostname or "",
                   "server.port": url.port or (443 if url.scheme == "https" else 80), "pasarela.operation": operation}
     if template:  # (the terminal clients' paths are the caller's: no template, and the span is named by the method)
         attributes["url.template"] = template
@@ -378,7 +389,7 @@ def verify_span(method: str) -> Iterator[Any]:
         yield None
         return
     with _otel_module.tracer.start_as_current_span("pasarela.terminal.verify", attributes={
-            "http.request.method": method}, record_exception=False) as span:
+            "http.request.method": http_method(method)}, record_exception=False) as span:
         yield span
 
 
