@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..http.redaction import passes_luhn
 from .clock import SandboxClock
 from .config import SandboxConfig
 from .store import Store
 
-__all__ = ["Context", "digits", "new_token"]
+__all__ = ["Context", "digits", "new_token", "ticket_number"]
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,11 @@ def new_token() -> str:
 def digits(count: int) -> str:
     """``count`` random decimal digits (ticket numbers, reference numbers, codes)."""
     return "".join(str(secrets.randbelow(10)) for _ in range(count))
+
+
+def ticket_number() -> str:
+    """18 random digits that fail the Luhn check: the access log masks digit runs that pass it as card numbers
+    (:func:`pasarela.http.redaction.mask_card_numbers`), and never hides a ticket number this way."""
+    first = digits(17)
+    last = next(digit for digit in "0123456789" if not passes_luhn(first + digit))
+    return first + last

@@ -7,10 +7,13 @@ cause :func:`pasarela.diagnose` names), the access log and the certification ver
 decline or expire a transfer that is pending, redeliver a webhook, advance the clock.
 
 Like the payer page, it needs no key (the sandbox listens on 127.0.0.1) and defends itself as a page on the
-internet would: every form carries a per-page token (:mod:`.page_token`), posts marked
-``Sec-Fetch-Site: cross-site`` are refused, the CSP allows only the sandbox's own style sheet and script
-(``default-src 'none'``), framing is refused, and a request whose ``Host`` is not the sandbox's own address is
-refused (421), so a site rebinding its DNS name to 127.0.0.1 cannot read the dashboard.
+internet would: no page sends a CORS header, so another origin's script cannot read one (nor its page token);
+every form carries a per-page token (:mod:`.page_token`), good for one post; a post whose ``Origin`` is not the
+sandbox's own, or that the browser marks other than ``Sec-Fetch-Site: same-origin`` (another port of
+127.0.0.1 is same-site, not same-origin), is refused before its token is looked at; the CSP allows only the
+sandbox's own style sheet and script (``default-src 'none'``), framing is refused, and a request whose ``Host``
+is not the sandbox's own address is refused (421), so a site rebinding its DNS name to 127.0.0.1 cannot read the
+dashboard.
 The pages update by themselves: the script polls ``/sandbox/changes`` (:mod:`.dashboard_assets`).
 """
 
@@ -76,14 +79,28 @@ class Dashboard:
         self._tokens = PageTokens()
 
     # --- shared
+    def _own_origins(self, request: Request) -> dict[str, str]:
+        """The sandbox's own addresses, host -> origin: 127.0.0.1 or localhost on its port, the public URL."""
+        host, port = request.scope.get("server") or ("127.0.0.1", 80)
+        own = {name: f"http://{name}" for name in (f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}")}
+        if self._context.config.public_url is not None:
+            public = urlsplit(self._context.config.public_url)
+            own[public.netloc.lower()] = f"{public.scheme}://{public.netloc.lower()}"
+        return own
+
     def _check_host(self, request: Request) -> None:
         """Only the sandbox's own address: 127.0.0.1 or localhost on its port, or the configured public URL."""
-        host, port = request.scope.get("server") or ("127.0.0.1", 80)
-        allowed = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
-        if self._context.config.public_url is not None:
-            allowed.add(urlsplit(self._context.config.public_url).netloc.lower())
-        if request.headers.get("host", "").lower() not in allowed:
+        if request.headers.get("host", "").lower() not in self._own_origins(request):
             raise SandboxError(421, "MISDIRECTED_REQUEST", "the dashboard answers at the sandbox's own address only")
+
+    def _from_own_page(self, request: Request) -> bool:
+        """Whether the browser says the post comes from a page of the sandbox's own origin: ``Origin`` (sent with
+        every POST by today's browsers) one of them, and ``Sec-Fetch-Site``, when sent, ``same-origin``. A client
+        that sends neither (curl, a test) still needs a page token."""
+        origin = request.headers.get("origin")
+        if origin is not None and origin.lower() not in self._own_origins(request).values():
+            return False
+        return request.headers.get("sec-fetch-site", "same-origin").lower() == "same-origin"
 
     def _version(self) -> str:
         return f"{self._context.store.version}.{self._context.clock.offset:g}"
@@ -220,7 +237,10 @@ class Dashboard:
         query = listing(_chosen(call.request), {"kind": REQUEST_KINDS})
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
-        body = (filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
+        dropped = self._context.store.dropped_requests
+        lost = (f"<p class=notice>{dropped} request(s) since start could not be recorded (see the sandbox's log); "
+                "the others were.</p>" if dropped else "")
+        body = (lost + filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
                 + _requests_table([request_item(record) for record in found.items], with_bodies=False)
                 + next_page("/sandbox/requests", found.next_cursor, query.filters))
         return self._page(call.request, "Access log", "/sandbox/requests", body)
@@ -267,14 +287,14 @@ class Dashboard:
         back = fields.get("back", "/sandbox/")
         if not back.startswith("/sandbox/") or back.startswith("//") or "\\" in back:
             back = "/sandbox/"
-        cross_site = call.request.headers.get("sec-fetch-site", "").lower() == "cross-site"
-        if cross_site or not self._tokens.is_valid(_TOKEN_SUBJECT, fields.get(FORM_TOKEN), time.time()):
+        if not self._from_own_page(call.request) or not self._tokens.redeem(_TOKEN_SUBJECT, fields.get(FORM_TOKEN),
+                                                                             time.time()):
             return None, back
         return fields, back
 
     def _refused(self, back: str) -> Response:
         return self._message(403, "Action refused", "This form did not come from a dashboard page (or the page is too "
-                                                    "old): open the page again.", back)
+                                                    "old, or was posted already): open the page again.", back)
 
     async def transfer_action(self, call: Call) -> Response:
         fields, back = await self._checked_form(call)
