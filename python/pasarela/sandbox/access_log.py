@@ -4,7 +4,7 @@
 An ASGI middleware around the whole application times each request and keeps what crossed the wire, redacted
 (:class:`pasarela.http.redaction.Redactor`) whatever shape the caller gave it: the headers by an allow-list (any
 other, the private key's and the terminal's signature among them, by name only); a body the sandbox reads as JSON
-(:func:`.jsontext.parse_body`, up to MAX_DEPTH levels) with secret members replaced (CVVs under any name,
+(:func:`.jsontext.parse_body`, as the handlers read it) with secret members replaced (CVVs under any name,
 cryptograms, keys) and card numbers masked, and any other body (truncated, a trailing comma, a comment, not
 UTF-8, a form, multipart, free text) as its length and media type only, never its text; the configured secrets
 (private key, webhook secret, business code) replaced wherever they appear, the path included, and every card
@@ -34,7 +34,6 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import PasarelaError
-from ..http.json_depth import MAX_DEPTH
 from ..http.redaction import Redactor
 from ..terminal.diagnose import diagnose
 from .auth import PRIVATE_HEADER, PUBLIC_HEADER, same_key
@@ -107,8 +106,8 @@ def _token(path: str, body: Any, answer: str) -> Optional[str]:
     return None
 
 
-def _too_large(content: bytes, what: str = "") -> Optional[str]:
-    return f"({len(content)} bytes{what}, not recorded)" if len(content) > RECORDED_BODY_BYTES else None
+def _too_large(content: bytes) -> Optional[str]:
+    return f"({len(content)} bytes, not recorded)" if len(content) > RECORDED_BODY_BYTES else None
 
 
 def _media_type(headers: Mapping[str, str]) -> str:
@@ -121,18 +120,18 @@ def _media_type(headers: Mapping[str, str]) -> str:
 
 
 def _recordable(content: bytes, headers: Mapping[str, str], redactor: Redactor) -> Any:
-    """A request body as the log keeps it: JSON the sandbox reads, redacted; anything else, whose text could hold
-    a card number or a key in a shape no redaction can know, as its length and media type only."""
+    """A request body as the log keeps it: JSON as the handlers read it (:func:`.jsontext.parse_body`: what the
+    dashboard shows is never deeper than they take), redacted; anything else, whose text could hold a card number
+    or a key in a shape no redaction can know, as its length and media type only, and why it was not read."""
     if not content:
         return None
-    of_type = f" of {_media_type(headers)}"
-    too_large = _too_large(content, of_type)
-    if too_large is not None:
-        return too_large
+    of_type = f"{len(content)} bytes of {_media_type(headers)}"
+    if len(content) > RECORDED_BODY_BYTES:
+        return f"({of_type}, not recorded: over {RECORDED_BODY_BYTES} bytes)"
     try:
-        return redactor.json(parse_body(content, max_depth=MAX_DEPTH))
-    except BodyError:
-        return redactor.text(f"({len(content)} bytes{of_type}, not JSON: not recorded)")
+        return redactor.json(parse_body(content))
+    except BodyError as exc:
+        return redactor.text(f"({of_type}, not recorded: the body {exc.reason})")
 
 
 def _unrecorded_answer(method: str, path: str, kind: str) -> Optional[str]:
