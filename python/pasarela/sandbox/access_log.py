@@ -13,7 +13,7 @@ stored is dropped, counted (:attr:`.store.Store.dropped_requests`) and logged, a
 blocks the store. The line on stderr,
 ``POST /transfer/v1/init 201 3.1 ms key=private``, goes to the ``pasarela.sandbox.access`` logger (the format of
 the sandbox's other log lines); it names which merchant key the request carried, never its value, and the path
-as sent (percent-encoded, so no line break or control character of a path reaches the log).
+redacted and percent-encoded (so no line break or control character of a path reaches the log).
 
 A terminal request refused with AUTH-001 is recorded with the cause :func:`pasarela.diagnose` finds (the
 sandbox knows the business code; the cause names no secret), a valid one as ``valid``. The dashboard's own
@@ -29,7 +29,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any, Optional
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote, unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -47,7 +47,8 @@ ACCESS_LOGGER = "pasarela.sandbox.access"
 RECORDED_BODY_BYTES = 16 * 1024
 _DIAGNOSED_BODY_BYTES = 1 << 20
 _LOGGED_PATH_CHARACTERS = 512
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PATH_CHARACTERS_KEPT = "/:@!$&'()*+,;=-._~[]"
+"""What a path keeps unescaped: RFC 3986's characters of a path, and the brackets of [REDACTED]."""
 _TOKEN_SEGMENT = re.compile(r"/([0-9a-f]{32})(?:/|$)")
 _TOKEN_MEMBER = re.compile(r'^\{"token":"([0-9a-f]{32})"')
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
@@ -72,10 +73,12 @@ def _kind(path: str) -> str:
     return "api"
 
 
-def _path_as_sent(scope: Scope) -> str:
-    raw = scope.get("raw_path") or str(scope["path"]).encode("utf-8")
-    text = bytes(raw).split(b"?", 1)[0].decode("ascii", "backslashreplace")  # ASCII from here on
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)[:_LOGGED_PATH_CHARACTERS]
+def _recorded_path(scope: Scope, redactor: Redactor) -> str:
+    """The path percent-decoded, redacted (a card number or a key spelled with escapes is found too) and
+    percent-encoded again: ASCII, so no line break or control character of a path reaches the log."""
+    raw = bytes(scope.get("raw_path") or str(scope["path"]).encode("utf-8")).split(b"?", 1)[0]
+    decoded = unquote_to_bytes(raw).decode("utf-8", "replace")
+    return quote(redactor.text(decoded), safe=_PATH_CHARACTERS_KEPT)[:_LOGGED_PATH_CHARACTERS]
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -188,7 +191,7 @@ class AccessLog:
             await self._app(scope, receiving, sending)
         finally:
             milliseconds = (time.perf_counter() - started) * 1000
-            path, method = self._redactor.text(_path_as_sent(scope)), str(scope["method"])
+            path, method = _recorded_path(scope, self._redactor), str(scope["method"])
             headers = _headers(scope)
             key = key_used(headers, self._context)
             _log.info("%s %s %d %.1f ms key=%s", method, path, answer["status"], milliseconds, key)
