@@ -215,7 +215,8 @@ def test_the_sandbox_access_log_records_a_body_as_the_handlers_read_it(sandbox: 
     assert listed.status_code == 200
     recorded = listed.json()["items"][0]["body"]
     if levels > MAX_BODY_DEPTH:
-        assert recorded == f"({len(body)} bytes of application/json, not recorded: the body nests deeper than 64 levels)"
+        assert recorded == f"({len(body)} bytes of application/json, not recorded: the body nests deeper than " \
+                           "64 levels)"
         return
     assert recorded != TOO_DEEP and recorded["cvv"] == REDACTED
     assert _innermost(recorded["x"]) == ([], levels - 2)

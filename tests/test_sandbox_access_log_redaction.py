@@ -6,7 +6,7 @@ was put (``Public-Merchant-Id``, ``X-Api-Key``, ``Proxy-Authorization``, a ``mer
 name, the path); headers outside an allow-list are kept by name only. Checked in what the listing answers, in the
 dashboard's pages of each request, and in the line on stderr."""
 
-# ruff: noqa: S105 (test keys are fixtures)
+
 
 from __future__ import annotations
 
