@@ -119,3 +119,16 @@ def test_the_calls_the_payers_browser_makes_still_answer_cors(client: TestClient
     assert preflight.headers["access-control-allow-methods"] == method
     other = client.options(path, headers={"Origin": "https://shop.example", "Access-Control-Request-Method": "DELETE"})
     assert other.status_code == 400  # only the route's own method
+
+
+@pytest.mark.parametrize("path", ["/sandbox/v1/transfers", "/sandbox/v1/requests", "/sandbox/v1/certification",
+                                  "/sandbox/", "/sandbox/pay/" + "0" * 32])
+def test_the_sandbox_own_routes_refuse_a_rebound_host_name(client: TestClient, path: str) -> None:
+    """A site rebinding its DNS name to 127.0.0.1 is same-origin with what it fetches there: CORS cannot stop it,
+    the Host it sends does (the documented default key would open every listing to it)."""
+    rebound = client.get(path, headers={"Host": "rebound.test:8790", "Private-Merchant-Id": PRIVATE})
+    assert rebound.status_code == 421 and rebound.json()["code"] == "MISDIRECTED_REQUEST"
+    own = client.get(path, headers={"Private-Merchant-Id": PRIVATE})
+    assert own.status_code in (200, 404)
+    for host in ("localhost:8790", "127.0.0.1:8790"):
+        assert client.get(path, headers={"Host": host, "Private-Merchant-Id": PRIVATE}).status_code != 421

@@ -3,10 +3,12 @@ dispatcher's doorbell (rung after a webhook is queued so that it goes out at onc
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from ..http.redaction import passes_luhn
 from .clock import SandboxClock
@@ -14,6 +16,9 @@ from .config import SandboxConfig
 from .store import Store
 
 __all__ = ["Context", "digits", "new_token", "ticket_number"]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_HAS_PORT = re.compile(r":[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,25 @@ class Context:
         host, port = scope.get("server") or ("127.0.0.1", 80)
         host = f"[{host}]" if ":" in str(host) else host
         return f"http://{host}:{port}"
+
+    def own_origins(self, scope: Mapping[str, Any]) -> dict[str, str]:
+        """The sandbox's own addresses, ``host:port`` -> origin: the address it is bound to, 127.0.0.1 and
+        localhost on its port, and the public URL."""
+        host, port = scope.get("server") or ("127.0.0.1", 80)
+        own = {name: f"http://{name}" for name in (f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}")}
+        if self.config.public_url is not None:
+            public = urlsplit(self.config.public_url)
+            netloc = public.netloc.lower()
+            own[netloc if public.port else f"{netloc}:{_DEFAULT_PORTS[public.scheme]}"] = f"{public.scheme}://{netloc}"
+        return own
+
+    def is_own_host(self, scope: Mapping[str, Any], host: str) -> bool:
+        """Whether a ``Host`` header names one of :meth:`own_origins` (its default port left out or not): a site
+        that rebinds its DNS name to 127.0.0.1 sends its own name, and is refused."""
+        name = host.lower()
+        if not _HAS_PORT.search(name):
+            name = f"{name}:{_DEFAULT_PORTS.get(str(scope.get('scheme', 'http')), 80)}"
+        return name in self.own_origins(scope)
 
 
 def new_token() -> str:

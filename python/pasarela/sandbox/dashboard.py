@@ -12,8 +12,8 @@ every form carries a per-page token (:mod:`.page_token`), good for one post; a p
 sandbox's own, or that the browser marks other than ``Sec-Fetch-Site: same-origin`` (another port of
 127.0.0.1 is same-site, not same-origin), is refused before its token is looked at; the CSP allows only the
 sandbox's own style sheet and script (``default-src 'none'``), framing is refused, and a request whose ``Host``
-is not the sandbox's own address is refused (421), so a site rebinding its DNS name to 127.0.0.1 cannot read the
-dashboard.
+is not the sandbox's own address is refused (421, by :func:`.endpoint.api_route` for every path under
+``/sandbox/``), so a site rebinding its DNS name to 127.0.0.1 cannot read the dashboard.
 The pages update by themselves: the script polls ``/sandbox/changes`` (:mod:`.dashboard_assets`).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from typing import Any, Optional
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -81,26 +81,12 @@ class Dashboard:
         self._tokens = PageTokens()
 
     # --- shared
-    def _own_origins(self, request: Request) -> dict[str, str]:
-        """The sandbox's own addresses, host -> origin: 127.0.0.1 or localhost on its port, the public URL."""
-        host, port = request.scope.get("server") or ("127.0.0.1", 80)
-        own = {name: f"http://{name}" for name in (f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}")}
-        if self._context.config.public_url is not None:
-            public = urlsplit(self._context.config.public_url)
-            own[public.netloc.lower()] = f"{public.scheme}://{public.netloc.lower()}"
-        return own
-
-    def _check_host(self, request: Request) -> None:
-        """Only the sandbox's own address: 127.0.0.1 or localhost on its port, or the configured public URL."""
-        if request.headers.get("host", "").lower() not in self._own_origins(request):
-            raise SandboxError(421, "MISDIRECTED_REQUEST", "the dashboard answers at the sandbox's own address only")
-
     def _from_own_page(self, request: Request) -> bool:
         """Whether the browser says the post comes from a page of the sandbox's own origin: ``Origin`` (sent with
         every POST by today's browsers) one of them, and ``Sec-Fetch-Site``, when sent, ``same-origin``. A client
         that sends neither (curl, a test) still needs a page token."""
         origin = request.headers.get("origin")
-        if origin is not None and origin.lower() not in self._own_origins(request).values():
+        if origin is not None and origin.lower() not in self._context.own_origins(request.scope).values():
             return False
         return request.headers.get("sec-fetch-site", "same-origin").lower() == "same-origin"
 
@@ -130,7 +116,6 @@ class Dashboard:
         return Response(SCRIPT, media_type="text/javascript; charset=utf-8", headers={"Cache-Control": "no-cache"})
 
     async def changes(self, call: Call) -> Response:
-        self._check_host(call.request)
         self._context.store.flush_requests()  # what a page would show counts as a change
         return json_reply(200, {"version": self._version()}, {"Cache-Control": "no-store"})
 
@@ -139,7 +124,6 @@ class Dashboard:
 
     # --- pages
     async def transfers(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {"status": _STATUSES, "country": COUNTRIES,
                                                     "flow": TRANSFER_FLOWS})
         settle_due(self._context)
@@ -162,7 +146,6 @@ class Dashboard:
         return self._page(call.request, "Transfers", "/sandbox/", body)
 
     async def transfer(self, call: Call) -> Response:
-        self._check_host(call.request)
         token = call.params["token"]
         settle_due(self._context, token)
         with self._context.store.read(recorded_requests=True) as tx:
@@ -189,7 +172,6 @@ class Dashboard:
         return self._page(call.request, f"Transfer {token}", "/sandbox/", body)
 
     async def charges(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {"kind": CHARGE_KINDS})
         with self._context.store.read() as tx:
             found = tx.charges(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
@@ -209,7 +191,6 @@ class Dashboard:
         return self._page(call.request, "Charges", "/sandbox/charges", body)
 
     async def webhooks(self, call: Call) -> Response:
-        self._check_host(call.request)
         with self._context.store.read() as tx:
             entries = tx.outbox(_PAGE_SIZE)
             attempts = tx.attempts([entry.id for entry in entries])
@@ -221,7 +202,6 @@ class Dashboard:
                           intro + _webhooks(items, self._issue(), "/sandbox/webhooks"))
 
     async def terminal(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {})
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind="terminal")
@@ -235,7 +215,6 @@ class Dashboard:
         return self._page(call.request, "Terminal requests", "/sandbox/terminal", body)
 
     async def requests(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {"kind": REQUEST_KINDS})
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
@@ -248,7 +227,6 @@ class Dashboard:
         return self._page(call.request, "Access log", "/sandbox/requests", body)
 
     async def request(self, call: Call) -> Response:
-        self._check_host(call.request)
         wanted = call.params["id"]
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.request(int(wanted)) if wanted.isascii() and wanted.isdigit() and len(wanted) <= 18 else None
@@ -266,7 +244,6 @@ class Dashboard:
         return self._page(call.request, f"Request {wanted}", "/sandbox/requests", body)
 
     async def certification(self, call: Call) -> Response:
-        self._check_host(call.request)
         with self._context.store.read(recorded_requests=True) as tx:
             verdicts = [verdict.to_json() for verdict in certification(tx, self._context.config.webhook_url)]
         rows = []
@@ -284,7 +261,6 @@ class Dashboard:
     # --- actions
     async def _checked_form(self, call: Call) -> tuple[Optional[dict[str, str]], str]:
         """The form, or ``None`` when it did not come from a dashboard page; and where to go back to."""
-        self._check_host(call.request)
         fields = await form(call.request)
         back = fields.get("back", "/sandbox/")
         if not back.startswith("/sandbox/") or back.startswith("//") or "\\" in back:

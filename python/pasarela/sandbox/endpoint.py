@@ -132,11 +132,21 @@ def api_route(context: Context, method: str, path: str, keys: KeyRule, handler: 
     A call made with the public key is one the merchant's front end makes from the payer's browser (token
     creation, the bank list): its route alone answers CORS preflights and sends CORS headers, for the configured
     origins (Starlette's CORSMiddleware on the route). Every other route sends none, so that no other origin's
-    page can read what it answers (the dashboard, the listings, a transfer's status)."""
+    page can read what it answers (the dashboard, the listings, a transfer's status).
+
+    The sandbox's own routes (under ``/sandbox/``: the dashboard, the simulator and its listings, the payer page)
+    answer only a ``Host`` that is the sandbox's own address (421 otherwise): a page whose site rebinds its DNS
+    name to 127.0.0.1 is same-origin with what it fetches there, and CORS cannot stop it reading."""
+
+    own_address_only = path.startswith("/sandbox/")
 
     async def endpoint(request: Request) -> Response:
         if request.method == "OPTIONS":  # not a preflight (CORSMiddleware answers those): what the path allows
             return Response(status_code=204, headers={"Allow": f"OPTIONS, {method}"})
+        if own_address_only and not context.is_own_host(request.scope, request.headers.get("host", "")):
+            raise SandboxError(421, "MISDIRECTED_REQUEST", "the sandbox's own pages and API answer at its own "
+                                                            "address only (127.0.0.1 or localhost on its port, or "
+                                                            "--public-url)")
         check_key(request.headers, keys, context.config)
         body = await _json_body(request, schema, optional_body) if schema else None
         return await handler(Call(request, body, context))

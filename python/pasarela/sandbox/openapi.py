@@ -810,7 +810,16 @@ def _add_preflights(paths: dict[str, Any]) -> None:
             item["options"] = _preflight(public[0])
 
 
+def _add_misdirected(paths: dict[str, Any]) -> None:
+    """Every route under /sandbox/ answers only at the sandbox's own address (pasarela.sandbox.endpoint)."""
+    for path, item in paths.items():
+        if path.startswith("/sandbox/"):
+            for operation in item.values():
+                operation["responses"].setdefault("421", _MISDIRECTED)
+
+
 _add_preflights(_PATHS)
+_add_misdirected(_PATHS)
 
 
 def document() -> dict[str, Any]:
