@@ -51,8 +51,8 @@ _PATH_CHARACTERS_KEPT = "/:@!$&'()*+,;=-._~[]"
 """What a path keeps unescaped: RFC 3986's characters of a path, and the brackets of [REDACTED]."""
 _TOKEN_SEGMENT = re.compile(r"/([0-9a-f]{32})(?:/|$)")
 _TOKEN_MEMBER = re.compile(r'^\{"token":"([0-9a-f]{32})"')
-_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
 """The answer of a token request (the sandbox writes compact JSON, token first when it is the answer's subject)."""
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
 _log = logging.getLogger(ACCESS_LOGGER)
 
 
