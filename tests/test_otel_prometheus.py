@@ -90,11 +90,11 @@ def test_the_readme_recipe_serves_the_metrics_to_prometheus() -> None:
     """The README's Prometheus recipe (its one ``py`` block), as written but on a free port, in a process of its own;
     then a seal and an open there, and its /metrics scraped over HTTP."""
     [recipe] = re.findall(r"^```py\n(.*?)^```$", README.read_text("utf-8"), flags=re.MULTILINE | re.DOTALL)
-    assert "start_http_server(9464)" in recipe
+    assert 'start_http_server(9464, addr="127.0.0.1")' in recipe  # loopback: it has no authentication
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    served = recipe.replace("start_http_server(9464)", f"start_http_server({port}, addr='127.0.0.1')")
+    served = recipe.replace("start_http_server(9464,", f"start_http_server({port},")
     program = served + textwrap.dedent(f"""
         import httpx
         from pasarela import Terminal
