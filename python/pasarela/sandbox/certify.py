@@ -50,6 +50,9 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
                          newurl: str) -> Optional[urllib.request.Request]:
         raise _Redirected(code, newurl)
 
+    # CPython 3.10's handler has no 308 (3.11 added it): without this a 308 surfaced as a plain HTTP error.
+    http_error_308 = urllib.request.HTTPRedirectHandler.http_error_302
+
 
 _OPENER = urllib.request.build_opener(_RefuseRedirects)
 
