@@ -31,12 +31,13 @@ try:
     import redis
     import redis.asyncio.cluster
     import redis.cluster
+    from redis.crc import key_slot
 except ImportError as exc:  # pragma: no cover - the tests install redis
     raise ImportError('pasarela\'s Redis stores need the redis package: pip install "pasarela[redis]"') from exc
 
 __all__ = ["BUCKETS", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_tag", "check_prefix",
-           "failing_closed", "is_cluster", "is_memory_lost", "memory_lost", "milliseconds", "noticed_loss", "redis",
-           "seconds", "setting_markers", "unix_ms"]
+           "failing_closed", "is_cluster", "is_memory_lost", "key_slot", "memory_lost", "milliseconds", "noticed_loss",
+           "redis", "seconds", "setting_markers", "unix_ms"]
 
 _CLUSTER_CLIENTS = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
 
