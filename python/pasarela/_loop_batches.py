@@ -24,7 +24,7 @@ Answer = TypeVar("Answer")
 
 
 class LoopBatches(Generic[Item, Answer]):
-    """``await batches.call(item)``: item sent with the others of this turn by ``send(items)``, which gives one
+    """``await batches.submit(item)``: item sent with the others of this turn by ``send(items)``, which gives one
     answer per item in order; an answer that is an exception is raised to that caller alone."""
 
     def __init__(self, send: Callable[[list[Item]], Awaitable[Sequence[Union[Answer, BaseException]]]], *,
@@ -36,13 +36,14 @@ class LoopBatches(Generic[Item, Answer]):
         self._waiting: list[tuple[Item, asyncio.Future[Answer]]] = []  # not sent yet
         self._sending: Optional[asyncio.Task[None]] = None  # the batch on its way (held: the loop holds it weakly)
 
-    async def call(self, item: Item) -> Answer:
+    def submit(self, item: Item) -> asyncio.Future[Answer]:
+        """The future of item's answer (not a coroutine of its own: one frame less for each of many callers)."""
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Answer] = loop.create_future()
         self._waiting.append((item, answer))
         if len(self._waiting) == 1 and self._sending is None:  # sent with the rest of this turn's, once it ends
             loop.call_soon(self._send_waiting)
-        return await answer
+        return answer
 
     def _send_waiting(self) -> None:
         batch, self._waiting = self._waiting[:self._most], self._waiting[self._most:]
