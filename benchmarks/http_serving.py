@@ -34,9 +34,11 @@ starts no server: it calls the Python servers' apps in this process (what each a
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -173,7 +175,8 @@ def served_app(kind: str, redis_url: str) -> Any:
 
     from pasarela.terminal.replay_redis import AsyncRedisReplayStore
 
-    store = AsyncRedisReplayStore(redis.asyncio.Redis.from_url(redis_url), prefix=f"bench:{os.getpid()}:")
+    client = redis.asyncio.Redis.from_url(redis_url)
+    store = AsyncRedisReplayStore(client, prefix=f"bench:{os.getpid()}:{secrets.token_hex(4)}:")  # new each app
     guarded = TerminalAuthMiddleware(echo_app, terminal, replay_store=store)
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -181,6 +184,7 @@ def served_app(kind: str, redis_url: str) -> Any:
             while (await receive())["type"] != "lifespan.shutdown":
                 await store.declare_memory_complete()
                 await send({"type": "lifespan.startup.complete"})
+            await client.aclose()
             await send({"type": "lifespan.shutdown.complete"})
             return
         await guarded(scope, receive, send)
@@ -282,19 +286,18 @@ def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds:
     return float(rate.group(1)), int(count.group(1))
 
 
-IN_PROCESS = ["bare", "bare+open", "middleware", "memory", "exact"]
+IN_PROCESS = ["bare", "bare+open", "middleware", "memory", "exact", "redis"]
 IN_PROCESS_REQUESTS = 20_000
+IN_PROCESS_CONCURRENCY = 32
+IN_PROCESS_RATIOS = [("redis", "memory", 2.0), ("memory", "middleware", None), ("middleware", "bare", None)]
+"""(top, bottom, goal): top's time per request over bottom's, within each round; issue 57's goal 3, with Redis a
+verified request costs at most 2x what it costs with the in-memory store."""
 
 
-def in_process(rounds: int) -> int:
-    """--in-process: each Python server's app (served_app) called on IN_PROCESS_REQUESTS distinct sealed requests in
-    this process, the scope and messages as uvicorn gives them, on uvloop; interleaved rounds, a fresh app (and
-    replay store) each; prints the fastest round's microseconds per request, every answer checked to be a 200."""
-
-    import uvloop
-
+def sealed_scopes(count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """count distinct requests (distinct_requests) as uvicorn gives them to an app: the scope and the body's message."""
     requests = []
-    for request in distinct_requests(IN_PROCESS_REQUESTS):
+    for request in distinct_requests(count):
         assert request.body is not None
         headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
                    *((name.lower().encode(), value.encode()) for name, value in request.headers.items()),
@@ -303,34 +306,93 @@ def in_process(rounds: int) -> int:
                  "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "http", "method": "POST",
                  "root_path": "", "path": "/", "raw_path": b"/", "query_string": b"", "headers": headers, "state": {}}
         requests.append((scope, {"type": "http.request", "body": request.body, "more_body": False}))
+    return requests
 
-    async def drive(app: Any) -> float:
-        statuses: list[int] = []
 
-        async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                statuses.append(message["status"])
+async def drive(app: Any, requests: list[tuple[dict[str, Any], dict[str, Any]]], concurrency: int,
+                lifespan: bool) -> tuple[float, float]:
+    """(wall, CPU) microseconds per request: requests through app, concurrency of them at a time (each of
+    ``concurrency`` tasks takes the next as soon as its last one is answered, as a server's connections do), every
+    answer checked to be a 200. ``lifespan``: the app's startup and shutdown run around it, as uvicorn runs them."""
+    statuses: list[int] = []
 
-        start = time.perf_counter()
-        for scope, message in requests:
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def connection(pending: Iterator[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        for scope, message in pending:
             async def receive(message: dict[str, Any] = message) -> dict[str, Any]:
                 return message
             await app(scope, receive, send)
-        took = time.perf_counter() - start
-        if statuses != [200] * len(requests):
-            raise RuntimeError(f"answers other than 200: {sorted(set(statuses))}")
-        return took / len(requests) * 1e6
 
-    best = {kind: float("inf") for kind in IN_PROCESS}
-    for _ in range(rounds):
-        for kind in IN_PROCESS:
-            best[kind] = min(best[kind], uvloop.run(drive(served_app(kind, ""))))
+    events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    answers: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    if lifespan:
+        running = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}}, events.get, answers.put))
+        await events.put({"type": "lifespan.startup"})
+        assert (await answers.get())["type"] == "lifespan.startup.complete"
+    pending = iter(requests)
+    start, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(connection(pending) for _ in range(concurrency)))
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if lifespan:
+        await events.put({"type": "lifespan.shutdown"})
+        await answers.get()
+        await running
+    if statuses != [200] * len(requests):
+        raise RuntimeError(f"answers other than 200: {sorted(set(statuses))}")
+    return took / len(requests) * 1e6, cpu / len(requests) * 1e6
+
+
+def in_process(rounds: int, concurrency: int) -> int:
+    """--in-process: each Python server's app (served_app) called on IN_PROCESS_REQUESTS distinct sealed requests in
+    this process, ``concurrency`` at a time, the scope and messages as uvicorn gives them, on uvloop; interleaved
+    rounds (who goes first turns), a fresh app (and replay store) each. Prints each app's time per request (wall, and
+    this process's CPU), the IN_PROCESS_RATIOS within each round, and for the Redis store Redis's own time per claim
+    and claims per script call (INFO commandstats): what the Redis store's wall time holds that is not ours."""
+    import uvloop
+
+    from redis_server import RedisServer
+
+    requests = sealed_scopes(IN_PROCESS_REQUESTS)
+    wall: dict[str, list[float]] = {kind: [] for kind in IN_PROCESS}
+    cpu: dict[str, list[float]] = {kind: [] for kind in IN_PROCESS}
+    redis_us: list[float] = []
+    per_call: list[float] = []
+    with RedisServer() as redis_server, redis_server.client() as stats:
+        for round_number in range(rounds):
+            turn = round_number % len(IN_PROCESS)
+            for kind in IN_PROCESS[turn:] + IN_PROCESS[:turn]:
+                stats.config_resetstat()
+                took, used = uvloop.run(drive(served_app(kind, redis_server.url), requests, concurrency,
+                                              lifespan=kind == "redis"))
+                wall[kind].append(took)
+                cpu[kind].append(used)
+                if kind == "redis":
+                    scripts = stats.info("commandstats")["cmdstat_evalsha"]
+                    redis_us.append(int(scripts["usec"]) / len(requests))
+                    per_call.append(len(requests) / int(scripts["calls"]))
     print(f"In one process: {IN_PROCESS_REQUESTS:,} distinct POSTs of a {PAYLOAD_BYTES}-byte payload per app, "
-          f"fastest of {rounds} interleaved rounds; OpenTelemetry: {'on' if _telemetry.ENABLED else 'off'}\n")
-    print("| app | us per request |\n|---|---|")
+          f"{concurrency} at a time, {rounds} interleaved rounds (median, min-max); OpenTelemetry: "
+          f"{'on' if _telemetry.ENABLED else 'off'}\n")
+    print("| app | us per request | CPU us per request |\n|---|---|---|")
     for kind in IN_PROCESS:
-        print(f"| {TITLES[kind]} | {best[kind]:.2f} |")
+        print(f"| {TITLES[kind]} | {_spread(wall[kind])} | {_spread(cpu[kind])} |")
+    print(f"\nRedis's own time (INFO commandstats, EVALSHA): {_spread(redis_us)} us per claim, "
+          f"{_spread(per_call, '.1f')} claims per script call\n")
+    print("| ratio (within each round) | wall | CPU | goal |\n|---|---|---|---|")
+    for top, bottom, goal in IN_PROCESS_RATIOS:
+        print(f"| {top} / {bottom} per request | {_spread([a / b for a, b in zip(wall[top], wall[bottom])])}x | "
+              f"{_spread([a / b for a, b in zip(cpu[top], cpu[bottom])])}x | {'' if goal is None else f'<= {goal}x'} |")
+    beside = [(a - own) / b for a, own, b in zip(wall["redis"], redis_us, wall["memory"])]
+    print(f"| redis / memory per request, less Redis's own time per claim | {_spread(beside)}x | | |")
     return 0
+
+
+def _spread(values: list[float], spec: str = ".2f") -> str:
+    """median (min-max)"""
+    return f"{statistics.median(values):{spec}} ({min(values):{spec}}-{max(values):{spec}})"
 
 
 def main(argv: list[str]) -> int:
@@ -344,12 +406,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--serve", nargs=3, metavar=("KIND", "PORT", "REDIS_URL"), help=argparse.SUPPRESS)
     parser.add_argument("--in-process", action="store_true",
                         help="no server: the Python apps called in this process (IN_PROCESS), microseconds a request")
+    parser.add_argument("--concurrency", type=int, default=IN_PROCESS_CONCURRENCY,
+                        help=f"--in-process: requests at a time (default {IN_PROCESS_CONCURRENCY})")
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve[0], int(args.serve[1]), args.serve[2])
         return 0
     if args.in_process:
-        return in_process(args.rounds)
+        return in_process(args.rounds, args.concurrency)
     kinds = args.servers.split(",")
     unknown = set(kinds) - set(SERVERS + BOUNDS)
     if unknown:
