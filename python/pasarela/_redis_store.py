@@ -36,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - the tests install redis
     raise ImportError('pasarela\'s Redis stores need the redis package: pip install "pasarela[redis]"') from exc
 
 __all__ = ["BUCKETS", "FAILURES", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_of",
-           "bucket_prefixes", "bucket_tag", "check_prefix", "failing_closed", "is_cluster", "is_memory_lost",
+           "bucket_prefixes", "bucket_tag", "check_prefix", "encoded", "failing_closed", "is_cluster", "is_memory_lost",
            "key_slot", "memory_lost", "milliseconds", "noticed_loss", "redis", "seconds", "setting_markers",
            "unavailable", "unix_ms"]
 
@@ -94,14 +94,19 @@ def _tag(bucket: int) -> str:
     return f"{{{bucket:02x}}}"
 
 
-def bucket_of(name: str) -> int:
-    """The bucket of ``name`` (0 to BUCKETS - 1): bucket_prefixes(prefix)[bucket_of(name)] starts its keys."""
-    return zlib.crc32(name.encode("utf-8", "surrogatepass")) % BUCKETS
+def encoded(name: str) -> bytes:
+    """``name`` as Redis gets it (UTF-8; lone surrogates as they come)."""
+    return name.encode("utf-8", "surrogatepass")
+
+
+def bucket_of(name: bytes) -> int:
+    """The bucket (0 to BUCKETS - 1) of a name as encoded: bucket_prefixes(prefix)[bucket_of(...)] starts its keys."""
+    return zlib.crc32(name) % BUCKETS
 
 
 def bucket_tag(name: str) -> str:
     """``{xx}``: the hash tag of the bucket of ``name`` (its keys and their marker share one slot)."""
-    return _tag(bucket_of(name))
+    return _tag(bucket_of(encoded(name)))
 
 
 def bucket_prefixes(prefix: str) -> list[str]:
