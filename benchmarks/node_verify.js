@@ -3,7 +3,8 @@
 // (10 digits, within 300 s of now), the body JSON.parse'd and its data split on ":", the password MD5 of business code
 // + serial + the UTC minute (toISOString's, as "YYYY:MM:DD:HH:mm"), the AES key and IV given to createDecipheriv as
 // they are and the plaintext deciphered straight to text, JSON.parse'd, the key member set on the parsed payload
-// itself (deleted again after), JSON.stringify, Base64, SHA-512 (crypto.hash, one call each: Node >= 20.12), and
+// itself (deleted again after), JSON.stringify, Base64, SHA-512 (crypto.hash, one call each, on Node >= 20.12; on an
+// older Node, such as Debian 12's 18, createHash as a user there writes it), and
 // crypto.timingSafeEqual against the Authorization header's hash. Against issue 42's verify (tests/node_envelope.js's
 // derive and signature, a copy of the payload signed, createHash), the same run, 7 rounds: 0.80-0.98x its time at
 // 256 B-16 KiB (docs/performance.md). tests/node_envelope.js stays the oracle of the tests; this is the peer of the
@@ -18,6 +19,8 @@ const crypto = require('crypto');
 const path = require('path');
 const { timed, calibrated } = require(path.join(__dirname, 'node_seal.js'));
 
+const hex = crypto.hash || ((algorithm, text) => crypto.createHash(algorithm).update(text).digest('hex'));
+
 // The payload of an accepted request; throws an Error saying why a request is refused.
 function verify(headers, body, r) {
   const timestamp = headers.timestamp;
@@ -27,13 +30,13 @@ function verify(headers, body, r) {
   if (typeof authorization !== 'string' || !authorization.startsWith('Basic ')) throw new Error('no Basic hash');
   const [iv, ciphertext] = JSON.parse(body).data.split(':');
   const minute = new Date(timestamp * 1000).toISOString().slice(0, 16).replace(/[-T]/g, ':');
-  const password = crypto.hash('md5', (r.businessCode + r.terminalSerial + minute).padEnd(32, '0'));
+  const password = hex('md5', (r.businessCode + r.terminalSerial + minute).padEnd(32, '0'));
   const decipher = crypto.createDecipheriv('aes-256-cbc', (timestamp + '___' + password).slice(0, 32),
     Buffer.from(iv, 'hex'));
   const payload = JSON.parse(decipher.update(ciphertext, 'hex', 'utf8') + decipher.final('utf8'));
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new Error('not an object');
   payload.key = Buffer.from(password + timestamp).toString('base64');
-  const hash = crypto.hash('sha512', Buffer.from(JSON.stringify(payload)).toString('base64'));
+  const hash = hex('sha512', Buffer.from(JSON.stringify(payload)).toString('base64'));
   delete payload.key;
   const given = Buffer.from(authorization.slice(6));
   if (given.length !== hash.length || !crypto.timingSafeEqual(given, Buffer.from(hash))) {
