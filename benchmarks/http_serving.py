@@ -1,8 +1,9 @@
-"""Requests per second of real HTTP servers verifying terminal requests (issue 42, goal 4).
+"""Requests per second of real HTTP servers verifying terminal requests (issue 42, goal 4; issue 57 items 2 and 3).
 
-Each server runs in a process of its own on a loopback port, one worker, and Debian's ``wrk`` drives it
-(``wrk -t1 -c16 -d<seconds>s``) with POSTs of sealed terminal requests of a 248-byte payload, every one distinct
-(a replay store refuses a signature seen twice; a wrk Lua script walks through them). The servers:
+Each server runs in a process of its own on a loopback port, one worker (or ``--workers``), and Debian's ``wrk``
+drives it (``wrk -t1 -c16 -d<seconds>s``) with POSTs of sealed terminal requests of a 248-byte payload, every one
+distinct, sealed before into a file (the load generator does no crypto; a replay store refuses a signature seen twice;
+a wrk Lua script walks through them). The servers:
 
 - ``bare``: an ASGI app on uvicorn with uvloop and httptools (``uvicorn[standard]``) answering 200 with the body;
 - ``bare+open``: the bare app calling ``Terminal.open`` on the request itself (answering the payload, or 401 AUTH-001),
@@ -23,12 +24,15 @@ Markdown table of requests per second and of the server's CPU time per request (
 latter holds up better on a machine shared with other work) and of the ratios taken within each round.
 
     .venv/bin/python benchmarks/http_serving.py [--seconds 8] [--rounds 3] [--servers bare,middleware,redis,node]
+    .venv/bin/python benchmarks/http_serving.py --servers bare,memory,redis --workers 2    # issue 57 item 2
 
 The Python servers inherit the environment: ``PASARELA_OTEL=off`` measures them without OpenTelemetry's hooks
 (with ``opentelemetry-api`` installed and no SDK the middleware opens no span: pasarela._telemetry.tracing).
 Installs nothing: wrk, node, redis-server and uvicorn[standard] come from ``scripts/setup bench``.
-``--serve KIND PORT REDIS_URL`` is the server side (this script starts it; one uvicorn worker). ``--in-process``
-starts no server: it calls the Python servers' apps in this process (what each adds, without the server's share).
+``--workers N`` runs each Python server as ``uvicorn --workers N`` (the Redis store's workers on one prefix, as one
+gateway's; an in-memory store protects each worker alone). ``--serve KIND PORT REDIS_URL WORKERS`` is the server side
+(this script starts it). ``--in-process`` starts no server: it calls the Python servers' apps in this process (what
+each adds, without the server's share).
 """
 
 from __future__ import annotations
@@ -74,8 +78,8 @@ TITLES = {"bare": "bare ASGI app (uvicorn, uvloop, httptools)",
           "redis-set": "bare ASGI app + one Redis SET per request (redis-py asyncio)"}
 RATIOS = [("middleware", "bare", 0.9), ("bare+open", "bare", None), ("middleware", "bare+open", None),
           ("memory", "middleware", None), ("exact", "middleware", None),
-          ("redis", "bare", 0.8), ("middleware", "node", 1.5), ("memory", "node", None), ("exact", "node", None),
-          ("bare+open", "node", None),
+          ("redis", "bare", 0.8), ("redis", "memory", 0.6), ("middleware", "node", 1.5), ("memory", "node", None),
+          ("exact", "node", None), ("bare+open", "node", None),
           ("redis-set", "bare", None), ("redis", "redis-set", None)]
 WARM_UP_SECONDS = 1
 # the wrk side: requests from a file, one per line (timestamp, Authorization, body), sent in turn from FIRST to LAST;
@@ -146,8 +150,9 @@ def opening_app(terminal: pasarela.Terminal) -> Any:
     return app
 
 
-def served_app(kind: str, redis_url: str) -> Any:
-    """The ASGI app of one kind of server (the Redis store declared complete at startup: a fresh prefix)."""
+def served_app(kind: str, redis_url: str, prefix: str = "") -> Any:
+    """The ASGI app of one kind of server (the Redis store's prefix new if not given, and declared complete at
+    startup)."""
     from pasarela.asgi import TerminalAuthMiddleware
     from pasarela.terminal.replay import InMemoryReplayStore
 
@@ -176,7 +181,7 @@ def served_app(kind: str, redis_url: str) -> Any:
     from pasarela.terminal.replay_redis import AsyncRedisReplayStore
 
     client = redis.asyncio.Redis.from_url(redis_url)
-    store = AsyncRedisReplayStore(client, prefix=f"bench:{os.getpid()}:{secrets.token_hex(4)}:")  # new each app
+    store = AsyncRedisReplayStore(client, prefix=prefix or f"bench:{secrets.token_hex(4)}:")
     guarded = TerminalAuthMiddleware(echo_app, terminal, replay_store=store)
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -192,11 +197,22 @@ def served_app(kind: str, redis_url: str) -> Any:
     return app
 
 
-def serve(kind: str, port: int, redis_url: str) -> None:
+def serve(kind: str, port: int, redis_url: str, workers: int) -> None:
+    """One server: ``workers`` uvicorn worker processes (each its own app; with Redis all on one prefix, as the nodes
+    of one gateway)."""
     import uvicorn
 
-    uvicorn.run(served_app(kind, redis_url), host="127.0.0.1", port=port, loop="uvloop", http="httptools",
-                workers=1, log_level="warning", access_log=False, lifespan="auto")
+    os.environ.update({"PASARELA_BENCH_KIND": kind, "PASARELA_BENCH_REDIS_URL": redis_url,
+                       "PASARELA_BENCH_PREFIX": f"bench:{secrets.token_hex(4)}:"})
+    uvicorn.run("http_serving:app_of_environment", factory=True, app_dir=str(ROOT / "benchmarks"), host="127.0.0.1",
+                port=port, loop="uvloop", http="httptools", workers=workers, log_level="warning", access_log=False,
+                lifespan="auto")
+
+
+def app_of_environment() -> Any:
+    """uvicorn's factory in each worker: served_app of what serve() put in the environment."""
+    return served_app(os.environ["PASARELA_BENCH_KIND"], os.environ["PASARELA_BENCH_REDIS_URL"],
+                      os.environ["PASARELA_BENCH_PREFIX"])
 
 
 # --- the driver ---------------------------------------------------------------------------------------------------
@@ -233,12 +249,13 @@ def write_requests(path: Path, count: int) -> None:
 
 
 @contextmanager
-def server(kind: str, redis_url: str, log: Any) -> Iterator[tuple[int, int]]:
+def server(kind: str, redis_url: str, log: Any, workers: int = 1) -> Iterator[tuple[int, int]]:
+    """(port, pid) of one server started and answering (the Node.js one is one process whatever ``workers``)."""
     port = free_port()
     if kind == "node":
         command = ["node", str(ROOT / "benchmarks" / "node_verify_server.js"), str(port), BUSINESS_CODE, SERIAL]
     else:
-        command = [sys.executable, __file__, "--serve", kind, str(port), redis_url]
+        command = [sys.executable, __file__, "--serve", kind, str(port), redis_url, str(workers)]
     process = subprocess.Popen(command, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 30
@@ -263,9 +280,20 @@ def server(kind: str, redis_url: str, log: Any) -> Iterator[tuple[int, int]]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """The CPU time (user + system) the process has used so far (Linux: /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The CPU time (user + system) the process and its children alive (uvicorn's workers) have used so far (Linux:
+    /proc/PID/stat and /proc/PID/task/*/children)."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        each = pending.pop()
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            children = " ".join(task.read_text() for task in Path(f"/proc/{each}/task").glob("*/children"))
+        except OSError:  # (gone meanwhile)
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        pending += [int(child) for child in children.split()]
+    return total
 
 
 def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds: int,
@@ -403,14 +431,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--servers", default=",".join(SERVERS), help=f"some of {','.join(SERVERS + BOUNDS)}")
     parser.add_argument("--max-rate", type=int, default=40_000,
                         help="requests per second sealed for (distinct requests per run: rate x seconds)")
-    parser.add_argument("--serve", nargs=3, metavar=("KIND", "PORT", "REDIS_URL"), help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn --workers of each Python server (default 1)")
+    parser.add_argument("--serve", nargs=4, metavar=("KIND", "PORT", "REDIS_URL", "WORKERS"), help=argparse.SUPPRESS)
     parser.add_argument("--in-process", action="store_true",
                         help="no server: the Python apps called in this process (IN_PROCESS), microseconds a request")
     parser.add_argument("--concurrency", type=int, default=IN_PROCESS_CONCURRENCY,
                         help=f"--in-process: requests at a time (default {IN_PROCESS_CONCURRENCY})")
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.serve[0], int(args.serve[1]), args.serve[2])
+        serve(args.serve[0], int(args.serve[1]), args.serve[2], int(args.serve[3]))
         return 0
     if args.in_process:
         return in_process(args.rounds, args.concurrency)
@@ -429,7 +458,10 @@ def main(argv: list[str]) -> int:
     warm_count = args.max_rate * WARM_UP_SECONDS
     rates: dict[str, list[float]] = {kind: [] for kind in kinds}
     cpu: dict[str, list[float]] = {kind: [] for kind in kinds}  # the server's CPU time per request (us)
-    with tempfile.TemporaryDirectory(prefix="pasarela-http-") as scratch, RedisServer() as redis_server:
+    redis_cpu: list[float] = []  # redis-server's, per request of the redis server
+    redis_scripts: list[tuple[float, float]] = []  # (claims per script call, Redis's us per claim), INFO commandstats
+    with tempfile.TemporaryDirectory(prefix="pasarela-http-") as scratch, RedisServer() as redis_server, \
+            redis_server.client() as stats:
         script = Path(scratch) / "requests.lua"
         script.write_text(WRK_SCRIPT)
         requests = Path(scratch) / "requests.txt"
@@ -438,22 +470,33 @@ def main(argv: list[str]) -> int:
                 order = kinds[round_number % len(kinds):] + kinds[:round_number % len(kinds)]
                 for kind in order:
                     write_requests(requests, main_count + warm_count)  # fresh timestamps for each run
-                    with server(kind, redis_server.url, log) as (port, pid):
+                    with server(kind, redis_server.url, log, args.workers) as (port, pid):
                         wrk(port, script, requests, main_count + 1, main_count + warm_count, WARM_UP_SECONDS,
                             args.connections)
-                        before = cpu_seconds(pid)
+                        stats.config_resetstat()
+                        before, redis_before = cpu_seconds(pid), cpu_seconds(redis_server.pid)
                         rate, count = wrk(port, script, requests, 1, main_count, args.seconds, args.connections)
                         cpu[kind].append((cpu_seconds(pid) - before) / count * 1e6)
+                        if kind == "redis":
+                            redis_cpu.append((cpu_seconds(redis_server.pid) - redis_before) / count * 1e6)
+                            calls = stats.info("commandstats").get("cmdstat_evalsha", {"calls": 0, "usec": 0})
+                            claims = max(int(calls["calls"]), 1)
+                            redis_scripts.append((count / claims, int(calls["usec"]) / count))
                     rates[kind].append(rate)
                     print(f"round {round_number + 1}: {kind}: {rate:,.0f} req/s, {cpu[kind][-1]:.1f} us of the "
                           f"server's CPU per request", file=sys.stderr)
+    workers = "one worker each" if args.workers == 1 else f"uvicorn --workers {args.workers} (Node.js: one process)"
     print(f"`wrk -t1 -c{args.connections} -d{args.seconds}s`, one POST of a {PAYLOAD_BYTES}-byte payload, "
-          f"one worker each, {args.rounds} rounds; OpenTelemetry in the Python servers: "
+          f"{workers}, {args.rounds} rounds; OpenTelemetry in the Python servers: "
           f"{'on (opentelemetry-api installed, no SDK)' if _telemetry.ENABLED else 'off'}\n")
     print("| server | req/s (min-max) | server CPU per request, us (min-max) |\n|---|---|---|")
     for kind in kinds:
         print(f"| {TITLES[kind]} | {min(rates[kind]):,.0f}-{max(rates[kind]):,.0f} | "
               f"{min(cpu[kind]):.1f}-{max(cpu[kind]):.1f} |")
+    if redis_cpu:
+        print(f"\nThe Redis-guarded server: redis-server's CPU {_spread(redis_cpu, '.1f')} us per request, of which "
+              f"the script's own {_spread([own for _, own in redis_scripts])} us a claim; "
+              f"{_spread([per for per, _ in redis_scripts], '.1f')} claims per script call (INFO commandstats)")
     print("\n| ratio (within each round) | min-max | median | goal |\n|---|---|---|---|")
     for top, bottom, goal in RATIOS:
         if top in rates and bottom in rates:
