@@ -245,3 +245,23 @@ def test_the_shared_hash_calls_check_what_they_time() -> None:
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(RuntimeError, match="does not verify"):  # a request the gate's call would not verify
         gate._verify_calls(terminal, terminal.seal(payload_of_size(256), timestamp=TIMESTAMP + 60))
+
+
+def test_the_redis_store_is_held_to_2x_the_in_memory_store_s_cpu_in_process() -> None:
+    """memory's CPU / Redis's at least 0.5, less GOAL_MARGIN: 2.2x the in-memory store's time fails, 2.1x passes."""
+    def rounds(redis_over_memory: list[float]) -> list[dict[str, float]]:
+        return [{"memory": 10.0, "redis": 10.0 * each, "memory wall": 10.0, "redis wall": 30.0}
+                for each in redis_over_memory]
+
+    for over, ok in (([2.1, 2.3, 1.9], True), ([2.3, 2.25, 2.0], False)):
+        label, size, value, held, floor, passed = gate.replay_store_check(rounds(over))
+        assert (label, size, held, round(floor, 4), passed) == (gate.REPLAY_STORE, 256, 0.5, 0.45, ok)
+        assert value == pytest.approx(1 / sorted(over)[1])
+    assert "| Redis | 21.00 | 30.00 |" in gate.replay_store_markdown(rounds([2.1]))
+
+
+def test_the_replay_store_rounds_drive_both_stores_on_a_real_redis() -> None:
+    """Each round times both stores on distinct genuine requests (drive refuses a round with an answer not 200)."""
+    rounds = gate.replay_store_rounds(rounds=2, requests=64)
+    assert len(rounds) == 2
+    assert all(set(row) == {"memory", "redis", "memory wall", "redis wall"} and min(row.values()) > 0 for row in rounds)
