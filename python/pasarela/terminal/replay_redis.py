@@ -144,13 +144,17 @@ class _ReplayKeys:
         markers: list[bytes] = []
         keys: list[bytes] = []
         words: list[str] = []
+        of_window: dict[float, str] = {}  # the two words of a window's end (a turn's requests share few of them)
         for signature, expires_at in claims:
             name = encoded(signature)
             bucket = bucket_of(name)
             markers.append(self._marker_keys[bucket])
             keys.append(self._key_starts[bucket] + name)
-            ends = math.ceil(expires_at * 1000)  # (rounded up: the key outlives the window)
-            words.append(f"{ends} {max(ends - now + skew, skew, 1)}")
+            word = of_window.get(expires_at)
+            if word is None:
+                ends = math.ceil(expires_at * 1000)  # (rounded up: the key outlives the window)
+                word = of_window[expires_at] = f"{ends} {max(ends - now + skew, skew, 1)}"
+            words.append(word)
         return markers + keys, [attempt_token(), now, self._margin_ms, " ".join(words)]
 
     def _answers(self, reply: Union[bytes, str], args: list[Any]) -> tuple[list[Any], Any]:
