@@ -7,8 +7,8 @@ when a single request arrives. One batch is on its way at a time: the items that
 together when it is answered, so a server under load fills each batch by itself. A batch holds at most ``most``
 items (the rest go next, at once): one command never keeps Redis busy for long.
 
-Each caller gets its own answer, or the exception that sending its batch raised (raised in the caller's own
-frame: failing_closed there turns a Redis error into that request's StoreUnavailableError).
+Each caller gets its own answer, or the exception that sending its batch raised (raised in the caller's own frame,
+where the store turns a Redis error into that request's own StoreUnavailableError).
 """
 
 from __future__ import annotations
