@@ -20,6 +20,8 @@ from node_oracle import NodeOracle, NodeUnavailableError
 if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scripts/wheel-check) have no redis
     from redis_server import RedisServer
 
+pytest_plugins = ("pytester",)  # tests/test_testing_plugin.py runs inner pytest sessions
+
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
     "ci",

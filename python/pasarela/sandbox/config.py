@@ -14,10 +14,12 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "SandboxConfig"]
+__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "MAX_URL_LENGTH", "SandboxConfig", "check_webhook_url"]
 
 ECUADOR_PROCESSORS = ("bank", "wallet")
 DEFAULT_SETTLE_AFTER = 5.0
+MAX_URL_LENGTH = 2048
+"""Longest webhook or public URL taken (what browsers and proxies commonly accept)."""
 
 
 def _check_key(name: str, value: object) -> None:
@@ -34,11 +36,18 @@ def _check_seconds(name: str, value: object, *, allow_zero: bool = False) -> Non
 
 def _check_absolute_url(name: str, value: object) -> None:
     try:
-        parts = urlsplit(value) if isinstance(value, str) else None
+        parts = urlsplit(value) if isinstance(value, str) and len(value) <= MAX_URL_LENGTH else None
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"{name} must be an absolute http(s) URL")
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
+            or any(ch.isspace() or not ch.isprintable() for ch in str(value)):
+        raise ConfigurationError(f"{name} must be an absolute http(s) URL of at most {MAX_URL_LENGTH} characters, "
+                                 "without blanks or control characters")
+
+
+def check_webhook_url(url: object) -> None:
+    """A ConfigurationError unless ``url`` is an absolute http(s) URL the dispatcher can POST to."""
+    _check_absolute_url("webhook_url", url)
 
 
 @dataclass(frozen=True, repr=False)
@@ -83,7 +92,7 @@ class SandboxConfig:
         if not isinstance(self.merchant_name, str) or not self.merchant_name.strip():
             raise ConfigurationError("merchant_name must be a non-empty string")
         if self.webhook_url is not None:
-            _check_absolute_url("webhook_url", self.webhook_url)
+            check_webhook_url(self.webhook_url)
         _check_seconds("timeout_delay", self.timeout_delay, allow_zero=True)
         _check_seconds("webhook_backoff", self.webhook_backoff)
         _check_seconds("webhook_backoff_max", self.webhook_backoff_max)

@@ -52,7 +52,7 @@ from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
 from .errors import SandboxError
 from .listings import COUNTRIES, REQUEST_KINDS, TRANSFER_FLOWS, listing, transfer_detail
 from .page_token import PageTokens
-from .payments import pay
+from .payments import expire, pay
 from .records import request_item, transfer_item, webhook_item
 from .scenarios import Outcome
 from .settlement import settle_due
@@ -194,7 +194,7 @@ class Dashboard:
         with self._context.store.read() as tx:
             entries = tx.outbox(_PAGE_SIZE)
             attempts = tx.attempts([entry.id for entry in entries])
-        url = self._context.config.webhook_url
+        url = self._context.webhook_target.url
         intro = (f"<p>Delivered to <code>{esc(url)}</code>.</p>" if url else
                  "<p class=notice>No webhook URL: events wait in the outbox (start with --webhook-url).</p>")
         items = [webhook_item(entry, attempts) for entry in entries]
@@ -245,7 +245,7 @@ class Dashboard:
 
     async def certification(self, call: Call) -> Response:
         with self._context.store.read(recorded_requests=True) as tx:
-            verdicts = [verdict.to_json() for verdict in certification(tx, self._context.config.webhook_url)]
+            verdicts = [verdict.to_json() for verdict in certification(tx, self._context.webhook_target.url)]
         rows = []
         for rule in verdicts:
             parts = "".join(f"<li>{esc(part['part'])}: {badge(part['verdict'])} {esc(part['summary'])}</li>"
@@ -284,23 +284,12 @@ class Dashboard:
                 raise SandboxError.not_found(f"no action {action}: approve, decline or expire")
             outcome = _TRANSFER_ACTIONS[action]
             if outcome is None:
-                self._expire(token)
+                expire(self._context, token)
             else:
                 pay(self._context, token, outcome, cause="dashboard")
         except SandboxError as exc:
             return self._message(exc.status, "Action refused", exc.message, back)
         return redirect(back)
-
-    def _expire(self, token: str) -> None:
-        now = self._context.clock.now()
-        with self._context.store.write() as tx:
-            transfer = tx.transfer(token)
-            if transfer is None:
-                raise SandboxError.not_found("no transfer was started with this token")
-            if transfer.status.is_final or transfer.window.qr_status(now) != "valid":
-                raise SandboxError.conflict("NOT_PENDING", "only a transfer that is pending (initialized, not "
-                                                           "cancelled nor expired) can expire")
-            tx.expire_transfer(token, now)
 
     async def redeliver(self, call: Call) -> Response:
         fields, back = await self._checked_form(call)

@@ -51,12 +51,12 @@ class Simulator:
         with self._context.store.read() as tx:
             entries = tx.outbox(_LISTED_WEBHOOKS, token=call.request.query_params.get("token"))
             attempts = tx.attempts([entry.id for entry in entries])
-        return json_reply(200, {"webhookUrl": self._context.config.webhook_url,
+        return json_reply(200, {"webhookUrl": self._context.webhook_target.url,
                                 "webhooks": [webhook_item(entry, attempts) for entry in entries]})
 
     async def certification(self, call: Call) -> Response:
         with self._context.store.read(recorded_requests=True) as tx:
-            verdicts = certification(tx, self._context.config.webhook_url)
+            verdicts = certification(tx, self._context.webhook_target.url)
         return json_reply(200, {"rules": [verdict.to_json() for verdict in verdicts]})
 
     async def redeliver(self, call: Call) -> Response:

@@ -118,6 +118,9 @@ CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivere
 CREATE INDEX IF NOT EXISTS charges_ticket ON charges (ticket_number);
 CREATE INDEX IF NOT EXISTS outbox_pending_by_transfer ON outbox (token, created) WHERE delivered_at IS NULL;
 """
+_TABLES = ("transfer_tokens", "transfers", "card_tokens", "charges", "outbox", "transfer_history",
+           "webhook_attempts", "requests")
+"""Every table of :data:`_SCHEMA`, in the order :meth:`Store.clear` empties them."""
 _log = logging.getLogger("pasarela.sandbox")
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
 _NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"))
@@ -409,11 +412,11 @@ class Tx:
         self._db.execute("UPDATE transfers SET status = ?, updated = ? WHERE token = ?", (status.value, updated, token))
         self.add_history(token, updated, status.value, cause)
 
-    def expire_transfer(self, token: str, at: float) -> None:
+    def expire_transfer(self, token: str, at: float, cause: str = "dashboard") -> None:
         """End the transfer's payment window now: the payer can no longer pay it (a new token and init are needed)."""
         self._db.execute("UPDATE transfers SET expires_at = ?, settle_at = NULL, updated = ? WHERE token = ?",
                          (at, at, token))
-        self.add_history(token, at, "expired", "dashboard")
+        self.add_history(token, at, "expired", cause)
 
     def add_history(self, token: str, at: float, state: str, cause: str) -> None:
         self._db.execute("INSERT INTO transfer_history (token, at, state, cause) VALUES (?, ?, ?, ?)",
@@ -562,10 +565,13 @@ class Tx:
 
     def add_attempt(self, event_id: str, at: float, url: str, headers: Mapping[str, str], status: Optional[int],
                     latency_ms: float, error: Optional[str]) -> int:
+        """Record an attempt of an event of the outbox; 0 (nothing recorded) when the event is gone (the store
+        was cleared while the attempt was under way)."""
         cursor = self._db.execute(
             "INSERT INTO webhook_attempts (event_id, at, url, headers, status, latency_ms, error)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)", (event_id, at, url, dumps(dict(headers)), status, latency_ms, error))
-        return int(cursor.lastrowid or 0)
+            " SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM outbox WHERE id = ?)",
+            (event_id, at, url, dumps(dict(headers)), status, latency_ms, error, event_id))
+        return int(cursor.lastrowid or 0) if cursor.rowcount == 1 else 0
 
     def attempts(self, event_ids: Optional[list[str]] = None) -> list[Attempt]:
         """The attempts of these events (``None``: of all), oldest first."""
@@ -576,6 +582,11 @@ class Tx:
             marks = ", ".join("?" * len(event_ids))
             rows = self._db.execute(f"{select} WHERE event_id IN ({marks}) ORDER BY id", event_ids).fetchall()
         return [_attempt(row) for row in rows]
+
+    def clear(self) -> None:
+        """Delete every row of every table (:meth:`Store.clear`)."""
+        for table in _TABLES:
+            self._db.execute(f"DELETE FROM {table}")  # noqa: S608 (a constant list of names)
 
     # --- the access log
     def add_request(self, row: tuple[Any, ...]) -> int:
@@ -706,6 +717,15 @@ class Store:
         self.dropped_requests += 1
         _log.warning("an access-log record could not be stored (%s): dropped, %d so far", type(exc).__name__,
                      self.dropped_requests)
+
+    def clear(self) -> None:
+        """Forget everything (transfers, charges, the outbox, the access log) in one transaction: what a test
+        suite does between tests instead of a restart. An attempt under way while it runs is not recorded."""
+        with self._lock:
+            self._unwritten.clear()
+            self.dropped_requests = 0
+        with self.write() as tx:
+            tx.clear()
 
     def close(self) -> None:
         """Close the database; a file's write-ahead log is checkpointed into it first (no -wal left behind)."""

@@ -40,6 +40,7 @@ from .config import SandboxConfig
 from .jsontext import dumps
 from .states import TransferStatus
 from .store import OutboxEntry, Store, Transfer, Tx
+from .webhook_target import WebhookTarget
 
 __all__ = ["Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body", "signed_headers"]
 
@@ -130,9 +131,11 @@ class Dispatcher:
     senders, or one pass at a time (:meth:`deliver_due`)."""
 
     def __init__(self, store: Store, config: SandboxConfig, clock: SandboxClock, sender: Sender,
-                 backoff: Optional[Backoff] = None) -> None:
+                 backoff: Optional[Backoff] = None, target: Optional[WebhookTarget] = None) -> None:
         self._store = store
         self._config = config
+        self.target = target if target is not None else WebhookTarget(config.webhook_url)
+        """Where events go: read on each pass, so a change applies from the next attempt on."""
         self._clock = clock
         self._sender = sender
         self._backoff = backoff or Backoff(config.webhook_backoff, config.webhook_backoff_max)
@@ -149,7 +152,7 @@ class Dispatcher:
 
     def _submit_due(self) -> list[Future[int]]:
         """Hand every event due now and not in flight to the pool; their futures (1 delivered, 0 not)."""
-        url = self._config.webhook_url
+        url = self.target.url
         if url is None:
             return []
         with self._in_flight_lock:
@@ -205,7 +208,7 @@ class Dispatcher:
     def _pause(self, submitted: bool) -> float:
         with self._store.read() as tx:
             next_due = tx.next_due_at()
-        if next_due is None or self._config.webhook_url is None:
+        if next_due is None or self.target.url is None:
             return 1.0
         wait = next_due - self._clock.now()
         if wait <= 0 and not submitted:
