@@ -82,8 +82,15 @@ class ConfigurationError(PasarelaError, ValueError):
 class TransportError(PasarelaError):
     """The service could not be reached (connection refused, timeout) after any allowed retries.
 
-    Whether a non-idempotent call reached the service is unknown: query the status before retrying.
+    Whether a non-idempotent call reached the service is unknown: query the status before retrying, or, where the
+    service honours ``Idempotency-Key`` (the sandbox does), repeat the call with ``idempotency_key=`` set to this
+    error's ``idempotency_key`` (the key the POST carried): a call that did arrive then answers its first answer
+    again and creates nothing.
     """
+
+    def __init__(self, message: str, *, idempotency_key: str | None = None) -> None:
+        super().__init__(message)
+        self.idempotency_key = idempotency_key
 
 
 class ResponseShapeError(PasarelaError):

@@ -818,8 +818,38 @@ def _add_misdirected(paths: dict[str, Any]) -> None:
                 operation["responses"].setdefault("421", _MISDIRECTED)
 
 
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "Run this POST once: the same key with the same request answers the first answer again "
+                   "(Idempotent-Replayed: true) and creates nothing; kept 24 hours (pasarela.sandbox.idempotency)",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"}}
+
+
+def _also(responses: dict[str, Any], status: str, description: str) -> None:
+    """Document one more cause of ``status`` (an error of its own when the operation had none)."""
+    if status in responses:
+        responses[status] = {**responses[status], "description": f"{responses[status]['description']}; or "
+                                                                 f"{description}"}
+    else:
+        responses[status] = _error(description)
+
+
+def _add_idempotency(paths: dict[str, Any]) -> None:
+    """Every POST made with a merchant key honours Idempotency-Key (pasarela.sandbox.endpoint)."""
+    for item in paths.values():
+        operation = item.get("post")
+        if operation is not None and operation.get("security") in (_PUBLIC, _PRIVATE):
+            operation.setdefault("parameters", []).append(_IDEMPOTENCY_KEY)
+            responses = operation["responses"]
+            _also(responses, "400", "Idempotency-Key is not 1 to 255 printable ASCII characters")
+            _also(responses, "409", "IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running")
+            _also(responses, "422", "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was first used with another "
+                                    "request")
+
+
 _add_preflights(_PATHS)
 _add_misdirected(_PATHS)
+_add_idempotency(_PATHS)
 
 
 def document() -> dict[str, Any]:

@@ -109,6 +109,17 @@ CREATE TABLE IF NOT EXISTS requests (
     response TEXT,
     verdict TEXT
 );
+CREATE TABLE IF NOT EXISTS idempotency (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    request TEXT NOT NULL,
+    created REAL NOT NULL,
+    status INTEGER,
+    media_type TEXT,
+    body BLOB,
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created);
 CREATE INDEX IF NOT EXISTS history_by_transfer ON transfer_history (token, at);
 CREATE INDEX IF NOT EXISTS attempts_by_event ON webhook_attempts (event_id, id);
 CREATE INDEX IF NOT EXISTS requests_by_token ON requests (token) WHERE token IS NOT NULL;
@@ -119,7 +130,7 @@ CREATE INDEX IF NOT EXISTS charges_ticket ON charges (ticket_number);
 CREATE INDEX IF NOT EXISTS outbox_pending_by_transfer ON outbox (token, created) WHERE delivered_at IS NULL;
 """
 _TABLES = ("transfer_tokens", "transfers", "card_tokens", "charges", "outbox", "transfer_history",
-           "webhook_attempts", "requests")
+           "webhook_attempts", "requests", "idempotency")
 """Every table of :data:`_SCHEMA`, in the order :meth:`Store.clear` empties them."""
 _log = logging.getLogger("pasarela.sandbox")
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
@@ -588,6 +599,31 @@ class Tx:
         for table in _TABLES:
             self._db.execute(f"DELETE FROM {table}")  # noqa: S608 (a constant list of names)
 
+    # --- Idempotency-Key (:mod:`.idempotency`)
+    def idempotency_key(self, scope: str, key: str) -> Optional[tuple[str, Optional[int], Optional[str], bytes]]:
+        """The request a key was taken for, and its answer (status ``None``: still running)."""
+        row = self._db.execute("SELECT request, status, media_type, body FROM idempotency WHERE scope = ? AND key = ?",
+                               (scope, key)).fetchone()
+        return None if row is None else (row[0], row[1], row[2], bytes(row[3] or b""))
+
+    def claim_idempotency_key(self, scope: str, key: str, request: str, now: float) -> None:
+        self._db.execute("INSERT INTO idempotency (scope, key, request, created) VALUES (?, ?, ?, ?)",
+                         (scope, key, request, now))
+
+    def keep_idempotent_answer(self, scope: str, key: str, status: int, media_type: Optional[str],
+                               body: bytes) -> None:
+        self._db.execute("UPDATE idempotency SET status = ?, media_type = ?, body = ? WHERE scope = ? AND key = ?",
+                         (status, media_type, body, scope, key))
+
+    def forget_idempotency_key(self, scope: str, key: str) -> None:
+        self._db.execute("DELETE FROM idempotency WHERE scope = ? AND key = ?", (scope, key))
+
+    def forget_idempotency_keys(self, taken_before: float, keep_newest: int) -> None:
+        """Drop the keys taken before ``taken_before`` and all but the newest ``keep_newest``."""
+        self._db.execute("DELETE FROM idempotency WHERE created < ?", (taken_before,))
+        self._db.execute("DELETE FROM idempotency WHERE rowid <= (SELECT MAX(rowid) FROM idempotency) - ?",
+                         (keep_newest,))
+
     # --- the access log
     def add_request(self, row: tuple[Any, ...]) -> int:
         """Insert a row :func:`request_row` made; every :data:`_PRUNE_EVERY` rows, drop those past the newest
@@ -650,6 +686,8 @@ class Store:
                 if column not in present:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             self._db.execute(_SETTLE_INDEX)
+            # A request still running when the last process stopped will never answer: its key is free again.
+            self._db.execute("DELETE FROM idempotency WHERE status IS NULL")
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
