@@ -94,7 +94,12 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
-    """Runs the sandbox (imported only here: it needs the ``sandbox`` extra); it parses its own options."""
+    """Runs the sandbox (imported only here: it needs the ``sandbox`` extra); it parses its own options.
+    ``pasarela sandbox conformance`` is the test kit's receiver conformance run (:mod:`pasarela.testing`)."""
+    if args.options[:1] == ["conformance"]:
+        from .testing.conformance_cli import main as conformance_main
+
+        return conformance_main(args.options[1:])
     from .sandbox.server import main as sandbox_main
 
     return sandbox_main(args.options)

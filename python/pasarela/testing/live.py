@@ -35,6 +35,7 @@ try:
     from ..sandbox.scenarios import Outcome
     from ..sandbox.service import Sandbox
     from ..sandbox.transfers import status_record
+    from ..sandbox.webhooks import Sender
 except ModuleNotFoundError as exc:
     raise missing_extra(exc, "pasarela.testing", "testing") from exc
 from ..sandbox.config import SandboxConfig
@@ -108,8 +109,8 @@ def _seconds(seconds: float, minutes: float, hours: float, days: float) -> float
 class _StillClock:
     """The base of the sandbox clock: a moment that moves only when reset (the advances are the sandbox's)."""
 
-    def __init__(self) -> None:
-        self._at = time.time()
+    def __init__(self, at: Optional[float] = None) -> None:
+        self._at = time.time() if at is None else at
 
     def __call__(self) -> float:
         return self._at
@@ -122,20 +123,21 @@ class LiveSandbox:
     """A :class:`~pasarela.sandbox.Sandbox` served by uvicorn on ``127.0.0.1:<free port>`` in a background thread.
 
     ``config`` is the sandbox's (keys, webhook URL, ``settle_after``...; its ``public_url`` defaults to the address
-    it is served at); ``db`` is ``:memory:`` or a SQLite file. Close it (or use ``with``): the server stops, the
-    clients close.
+    it is served at); ``db`` is ``:memory:`` or a SQLite file; ``start`` the moment its clock starts at (Unix
+    seconds; default now); ``sender`` delivers its webhooks (default: HTTP, with the service's 5 s timeout). Close it
+    (or use ``with``): the server stops, the clients close.
     """
 
-    def __init__(self, config: Optional[SandboxConfig] = None, *,
-                 db: Union[str, os.PathLike[str]] = ":memory:") -> None:
-        self._clock = _StillClock()
+    def __init__(self, config: Optional[SandboxConfig] = None, *, db: Union[str, os.PathLike[str]] = ":memory:",
+                 start: Optional[float] = None, sender: Optional[Sender] = None) -> None:
+        self._clock = _StillClock(start)
         sandbox_config = config if config is not None else SandboxConfig()
         self._served = ServedApp(lifespan="off")  # the port first: the sandbox's links need its address
         if sandbox_config.public_url is None:
             sandbox_config = dataclasses.replace(sandbox_config, public_url=self._served.url)
         self.config = sandbox_config
         try:
-            self.sandbox = Sandbox(sandbox_config, db=db, clock=self._clock)
+            self.sandbox = Sandbox(sandbox_config, db=db, clock=self._clock, sender=sender)
         except BaseException:
             self._served.stop()
             raise

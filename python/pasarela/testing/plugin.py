@@ -14,6 +14,10 @@ Fixtures:
     One sandbox for the whole session, never reset: state carries from test to test.
 ``pasarela_sandbox_factory``
     ``make(**config_fields)`` starts a fresh sandbox with that configuration, stopped when the test ends.
+``pasarela_conformance``
+    ``run(webhook_url, check, cases=None)``: the receiver conformance run
+    (:func:`pasarela.testing.conformance.run_conformance`) with the session's sandbox configuration (its webhook
+    secret and public key sign the deliveries); returns the report (``report.raise_for_failures()``).
 ``pasarela_sandbox_config``
     The :class:`~pasarela.sandbox.SandboxConfig` keyword arguments the sandboxes above start with (none: the
     documented defaults). Override it in your ``conftest.py`` (session scope).
@@ -30,9 +34,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 if TYPE_CHECKING:
+    from ..sandbox.config import SandboxConfig
+    from .conformance import ConformanceReport
     from .live import LiveSandbox
 
 __all__ = [
+    "pasarela_conformance",
     "pasarela_sandbox",
     "pasarela_sandbox_config",
     "pasarela_sandbox_factory",
@@ -73,12 +80,16 @@ class _Starter:
         self._tmp = tmp_path_factory
         self._fields = dict(fields)
 
-    def __call__(self, **fields: Any) -> LiveSandbox:
+    def config(self, **fields: Any) -> SandboxConfig:
         from ..sandbox.config import SandboxConfig
+
+        return SandboxConfig(**{**self._fields, **fields})
+
+    def __call__(self, **fields: Any) -> LiveSandbox:
         from .live import LiveSandbox
 
         db = str(self._tmp.mktemp("pasarela-sandbox") / "sandbox.sqlite3") if self._in_file else ":memory:"
-        return LiveSandbox(SandboxConfig(**{**self._fields, **fields}), db=db)
+        return LiveSandbox(self.config(**fields), db=db)
 
 
 @pytest.fixture(scope="session")
@@ -137,3 +148,15 @@ def pasarela_sandbox(request: pytest.FixtureRequest) -> LiveSandbox:
     shared: LiveSandbox = request.getfixturevalue("_pasarela_sandbox_shared")
     shared.reset()
     return shared
+
+
+@pytest.fixture
+def pasarela_conformance(_pasarela_starter: _Starter) -> Callable[..., ConformanceReport]:
+    """``run(webhook_url, check, *, cases=None, check_delay=0)``: the receiver conformance run against your endpoint,
+    signed with the session's sandbox configuration; the report (``raise_for_failures()`` in a test)."""
+    from .conformance import run_conformance
+
+    def run(webhook_url: str, check: Any, **options: Any) -> ConformanceReport:
+        return run_conformance(webhook_url, check, config=_pasarela_starter.config(), **options)
+
+    return run
