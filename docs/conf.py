@@ -66,6 +66,9 @@ PUBLIC_MODULES = [
     "pasarela.transfers.pending_redis",
     "pasarela.transfers.webhook_dedup_redis",
     "pasarela.sandbox",
+    "pasarela.testing",
+    "pasarela.testing.plugin",
+    "pasarela.testing.conformance",
 ]
 
 

@@ -10,8 +10,9 @@ With pasarela installed (``pip install "pasarela[testing]"``), pytest has the fi
         pasarela_sandbox.pay(token)
         assert pasarela_sandbox.transfers.status(token).state is TransferState.APPROVED
 
-Outside pytest, :class:`LiveSandbox` is the same sandbox as a context manager, and :class:`ServedApp` serves any
-ASGI app (your webhook receiver) on a free loopback port. docs/testing.md is the guide. Importing this package
+Outside pytest, :class:`LiveSandbox` is the same sandbox as a context manager, :class:`ServedApp` serves any
+ASGI app (your webhook receiver) on a free loopback port, and :mod:`pasarela.testing.conformance` is the receiver
+conformance run (also ``pasarela sandbox conformance``). docs/testing.md is the guide. Importing this package
 imports none of the sandbox's dependencies: each name is loaded when first used.
 """
 

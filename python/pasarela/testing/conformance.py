@@ -1,7 +1,17 @@
 """The receiver conformance run: does *your* webhook endpoint apply each transfer event exactly once, and forged
-ones never, under the service's real delivery behaviour?
+ones never, under the service's real delivery behaviour? ::
 
-    report = run_conformance("http://127.0.0.1:8000/hooks/transfers", check=applied_effects)
+    from collections import Counter
+    from pasarela.testing import ServedApp
+    from pasarela.testing.conformance import run_conformance
+    from pasarela.transfers import TransferWebhookReceiver
+
+    applied = Counter()                                    # your code's effects: (order, status) -> times
+    receiver = TransferWebhookReceiver(lambda event: applied.update([(event.raw["metadata"]["order"], event.status)]),
+                                       secret="sandbox-webhook-secret", merchant_id="sandbox-public-key")
+    with ServedApp(receiver) as endpoint:                  # or your application, wherever it runs
+        report = run_conformance(f"{endpoint.url}/hooks", check=lambda order: {
+            status: times for (order_id, status), times in applied.items() if order_id == order.order_id})
     print(report.table())            # each case: expected, observed, verdict, how to fix
     report.raise_for_failures()      # an AssertionError holding the table (in a test)
 
@@ -92,6 +102,7 @@ class ConformanceOrder:
 
 
 Check = Callable[[ConformanceOrder], Mapping[str, int]]
+"""Your check: how many times your code applied each status (``approvedTransaction``...) to the order."""
 
 
 class HttpCheck:
@@ -226,6 +237,7 @@ CASES: tuple[_Case, ...] = (
                      "compressed by the sandbox clock", {APPROVED: 1}, True,
           "an event delivered again after your 200 was lost must not be applied again: deduplicate on the event"),
 )
+"""Every case of the run, in the order it plays them: name, what is delivered, what must have been applied."""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ try:
     from ..sandbox.payments import expire, pay
     from ..sandbox.scenarios import Outcome
     from ..sandbox.service import Sandbox
+    from ..sandbox.simulator import redeliver
     from ..sandbox.transfers import status_record
     from ..sandbox.webhooks import Sender
 except ModuleNotFoundError as exc:
@@ -44,9 +45,10 @@ from ..sandbox.store import Attempt, OutboxEntry
 from ..transfers.responses import TransferStatus
 
 if TYPE_CHECKING:
+    import pasarela.httpx
+
     from ..cards.client import CardClient
     from ..http.config import ServiceConfig
-    from ..httpx import TerminalClient
     from ..transfers.client import TransferClient
 
 __all__ = ["DeliveryAttempt", "LiveSandbox", "SentWebhook"]
@@ -197,12 +199,12 @@ class LiveSandbox:
         return self._client("cards", lambda: CardClient(self.service_config))  # type: ignore[no-any-return]
 
     @property
-    def terminal(self) -> TerminalClient:
+    def terminal(self) -> pasarela.httpx.TerminalClient:
         """A :class:`pasarela.httpx.TerminalClient` for the simulated terminal, with the sandbox's credentials."""
         from ..httpx import TerminalClient
         from ..terminal.envelope import Terminal
 
-        def make() -> TerminalClient:
+        def make() -> pasarela.httpx.TerminalClient:
             return TerminalClient(self.terminal_url, Terminal(business_code=self.config.business_code,
                                                               terminal_serial=self.config.terminal_serial))
 
@@ -275,6 +277,11 @@ class LiveSandbox:
                 raise TimeoutError(f"{len(done)} of {count} webhook(s) {'delivered' if delivered else 'attempted'} "
                                    f"within {timeout:g} s ({target}); seen: {seen}")
             time.sleep(_POLL)
+
+    def redeliver(self, webhook_id: str) -> None:
+        """Send the webhook ``webhook_id`` (a :attr:`SentWebhook.id`) again now, delivered before or not, as the
+        dashboard's Redeliver button does: a receiver that deduplicates sees it once."""
+        redeliver(self.sandbox.context, webhook_id)
 
     def deliver_due(self) -> int:
         """Try every webhook due now once, synchronously; how many were delivered (the background dispatcher

@@ -44,8 +44,6 @@ __all__ = [
     "pasarela_sandbox_config",
     "pasarela_sandbox_factory",
     "pasarela_sandbox_session",
-    "pytest_addoption",
-    "pytest_configure",
 ]
 
 _DB_OPTION = "pasarela_sandbox_db"
