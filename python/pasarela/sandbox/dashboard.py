@@ -46,6 +46,7 @@ from .dashboard_html import (
     page,
     post_button,
     table,
+    text_form,
     when,
 )
 from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
@@ -56,7 +57,7 @@ from .payments import expire, pay
 from .records import request_item, transfer_item, webhook_item
 from .scenarios import Outcome
 from .settlement import settle_due
-from .simulator import advance_clock, redeliver
+from .simulator import advance_clock, change_webhook_url, redeliver
 from .states import TransferStatus
 from .wire import amount as wire_amount
 
@@ -196,10 +197,13 @@ class Dashboard:
             attempts = tx.attempts([entry.id for entry in entries])
         url = self._context.webhook_target.url
         intro = (f"<p>Delivered to <code>{esc(url)}</code>.</p>" if url else
-                 "<p class=notice>No webhook URL: events wait in the outbox (start with --webhook-url).</p>")
+                 "<p class=notice>No webhook URL: events wait in the outbox (give one below, or start with "
+                 "--webhook-url).</p>")
+        change = text_form("/sandbox/actions/webhook-url", "url", "Webhook URL", url or "", "Change", self._issue(),
+                           "/sandbox/webhooks")
         items = [webhook_item(entry, attempts) for entry in entries]
         return self._page(call.request, "Webhooks", "/sandbox/webhooks",
-                          intro + _webhooks(items, self._issue(), "/sandbox/webhooks"))
+                          intro + change + _webhooks(items, self._issue(), "/sandbox/webhooks"))
 
     async def terminal(self, call: Call) -> Response:
         query = listing(_chosen(call.request), {})
@@ -301,6 +305,17 @@ class Dashboard:
             return self._message(exc.status, "Action refused", exc.message, back)
         return redirect(back)
 
+    async def webhook_url(self, call: Call) -> Response:
+        fields, back = await self._checked_form(call)
+        if fields is None:
+            return self._refused(back)
+        url = fields.get("url", "").strip()
+        try:
+            change_webhook_url(self._context, url or None)
+        except SandboxError as exc:
+            return self._message(exc.status, "Action refused", exc.message, back)
+        return redirect(back)
+
     async def clock(self, call: Call) -> Response:
         fields, back = await self._checked_form(call)
         if fields is None:
@@ -357,10 +372,11 @@ def _webhooks(items: list[dict[str, Any]], page_token: str, back: str) -> Html:
     parts = []
     for item in items:
         state = "delivered" if item["delivered"] else ("failed" if item["attempts"] else "pending")
-        attempts = table(("Delivery", "Time", "Status", "Latency ms", "Error", "Signed headers"), (
+        attempts = table(("Delivery", "Time", "Status", "Latency ms", "Answer", "Error", "Signed headers"), (
             (f'<span id="delivery-{esc(attempt["id"])}">{esc(attempt["id"])}</span>', when(attempt["at"]),
              badge("delivered" if attempt["status"] == 200 else "failed") + " " + esc(attempt["status"]),
-             esc(attempt["latencyMs"]), esc(attempt.get("error", "")),
+             esc(attempt["latencyMs"]), f'<code class="answer">{esc(attempt.get("answer", ""))}</code>',
+             esc(attempt.get("error", "")),
              f"<details><summary>headers</summary>{json_block(attempt['headers'])}</details>")
             for attempt in item["deliveries"]), "not attempted yet")
         parts.append(
@@ -383,6 +399,6 @@ def routes(context: Context) -> list[Route]:
              ("/sandbox/changes", dashboard.changes), ("/", dashboard.root))
     actions = (("/sandbox/actions/transfers/{token}/{action}", dashboard.transfer_action),
                ("/sandbox/actions/webhooks/{id}/redeliver", dashboard.redeliver),
-               ("/sandbox/actions/clock", dashboard.clock))
+               ("/sandbox/actions/clock", dashboard.clock), ("/sandbox/actions/webhook-url", dashboard.webhook_url))
     return [*(api_route(context, "GET", path, KeyRule.NONE, handler) for path, handler in pages),
             *(api_route(context, "POST", path, KeyRule.NONE, handler) for path, handler in actions)]

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from urllib.parse import quote, urlencode
 
 __all__ = ["FORM_TOKEN", "NAV", "Html", "badge", "esc", "evidence_link", "filters_form", "json_block", "link",
-           "next_page", "page", "post_button", "table", "when"]
+           "next_page", "page", "post_button", "table", "text_form", "when"]
 
 Html = str
 NAV = (("/sandbox/", "Transfers"), ("/sandbox/charges", "Charges"), ("/sandbox/webhooks", "Webhooks"),
@@ -68,6 +68,15 @@ def post_button(action: str, label: str, page_token: str, back: str, fields: Seq
     hidden = "".join(f'<input type="hidden" name="{esc(name)}" value="{esc(value)}">'
                      for name, value in ((FORM_TOKEN, page_token), ("back", back), *fields))
     return f'<form method="post" action="{esc(action)}">{hidden}<button type="submit">{esc(label)}</button></form>'
+
+
+def text_form(action: str, name: str, label: str, value: str, button: str, page_token: str, back: str) -> Html:
+    """A form posting one text field ``name`` (and the page's token) to ``action``, then back to ``back``."""
+    hidden = "".join(f'<input type="hidden" name="{esc(field)}" value="{esc(text)}">'
+                     for field, text in ((FORM_TOKEN, page_token), ("back", back)))
+    return (f'<form method="post" action="{esc(action)}" class="filters">{hidden}<label>{esc(label)}'
+            f'<input type="text" name="{esc(name)}" value="{esc(value)}" size="60" spellcheck="false"></label>'
+            f'<button type="submit">{esc(button)}</button></form>')
 
 
 def filters_form(path: str, choices: Sequence[tuple[str, str, Sequence[str]]], chosen: dict[str, Optional[str]]

@@ -167,6 +167,12 @@ COMPONENTS: dict[str, Any] = {
         description="Exactly one of token, clabe, referenceCode.",
     ),
     "ClockAdvance": _object({"seconds": {"type": "number", "minimum": 0, "maximum": 31_536_000}}, ("seconds",)),
+    "WebhookUrlChange": _object(
+        {"url": {"type": "string", "minLength": 1, "maxLength": 2048,
+                 "description": "an absolute http(s) URL (loopback only while the documented private key is in "
+                                "use)"}}, ("url",),
+        description="Where webhooks go from now on (docs/sandbox.md, Webhooks)."),
+    "WebhookUrl": _object({"webhookUrl": {"type": "string", "nullable": True}}, ("webhookUrl",), closed=True),
     # --- responses
     "Error": _object(
         {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
@@ -337,10 +343,18 @@ COMPONENTS: dict[str, Any] = {
             "status": {"type": "integer", "nullable": True, "description": "the receiver's answer; null: none"},
             "latencyMs": {"type": "number", "minimum": 0},
             "error": {"type": "string"},
+            "answer": {"type": "string", "description": "the first 512 bytes of the receiver's answer, as text"},
         },
         ("id", "at", "url", "headers", "status", "latencyMs"),
         closed=True,
     ),
+    "Feed": _object(
+        {"requests": {"type": "array", "items": _ref("RecordedRequest"), "description": "oldest first"},
+         "attempts": {"type": "array", "items": _ref("FeedAttempt"), "description": "oldest first"},
+         "requestsCursor": {"type": "integer", "minimum": 0, "description": "pass back as requestsAfter"},
+         "attemptsCursor": {"type": "integer", "minimum": 0, "description": "pass back as attemptsAfter"},
+         "webhookUrl": {"type": "string", "nullable": True}},
+        ("requests", "attempts", "requestsCursor", "attemptsCursor", "webhookUrl"), closed=True),
     "WebhookList": _object(
         {"webhookUrl": {"type": "string", "nullable": True, "description": "where webhooks go; null: nowhere yet"},
          "webhooks": {"type": "array", "items": _ref("Webhook")}},
@@ -413,6 +427,14 @@ def _page_of(item: str) -> dict[str, Any]:
                    ("items", "nextCursor"), closed=True)
 
 
+COMPONENTS["FeedAttempt"] = _object(
+    {**COMPONENTS["WebhookDelivery"]["properties"],
+     "event": {"type": "string", "description": "the webhook's id"}, "token": {"type": "string"},
+     "eventStatus": {"type": "string", "enum": ["approvedTransaction", "declinedTransaction"]},
+     "delivered": {"type": "boolean", "description": "whether the webhook is delivered now"},
+     "nextAttemptAt": _EPOCH_MS},
+    (*COMPONENTS["WebhookDelivery"]["required"], "event", "token", "eventStatus", "delivered"), closed=True,
+    description="A delivery attempt, with what its webhook is and where it stands now.")
 COMPONENTS.update({
     "TransferListItem": _listed("TransferStatus", {
         "flow": {"type": "string", "enum": ["clabe", "bank", "wallet", "qr", "pse"]},
@@ -574,6 +596,8 @@ _DASHBOARD_ACTIONS = (
      "Dashboard form: approve, decline or expire a pending transfer"),
     ("/sandbox/actions/webhooks/{id}/redeliver", "dashboardRedeliver", "Dashboard form: redeliver a webhook"),
     ("/sandbox/actions/clock", "dashboardClock", "Dashboard form: advance the clock"),
+    ("/sandbox/actions/webhook-url", "dashboardWebhookUrl",
+     "Dashboard form: deliver webhooks to another URL (loopback only with the documented private key)"),
 )
 
 
@@ -596,7 +620,9 @@ def _dashboard_pages() -> dict[str, Any]:
         paths[path] = {"get": operation}
     form = _object({"page_token": {"type": "string", "description": "the per-page token of the form"},
                     "back": {"type": "string", "description": "the dashboard page to return to"},
-                    "seconds": {"type": "string", "description": "the clock form: seconds to advance"}},
+                    "seconds": {"type": "string", "description": "the clock form: seconds to advance"},
+                    "url": {"type": "string", "description": "the webhook URL form: where to deliver (empty: "
+                                                             "nowhere)"}},
                    ("page_token",))
     for path, operation_id, summary in _DASHBOARD_ACTIONS:
         operation = {"operationId": operation_id, "summary": summary, "security": [], "tags": ["dashboard"],
@@ -604,7 +630,7 @@ def _dashboard_pages() -> dict[str, Any]:
                                      "content": {"application/x-www-form-urlencoded": {"schema": form}}},
                      "responses": {"303": {"description": "done: back to the page",
                                            "headers": {"Location": {"schema": {"type": "string"}}}},
-                                   "400": _html("a bad number of seconds"),
+                                   "400": _html("a bad number of seconds, a webhook URL that may not be set"),
                                    "403": _html("the page token is missing, wrong or too old, or a cross-site post"),
                                    "404": _html("no such transfer, webhook or action"),
                                    "409": _html("the transfer is not pending"), "421": _MISDIRECTED}}
@@ -720,6 +746,13 @@ _PATHS: dict[str, Any] = {
         "listWebhooks", "Simulator: the webhook outbox, newest first, each with its delivery attempts", _PRIVATE, {
             "200": _response("deliveries and their state", "WebhookList"), "401": _UNAUTHORIZED},
         parameters=(_query("token", {"type": "string"}, "this transfer's webhooks only"),), tags=("simulator",))},
+    "/sandbox/v1/webhook-url": {
+        "put": _operation("changeWebhookUrl", "Simulator: deliver webhooks to another URL from now on", _PRIVATE, {
+            "200": _response("the URL in force", "WebhookUrl"), "400": _INVALID, "401": _UNAUTHORIZED},
+            body="WebhookUrlChange", tags=("simulator",)),
+        "delete": _operation("clearWebhookUrl", "Simulator: deliver webhooks nowhere (they wait in the outbox)",
+                             _PRIVATE, {"200": _response("no URL in force", "WebhookUrl"), "401": _UNAUTHORIZED},
+                             tags=("simulator",))},
     "/sandbox/v1/webhooks/{id}/redeliver": {"post": _operation(
         "redeliverWebhook", "Simulator: send a webhook again now, delivered before or not", _PRIVATE, {
             "202": _response("queued: the webhook as it now stands", "Webhook"), "401": _UNAUTHORIZED,
@@ -745,6 +778,15 @@ _PATHS: dict[str, Any] = {
         "RequestPage", _query("kind", {"type": "string", "enum": ["api", "terminal", "page", "cdn"]}),
         _query("method", {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]}),
         _query("token", {"type": "string"}, "the requests of this transfer or card token"))},
+    "/sandbox/v1/feed": {"get": _operation(
+        "feed", "Simulator: the requests and webhook attempts recorded after two cursors, oldest first (what "
+                "`pasarela sandbox tail` follows); without a cursor, none of that kind and the cursor of now",
+        _PRIVATE, {"200": _response("what happened since the cursors", "Feed"), "400": _INVALID,
+                   "401": _UNAUTHORIZED},
+        parameters=(_query("requestsAfter", {"type": "string", "pattern": "^[0-9]{1,18}$"}),
+                    _query("attemptsAfter", {"type": "string", "pattern": "^[0-9]{1,18}$"}),
+                    _PAGING[0]),
+        tags=("simulator",))},
     "/sandbox/v1/certification": {"get": _operation(
         "certification", "Simulator: certification readiness, rule by rule (spec 8)", _PRIVATE, {
             "200": _response("a verdict for each rule 1 to 9", "Certification"), "401": _UNAUTHORIZED},

@@ -80,6 +80,8 @@ _EPILOG = f"""\
 Once started, open http://127.0.0.1:PORT/ in a browser: the dashboard (transfers, charges, webhook
 deliveries, terminal requests, the access log, certification readiness).
 '{{prog}} certify --url URL' prints a running sandbox's certification verdicts (exit 1 when a rule fails).
+'{{prog}} tail --url URL' follows a running sandbox: a line per request and per webhook attempt.
+'{{prog}} conformance --webhook-url URL --check-url URL' proves your webhook endpoint (docs/testing.md).
 The guide: {DOCS_URL} (docs/sandbox.md in the source distribution)."""
 
 
@@ -242,6 +244,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
         from .certify import main as certify
 
         return certify(arguments[1:], prog=f"{prog} certify")
+    if arguments[:1] == ["tail"]:
+        from .tail import main as tail
+
+        return tail(arguments[1:], prog=f"{prog} tail")
     if arguments[:1] == ["conformance"]:  # the test kit's, above the sandbox: reached through `pasarela sandbox`
         print(f"{prog}: error: the conformance run is `pasarela sandbox conformance ...` (or `python -m pasarela "
               "sandbox conformance ...`)", file=sys.stderr)

@@ -134,7 +134,8 @@ _TABLES = ("transfer_tokens", "transfers", "card_tokens", "charges", "outbox", "
 """Every table of :data:`_SCHEMA`, in the order :meth:`Store.clear` empties them."""
 _log = logging.getLogger("pasarela.sandbox")
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
-_NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"))
+_NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"),
+                ("webhook_attempts", "answer", "TEXT"))
 """Columns added since the first release: a database written by it gains them when opened."""
 
 
@@ -230,6 +231,8 @@ class Attempt:
     """The receiver's HTTP status; ``None`` when it did not answer."""
     latency_ms: float
     error: Optional[str]
+    answer: Optional[str] = None
+    """The first bytes of the receiver's answer as text (secrets and card numbers masked); ``None``: no answer."""
 
 
 @dataclass(frozen=True)
@@ -321,13 +324,13 @@ def _outbox(row: tuple[Any, ...]) -> OutboxEntry:
     return OutboxEntry(row[0], row[1], bytes(row[2]), row[3], row[4], row[5], row[6], row[7])
 
 
-_ATTEMPT_COLUMNS = "id, event_id, at, url, headers, status, latency_ms, error"
+_ATTEMPT_COLUMNS = "id, event_id, at, url, headers, status, latency_ms, error, answer"
 _REQUEST_COLUMNS = "id, at, kind, method, path, status, ms, key, token, headers, body, response, verdict"
 _CHARGE_COLUMNS = "reference, kind, ticket_number, answer, created, amount, reversal"
 
 
 def _attempt(row: tuple[Any, ...]) -> Attempt:
-    return Attempt(row[0], row[1], row[2], row[3], loads(row[4]), row[5], row[6], row[7])
+    return Attempt(row[0], row[1], row[2], row[3], loads(row[4]), row[5], row[6], row[7], row[8])
 
 
 def _request(row: tuple[Any, ...]) -> RequestRecord:
@@ -575,13 +578,13 @@ class Tx:
                                 (now, event_id)).rowcount == 1
 
     def add_attempt(self, event_id: str, at: float, url: str, headers: Mapping[str, str], status: Optional[int],
-                    latency_ms: float, error: Optional[str]) -> int:
+                    latency_ms: float, error: Optional[str], answer: Optional[str] = None) -> int:
         """Record an attempt of an event of the outbox; 0 (nothing recorded) when the event is gone (the store
         was cleared while the attempt was under way)."""
         cursor = self._db.execute(
-            "INSERT INTO webhook_attempts (event_id, at, url, headers, status, latency_ms, error)"
-            " SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM outbox WHERE id = ?)",
-            (event_id, at, url, dumps(dict(headers)), status, latency_ms, error, event_id))
+            "INSERT INTO webhook_attempts (event_id, at, url, headers, status, latency_ms, error, answer)"
+            " SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM outbox WHERE id = ?)",
+            (event_id, at, url, dumps(dict(headers)), status, latency_ms, error, answer, event_id))
         return int(cursor.lastrowid or 0) if cursor.rowcount == 1 else 0
 
     def attempts(self, event_ids: Optional[list[str]] = None) -> list[Attempt]:
@@ -624,7 +627,25 @@ class Tx:
         self._db.execute("DELETE FROM idempotency WHERE rowid <= (SELECT MAX(rowid) FROM idempotency) - ?",
                          (keep_newest,))
 
+    def attempts_after(self, after: int, limit: int) -> list[Attempt]:
+        """The attempts recorded after attempt ``after``, oldest first (what ``pasarela sandbox tail`` follows)."""
+        rows = self._db.execute(f"SELECT {_ATTEMPT_COLUMNS} FROM webhook_attempts WHERE id > ? ORDER BY id"  # noqa: S608
+                                " LIMIT ?", (after, limit)).fetchall()
+        return [_attempt(row) for row in rows]
+
+    def last_attempt_id(self) -> int:
+        return int(self._db.execute("SELECT COALESCE(MAX(id), 0) FROM webhook_attempts").fetchone()[0])
+
     # --- the access log
+    def requests_after(self, after: int, limit: int) -> list[RequestRecord]:
+        """The requests recorded after request ``after``, oldest first."""
+        rows = self._db.execute(f"SELECT {_REQUEST_COLUMNS} FROM requests WHERE id > ? ORDER BY id LIMIT ?",  # noqa: S608
+                                (after, limit)).fetchall()
+        return [_request(row) for row in rows]
+
+    def last_request_id(self) -> int:
+        return int(self._db.execute("SELECT COALESCE(MAX(id), 0) FROM requests").fetchone()[0])
+
     def add_request(self, row: tuple[Any, ...]) -> int:
         """Insert a row :func:`request_row` made; every :data:`_PRUNE_EVERY` rows, drop those past the newest
         :data:`MAX_RECORDED_REQUESTS`."""

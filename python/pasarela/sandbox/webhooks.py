@@ -30,10 +30,11 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, Union
 from urllib.parse import urlsplit
 
 from .._version import __version__
+from ..http.redaction import Redactor
 from ..transfers.webhook_signature import WebhookHeaders, body_signature, id_signature
 from .clock import SandboxClock
 from .config import SandboxConfig
@@ -42,11 +43,15 @@ from .states import TransferStatus
 from .store import OutboxEntry, Store, Transfer, Tx
 from .webhook_target import WebhookTarget
 
-__all__ = ["Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body", "signed_headers"]
+__all__ = ["ANSWER_BYTES", "Answer", "Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body",
+           "signed_headers"]
 
 _log = logging.getLogger("pasarela.sandbox.webhooks")
 _HEADERS = WebhookHeaders()
 _BATCH = 32
+ANSWER_BYTES = 512
+"""The first bytes of a receiver's answer kept with each attempt (the dashboard and ``pasarela sandbox tail`` show
+them: "invalid signature", a stack trace's first line...)."""
 
 
 def event_body(transfer: Transfer, status: TransferStatus) -> dict[str, Any]:
@@ -86,9 +91,17 @@ def signed_headers(config: SandboxConfig, event_id: str, body: bytes) -> dict[st
     }
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A receiver's answer: its status and its body's first :data:`ANSWER_BYTES` bytes."""
+
+    status: int
+    body: bytes = b""
+
+
 class Sender(Protocol):
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
-        """POST ``body``; the HTTP status of the answer. Raises OSError when there is none."""
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> Union[int, Answer]:
+        """POST ``body``; the answer (or only its HTTP status). Raises OSError when there is none."""
 
 
 class HttpSender:
@@ -97,7 +110,7 @@ class HttpSender:
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
 
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> Answer:
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(parts.hostname or "", parts.port, timeout=self._timeout)
@@ -105,8 +118,8 @@ class HttpSender:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             connection.request("POST", target, body=body, headers=dict(headers))
             answer = connection.getresponse()
-            answer.read()
-            return answer.status
+            first = answer.read(ANSWER_BYTES)  # the rest is not read: the connection is closed after it
+            return Answer(answer.status, first)
         except http.client.HTTPException as exc:
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         finally:
@@ -139,6 +152,8 @@ class Dispatcher:
         self._clock = clock
         self._sender = sender
         self._backoff = backoff or Backoff(config.webhook_backoff, config.webhook_backoff_max)
+        self._redactor = Redactor((config.private_key, config.webhook_secret, config.business_code))
+        """A receiver's answer is kept as the access log keeps what it records: secrets and card numbers out."""
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -184,15 +199,21 @@ class Dispatcher:
         # The wall clock, not the simulator's: the id dates this transmission for the receiver's clock.
         headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
         started = time.perf_counter()
+        answer_text: Optional[str] = None
         try:
-            status: Optional[int] = self._sender(url, headers, entry.body)
+            answer = self._sender(url, headers, entry.body)
+            if isinstance(answer, Answer):
+                status: Optional[int] = answer.status
+                answer_text = self._redactor.text(answer.body[:ANSWER_BYTES].decode("utf-8", "replace"))
+            else:
+                status = answer
             error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
         latency_ms = (time.perf_counter() - started) * 1000
         now = self._clock.now()
         with self._store.write() as tx:
-            tx.add_attempt(entry.id, now, url, headers, status, latency_ms, error)
+            tx.add_attempt(entry.id, now, url, headers, status, latency_ms, error, answer_text)
             if error is None:
                 tx.delivered(entry.id, now)
             else:

@@ -51,7 +51,7 @@ from ..errors import ConfigurationError
 from ..sandbox.config import SandboxConfig, check_webhook_url
 from ..sandbox.jsontext import dumps
 from ..sandbox.states import TransferStatus as SandboxStatus
-from ..sandbox.webhooks import HttpSender, event_body, signed_headers
+from ..sandbox.webhooks import Answer, HttpSender, event_body, signed_headers
 from ..transfers.amounts import Amount
 from ..transfers.models import TransferInitRequest, TransferTokenRequest
 from ..transfers.webhook_signature import DEFAULT_MAX_AGE, WebhookHeaders, body_signature
@@ -258,22 +258,19 @@ class _LosingSender:
         self.answers: dict[str, list[Optional[int]]] = {}
         self.lock = threading.Lock()
 
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> Answer:
         token = str(json.loads(body).get("token", ""))
+        answer: Optional[Answer] = None
         try:
-            status: Optional[int] = self._http(url, headers, body)
-        except OSError:
-            status = None
-            raise
+            answer = self._http(url, headers, body)
         finally:
             with self.lock:
-                self.answers.setdefault(token, []).append(status)
+                self.answers.setdefault(token, []).append(None if answer is None else answer.status)
         with self.lock:
-            if status == 200 and self.lose.get(token, 0) > 0:
+            if answer.status == 200 and self.lose.get(token, 0) > 0:
                 self.lose[token] -= 1
                 raise OSError("the endpoint's 200 was lost on the way back (conformance case 'retried')")
-        assert status is not None
-        return status
+        return answer
 
 
 class _Run:
@@ -323,7 +320,7 @@ class _Run:
 
     def post(self, headers: Mapping[str, str], body: bytes) -> Optional[int]:
         try:
-            return self.http(self.url, headers, body)
+            return self.http(self.url, headers, body).status
         except OSError:
             return None
 
