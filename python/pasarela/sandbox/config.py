@@ -13,6 +13,7 @@ from typing import NoReturn, Optional
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
+from .chaos import check_chaos
 
 __all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "MAX_URL_LENGTH", "SandboxConfig", "check_webhook_url"]
 
@@ -81,6 +82,10 @@ class SandboxConfig:
     server is bound to (never the Host header a client sends)."""
     cors_origins: tuple[str, ...] = ("*",)
     """Origins a browser may call the API from (``*``: any)."""
+    webhook_chaos: tuple[str, ...] = ()
+    """Delivery chaos on purpose (:mod:`.chaos`): some of ``duplicate``, ``concurrent``, ``reorder``, ``late``."""
+    webhook_chaos_rate: float = 0.5
+    """The share of events whose first delivery gets one of ``webhook_chaos``."""
 
     def __post_init__(self) -> None:
         for name in ("public_key", "private_key", "webhook_secret", "business_code", "terminal_serial"):
@@ -104,6 +109,7 @@ class SandboxConfig:
             raise ConfigurationError("webhook_concurrency must be an integer from 1 to 256")
         if self.public_url is not None:
             _check_absolute_url("public_url", self.public_url)
+        check_chaos(self.webhook_chaos, self.webhook_chaos_rate)
         if isinstance(self.cors_origins, str) or not all(isinstance(origin, str) and origin
                                                          for origin in self.cors_origins):
             raise ConfigurationError("cors_origins must be a tuple of origins (or '*')")

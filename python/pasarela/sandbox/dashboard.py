@@ -372,11 +372,12 @@ def _webhooks(items: list[dict[str, Any]], page_token: str, back: str) -> Html:
     parts = []
     for item in items:
         state = "delivered" if item["delivered"] else ("failed" if item["attempts"] else "pending")
-        attempts = table(("Delivery", "Time", "Status", "Latency ms", "Answer", "Error", "Signed headers"), (
+        attempts = table(("Delivery", "Time", "Status", "Latency ms", "Answer", "Error", "On purpose",
+                          "Signed headers"), (
             (f'<span id="delivery-{esc(attempt["id"])}">{esc(attempt["id"])}</span>', when(attempt["at"]),
              badge("delivered" if attempt["status"] == 200 else "failed") + " " + esc(attempt["status"]),
              esc(attempt["latencyMs"]), f'<code class="answer">{esc(attempt.get("answer", ""))}</code>',
-             esc(attempt.get("error", "")),
+             esc(attempt.get("error", "")), esc(attempt.get("chaos", "")),
              f"<details><summary>headers</summary>{json_block(attempt['headers'])}</details>")
             for attempt in item["deliveries"]), "not attempted yet")
         parts.append(

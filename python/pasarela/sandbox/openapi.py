@@ -327,6 +327,8 @@ COMPONENTS: dict[str, Any] = {
             "nextAttemptAt": _EPOCH_MS,
             "deliveredAt": _EPOCH_MS,
             "lastError": {"type": "string"},
+            "chaos": {"type": "string",
+                      "description": "late: its first delivery held back on purpose (--webhook-chaos)"},
             "body": {"type": "object", "description": "the body as sent (card data and keys in metadata redacted)"},
             "deliveries": {"type": "array", "items": _ref("WebhookDelivery"), "description": "oldest first"},
         },
@@ -344,6 +346,8 @@ COMPONENTS: dict[str, Any] = {
             "latencyMs": {"type": "number", "minimum": 0},
             "error": {"type": "string"},
             "answer": {"type": "string", "description": "the first 512 bytes of the receiver's answer, as text"},
+            "chaos": {"type": "string", "description": "what the sandbox did on purpose with this attempt "
+                                                       "(--webhook-chaos): duplicate, concurrent, reorder, late"},
         },
         ("id", "at", "url", "headers", "status", "latencyMs"),
         closed=True,

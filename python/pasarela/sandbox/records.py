@@ -55,6 +55,8 @@ def attempt_item(attempt: Attempt) -> dict[str, Any]:
         item["error"] = attempt.error
     if attempt.answer is not None:
         item["answer"] = attempt.answer
+    if attempt.chaos is not None:
+        item["chaos"] = attempt.chaos
     return item
 
 
@@ -77,6 +79,8 @@ def webhook_item(entry: OutboxEntry, attempts: Sequence[Attempt]) -> dict[str, A
         item["deliveredAt"] = _ms(entry.delivered_at)
     if entry.last_error is not None:
         item["lastError"] = entry.last_error
+    if entry.chaos is not None:
+        item["chaos"] = entry.chaos
     return item
 
 

@@ -31,6 +31,7 @@ from typing import Any, NoReturn, Optional, TextIO
 
 from .._version import __version__
 from ..errors import ConfigurationError
+from .chaos import CHAOS_KINDS
 from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig
 
 __all__ = ["DEFAULT_DB", "DEFAULT_PORT", "OneLineParser", "build_parser", "main"]
@@ -56,6 +57,15 @@ def _settle_after(text: str) -> Optional[float]:
     if not seconds >= 0 or seconds == float("inf"):
         raise argparse.ArgumentTypeError("expected a non-negative number of seconds or 'never'")
     return seconds
+
+
+def _chaos_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    unknown = [kind for kind in kinds if kind not in CHAOS_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or 'nothing'} is not a kind: give some of "
+                                         f"{', '.join(CHAOS_KINDS)}, comma-separated")
+    return kinds
 
 
 def _port(text: str) -> int:
@@ -117,6 +127,11 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
         help=f"Mexico, Ecuador and Colombia PSE transfers the payer has not paid settle by themselves this long after "
              f"init, by the documentNumber rule (default {DEFAULT_SETTLE_AFTER:g}; never: only the payer page and "
              f"/sandbox/v1/payments complete them)")
+    add("--webhook-chaos", type=_chaos_kinds, default=(), metavar="KINDS",
+        help=f"deliver webhooks the hostile ways on purpose: some of {', '.join(CHAOS_KINDS)}, comma-separated "
+             "(default none)")
+    add("--webhook-chaos-rate", type=float, default=_DEFAULTS.webhook_chaos_rate, metavar="RATE",
+        help=f"the share of events that get one of them (default {_DEFAULTS.webhook_chaos_rate:g})")
     add("--public-url", help="the sandbox's address in the links it hands out (payer pages, QR contents); "
                              "default: the address it listens on")
     add("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN",
@@ -167,6 +182,8 @@ def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
         settle_after=args.settle_after,
         public_url=args.public_url,
         cors_origins=tuple(args.cors_origins or ("*",)),
+        webhook_chaos=args.webhook_chaos,
+        webhook_chaos_rate=args.webhook_chaos_rate,
     )
     return config, {option: secrets[attribute][1] for attribute, option, _ in _SECRETS}
 
@@ -209,6 +226,8 @@ def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str,
         f"  --merchant-name   {args.merchant_name}",
         f"  --timeout-delay   {args.timeout_delay:g}",
         f"  --webhook-backoff {args.webhook_backoff:g} (max {args.webhook_backoff_max:g})",
+        "  --webhook-chaos   " + (f"{','.join(args.webhook_chaos)} (rate {args.webhook_chaos_rate:g})"
+                                  if args.webhook_chaos else "none"),
         "  --settle-after    " + ("never" if args.settle_after is None else f"{args.settle_after:g}"),
         f"  --public-url      {args.public_url or url}",
         f"  --access-log      {args.access_log}",

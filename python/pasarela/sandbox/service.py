@@ -71,10 +71,11 @@ class Sandbox:
     def reset(self) -> None:
         """Start again from nothing without a restart (what a test suite does between tests, in milliseconds):
         the state, the outbox and the access log emptied, the clock's advances undone, the webhook URL back to
-        the configured one. Deliveries under way finish and are not recorded."""
+        the configured one, the delivery chaos the configured one. Deliveries under way finish and are not recorded."""
         self.store.clear()
         self.clock.reset()
         self.context.webhook_target.reset()
+        self.dispatcher.chaos.reset()
 
     def start(self) -> None:
         """Start delivering webhooks (pending ones from an earlier run first) and settling transfers."""

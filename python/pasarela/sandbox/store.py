@@ -135,7 +135,8 @@ _TABLES = ("transfer_tokens", "transfers", "card_tokens", "charges", "outbox", "
 _log = logging.getLogger("pasarela.sandbox")
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
 _NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"),
-                ("webhook_attempts", "answer", "TEXT"))
+                ("webhook_attempts", "answer", "TEXT"), ("webhook_attempts", "chaos", "TEXT"),
+                ("outbox", "chaos", "TEXT"))
 """Columns added since the first release: a database written by it gains them when opened."""
 
 
@@ -205,6 +206,8 @@ class OutboxEntry:
     next_attempt_at: float
     delivered_at: Optional[float]
     last_error: Optional[str]
+    chaos: Optional[str] = None
+    """The delivery chaos the dispatcher chose for this event on purpose (``late``: its first attempt held back)."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,9 @@ class Attempt:
     error: Optional[str]
     answer: Optional[str] = None
     """The first bytes of the receiver's answer as text (secrets and card numbers masked); ``None``: no answer."""
+    chaos: Optional[str] = None
+    """What the sandbox did on purpose with this attempt (:mod:`.chaos`): ``duplicate``, ``concurrent``, ``reorder``,
+    ``late``; ``None``: a plain delivery."""
 
 
 @dataclass(frozen=True)
@@ -284,7 +290,7 @@ _TRANSFER_COLUMNS = (
     "token, reference, country, variant, status, currency, amount, ticket_number, created, updated,"
     " cancelled, locked, expires_at, document_number, callback_url, clabe, reference_code, metadata, settle_at"
 )
-_OUTBOX_COLUMNS = "id, token, body, created, attempts, next_attempt_at, delivered_at, last_error"
+_OUTBOX_COLUMNS = "id, token, body, created, attempts, next_attempt_at, delivered_at, last_error, chaos"
 # Statements are assembled from these constant column lists only; values always travel as parameters.
 _FILTERABLE = frozenset({"status", "country", "variant", "kind", "method", "token", "path"})
 _SELECT_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM transfers"  # noqa: S608
@@ -321,16 +327,16 @@ def _transfer(row: tuple[Any, ...]) -> Transfer:
 
 
 def _outbox(row: tuple[Any, ...]) -> OutboxEntry:
-    return OutboxEntry(row[0], row[1], bytes(row[2]), row[3], row[4], row[5], row[6], row[7])
+    return OutboxEntry(row[0], row[1], bytes(row[2]), row[3], row[4], row[5], row[6], row[7], row[8])
 
 
-_ATTEMPT_COLUMNS = "id, event_id, at, url, headers, status, latency_ms, error, answer"
+_ATTEMPT_COLUMNS = "id, event_id, at, url, headers, status, latency_ms, error, answer, chaos"
 _REQUEST_COLUMNS = "id, at, kind, method, path, status, ms, key, token, headers, body, response, verdict"
 _CHARGE_COLUMNS = "reference, kind, ticket_number, answer, created, amount, reversal"
 
 
 def _attempt(row: tuple[Any, ...]) -> Attempt:
-    return Attempt(row[0], row[1], row[2], row[3], loads(row[4]), row[5], row[6], row[7], row[8])
+    return Attempt(row[0], row[1], row[2], row[3], loads(row[4]), row[5], row[6], row[7], row[8], row[9])
 
 
 def _request(row: tuple[Any, ...]) -> RequestRecord:
@@ -560,6 +566,10 @@ class Tx:
             (error, next_attempt_at, event_id),
         )
 
+    def hold_back(self, event_id: str, until: float, chaos: str) -> None:
+        """Delay an event's first attempt on purpose (delivery chaos), saying why."""
+        self._db.execute("UPDATE outbox SET next_attempt_at = ?, chaos = ? WHERE id = ?", (until, chaos, event_id))
+
     def outbox(self, limit: int, token: Optional[str] = None) -> list[OutboxEntry]:
         """The newest events (``token``: of that transfer only)."""
         where, values = ("", ()) if token is None else (" WHERE token = ?", (token,))
@@ -578,13 +588,14 @@ class Tx:
                                 (now, event_id)).rowcount == 1
 
     def add_attempt(self, event_id: str, at: float, url: str, headers: Mapping[str, str], status: Optional[int],
-                    latency_ms: float, error: Optional[str], answer: Optional[str] = None) -> int:
+                    latency_ms: float, error: Optional[str], answer: Optional[str] = None,
+                    chaos: Optional[str] = None) -> int:
         """Record an attempt of an event of the outbox; 0 (nothing recorded) when the event is gone (the store
         was cleared while the attempt was under way)."""
         cursor = self._db.execute(
-            "INSERT INTO webhook_attempts (event_id, at, url, headers, status, latency_ms, error, answer)"
-            " SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM outbox WHERE id = ?)",
-            (event_id, at, url, dumps(dict(headers)), status, latency_ms, error, answer, event_id))
+            "INSERT INTO webhook_attempts (event_id, at, url, headers, status, latency_ms, error, answer, chaos)"
+            " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM outbox WHERE id = ?)",
+            (event_id, at, url, dumps(dict(headers)), status, latency_ms, error, answer, chaos, event_id))
         return int(cursor.lastrowid or 0) if cursor.rowcount == 1 else 0
 
     def attempts(self, event_ids: Optional[list[str]] = None) -> list[Attempt]:

@@ -111,6 +111,8 @@ def line(kind: str, item: dict[str, Any], *, colour: bool = False) -> str:
         text += " " + (answer_text if len(answer_text) <= _ANSWER_SHOWN else answer_text[:_ANSWER_SHOWN] + "...")
     elif item.get("error"):
         text += f" ({printable(item['error'])})"
+    if item.get("chaos"):
+        text += f" chaos={printable(item['chaos'])}"
     if not item.get("delivered") and item.get("nextAttemptAt") is not None and status != 200:
         text += f" retry at {_clock(item['nextAttemptAt'])}"
     return text

@@ -27,7 +27,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Union
@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from .._version import __version__
 from ..http.redaction import Redactor
 from ..transfers.webhook_signature import WebhookHeaders, body_signature, id_signature
+from .chaos import LATE_SECONDS, REORDER, WebhookChaos
 from .clock import SandboxClock
 from .config import SandboxConfig
 from .jsontext import dumps
@@ -48,6 +49,7 @@ __all__ = ["ANSWER_BYTES", "Answer", "Backoff", "Dispatcher", "HttpSender", "Sen
 
 _log = logging.getLogger("pasarela.sandbox.webhooks")
 _HEADERS = WebhookHeaders()
+INITIALIZED_STATUS = TransferStatus.INITIALIZED.webhook_status
 _BATCH = 32
 ANSWER_BYTES = 512
 """The first bytes of a receiver's answer kept with each attempt (the dashboard and ``pasarela sandbox tail`` show
@@ -127,6 +129,17 @@ class HttpSender:
 
 
 @dataclass(frozen=True)
+class _Sent:
+    """One POST as it went: the signed headers, and the receiver's status, error and answer's first bytes."""
+
+    headers: Mapping[str, str]
+    status: Optional[int]
+    error: Optional[str]
+    answer: Optional[str]
+    latency_ms: float
+
+
+@dataclass(frozen=True)
 class Backoff:
     """Retry *n* waits between half and all of ``min(maximum, base * 2**(n-1))`` seconds."""
 
@@ -153,6 +166,8 @@ class Dispatcher:
         self._sender = sender
         self._backoff = backoff or Backoff(config.webhook_backoff, config.webhook_backoff_max)
         self._redactor = Redactor((config.private_key, config.webhook_secret, config.business_code))
+        self.chaos = WebhookChaos(config.webhook_chaos, config.webhook_chaos_rate)
+        """Delivery chaos in force (:mod:`.chaos`): changeable while it runs."""
         """A receiver's answer is kept as the access log keeps what it records: secrets and card numbers out."""
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -195,13 +210,14 @@ class Dispatcher:
         """Try every event due now once (concurrently) and wait for them; returns how many were delivered."""
         return sum(future.result() for future in self._submit_due())
 
-    def _attempt(self, url: str, entry: OutboxEntry) -> int:
+    def _send(self, url: str, body: bytes) -> _Sent:
+        """One POST of ``body``, signed now; what came back (never raises for the receiver's failures)."""
         # The wall clock, not the simulator's: the id dates this transmission for the receiver's clock.
-        headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
+        headers = signed_headers(self._config, str(int(time.time() * 1000)), body)
         started = time.perf_counter()
         answer_text: Optional[str] = None
         try:
-            answer = self._sender(url, headers, entry.body)
+            answer = self._sender(url, headers, body)
             if isinstance(answer, Answer):
                 status: Optional[int] = answer.status
                 answer_text = self._redactor.text(answer.body[:ANSWER_BYTES].decode("utf-8", "replace"))
@@ -210,17 +226,58 @@ class Dispatcher:
             error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
-        latency_ms = (time.perf_counter() - started) * 1000
+        return _Sent(headers, status, error, answer_text, (time.perf_counter() - started) * 1000)
+
+    def _record(self, entry: OutboxEntry, url: str, sent: Sequence[_Sent], chaos: Optional[str],
+                settles: bool = True) -> int:
+        """Record the attempts ``sent``; when ``settles``, the event is delivered if one got a 200, else retried."""
         now = self._clock.now()
+        delivered = any(attempt.error is None for attempt in sent)
         with self._store.write() as tx:
-            tx.add_attempt(entry.id, now, url, headers, status, latency_ms, error, answer_text)
-            if error is None:
+            for attempt in sent:
+                tx.add_attempt(entry.id, now, url, attempt.headers, attempt.status, attempt.latency_ms,
+                               attempt.error, attempt.answer, chaos)
+            if not settles:
+                return 0
+            if delivered:
                 tx.delivered(entry.id, now)
             else:
-                tx.failed(entry.id, error, now + self._backoff.delay(entry.attempts + 1))
-        if error is not None:
-            _log.info("webhook %s not delivered (attempt %d): %s", entry.id, entry.attempts + 1, error)
-        return int(error is None)
+                tx.failed(entry.id, str(sent[-1].error), now + self._backoff.delay(entry.attempts + 1))
+        if not delivered:
+            _log.info("webhook %s not delivered (attempt %d): %s", entry.id, entry.attempts + 1, sent[-1].error)
+        return int(delivered)
+
+    def _attempt(self, url: str, entry: OutboxEntry) -> int:
+        chaos = self.chaos.pick() if entry.attempts == 0 and entry.chaos is None else None
+        if chaos == "late":
+            with self._store.write() as tx:
+                tx.hold_back(entry.id, self._clock.now() + LATE_SECONDS, "late")
+            return 0
+        if chaos == "concurrent":
+            twin: list[_Sent] = []
+            other = threading.Thread(target=lambda: twin.append(self._send(url, entry.body)),
+                                     name="pasarela-sandbox-webhook-twin")
+            other.start()
+            first = self._send(url, entry.body)
+            other.join()
+            return self._record(entry, url, [first, *twin], chaos)
+        held = "late" if entry.chaos == "late" and entry.attempts == 0 else None
+        delivered = self._record(entry, url, [self._send(url, entry.body)], held)
+        if delivered and chaos == "duplicate":
+            self._record(entry, url, [self._send(url, entry.body)], chaos, settles=False)
+        if delivered and chaos == REORDER:
+            older = self._older_event(entry)
+            if older is not None:
+                self._record(entry, url, [self._send(url, older)], f"{REORDER}: an older {INITIALIZED_STATUS} sent "
+                                                                   "after it", settles=False)
+        return delivered
+
+    def _older_event(self, entry: OutboxEntry) -> Optional[bytes]:
+        with self._store.read() as tx:
+            transfer = tx.transfer(entry.token)
+        if transfer is None:
+            return None
+        return dumps(event_body(transfer, TransferStatus.INITIALIZED)).encode("utf-8")
 
     def notify(self) -> None:
         """A webhook was queued: deliver without waiting for the next poll."""

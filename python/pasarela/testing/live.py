@@ -60,7 +60,8 @@ _POLL = 0.01
 @dataclass(frozen=True)
 class DeliveryAttempt:
     """One delivery of a webhook: when (sandbox clock, Unix seconds), where, the exact headers it carried, and
-    what the receiver answered (``status`` ``None``: no answer; ``error`` says why it was not a 200)."""
+    what the receiver answered (``status`` ``None``: no answer; ``error`` says why it was not a 200; ``answer``:
+    its first bytes); ``chaos``: what the sandbox did on purpose (:meth:`LiveSandbox.set_webhook_chaos`)."""
 
     at: float
     url: str
@@ -68,6 +69,8 @@ class DeliveryAttempt:
     latency_ms: float
     error: Optional[str]
     headers: Mapping[str, str] = field(repr=False)
+    answer: Optional[str] = None
+    chaos: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def _sent(entry: OutboxEntry, attempts: Sequence[Attempt]) -> SentWebhook:
     return SentWebhook(
         id=entry.id, token=entry.token, status=str(body.get("status", "")), delivered=entry.delivered_at is not None,
         attempts=tuple(DeliveryAttempt(attempt.at, attempt.url, attempt.status, attempt.latency_ms, attempt.error,
-                                       dict(attempt.headers)) for attempt in attempts),
+                                       dict(attempt.headers), attempt.answer, attempt.chaos) for attempt in attempts),
         body=body, raw=entry.body)
 
 
@@ -249,6 +252,12 @@ class LiveSandbox:
         self.sandbox.context.webhook_target.change(url)
         self.sandbox.dispatcher.notify()
 
+    def set_webhook_chaos(self, *kinds: str, rate: float = 1.0, seed: Optional[int] = None) -> None:
+        """Deliver the next events the hostile ways named (``"duplicate"``, ``"concurrent"``, ``"reorder"``,
+        ``"late"``; none: no chaos), each event's first delivery with probability ``rate``; ``seed`` makes the
+        choices repeatable. Each attempt made on purpose says so (:attr:`DeliveryAttempt.chaos`). A reset undoes it."""
+        self.sandbox.dispatcher.chaos.set(kinds, rate, seed)
+
     def webhooks(self, token: Optional[str] = None) -> list[SentWebhook]:
         """Every webhook queued since the start or the last reset (``token``: of that transfer), oldest first, with
         each delivery attempt."""
@@ -291,7 +300,8 @@ class LiveSandbox:
     # --- life
     def reset(self) -> None:
         """Start again from nothing, in milliseconds and without a restart: state, outbox and access log emptied,
-        the clock back to the real now and standing still, the webhook URL back to the configured one."""
+        the clock back to the real now and standing still, the webhook URL and the delivery chaos back to the
+        configured ones."""
         self._clock.restart()
         self.sandbox.reset()
 
