@@ -51,7 +51,7 @@ from .dashboard_html import (
 )
 from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
 from .errors import SandboxError
-from .listings import COUNTRIES, REQUEST_KINDS, TRANSFER_FLOWS, listing, transfer_detail
+from .listings import COUNTRIES, REQUEST_KINDS, REQUEST_METHODS, TRANSFER_FLOWS, listing, transfer_detail
 from .page_token import PageTokens
 from .payments import expire, pay
 from .records import request_item, transfer_item, webhook_item
@@ -71,6 +71,7 @@ _HEADERS = {"Content-Security-Policy": POLICY, "X-Frame-Options": "DENY", "Refer
 form posts, and the actions check Origin. The pages link nowhere else, so no referrer leaves the sandbox either."""
 _TOKEN_SUBJECT = "dashboard"  # noqa: S105 (what the page tokens are bound to, not a secret)
 _PAGE_SIZE = 50
+_LONGEST_SEARCH = 200
 _STATUSES = tuple(status.value for status in TransferStatus)
 _TRANSFER_ACTIONS: dict[str, Optional[Outcome]] = {"approve": Outcome.APPROVED, "decline": Outcome.DECLINED,
                                                    "expire": None}
@@ -219,16 +220,53 @@ class Dashboard:
         return self._page(call.request, "Terminal requests", "/sandbox/terminal", body)
 
     async def requests(self, call: Call) -> Response:
-        query = listing(_chosen(call.request), {"kind": REQUEST_KINDS})
+        chosen = _chosen(call.request)
+        query = listing(chosen, {"kind": REQUEST_KINDS, "method": REQUEST_METHODS})
+        token = chosen.get("token")
+        if token is not None and len(token) > _LONGEST_SEARCH:
+            raise SandboxError.invalid("token", f"at most {_LONGEST_SEARCH} characters")
         with self._context.store.read(recorded_requests=True) as tx:
-            found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
+            found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"], method=query.filters["method"],
+                                token=token)
         dropped = self._context.store.dropped_requests
         lost = (f"<p class=notice>{dropped} request(s) since start could not be recorded (see the sandbox's log); "
                 "the others were.</p>" if dropped else "")
-        body = (lost + filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
+        shown = {**query.filters, "token": token}
+        body = (lost + filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),
+                                                          ("method", "Method", REQUEST_METHODS)), shown,
+                                    (("token", "Token"),))
                 + _requests_table([request_item(record) for record in found.items], with_bodies=False)
-                + next_page("/sandbox/requests", found.next_cursor, query.filters))
+                + next_page("/sandbox/requests", found.next_cursor, shown))
         return self._page(call.request, "Access log", "/sandbox/requests", body)
+
+    async def search(self, call: Call) -> Response:
+        """Transfers and charges by token, transaction reference, ticket number or the payer's document number."""
+        text = call.request.query_params.get("q", "").strip()
+        if len(text) > _LONGEST_SEARCH:
+            raise SandboxError.invalid("q", f"at most {_LONGEST_SEARCH} characters")
+        if not text:
+            return self._page(call.request, "Search", "/sandbox/search",
+                              "<p>Search by token, transaction reference, ticket number or document number.</p>")
+        settle_due(self._context)
+        with self._context.store.read() as tx:
+            transfers = tx.search_transfers(text, _PAGE_SIZE)
+            charges = tx.search_charges(text, _PAGE_SIZE)
+        if len(transfers) == 1 and not charges:
+            return redirect(f"/sandbox/transfers/{quote(transfers[0].token, safe='')}")
+        now = self._context.clock.now()
+        items = [transfer_item(transfer, now) for transfer in transfers]
+        rows = [(link(f"/sandbox/transfers/{quote(item['token'], safe='')}", item["token"]), when(item["created"]),
+                 esc(item["flow"]), badge(_state(item)), f"<code>{esc(item['transactionReference'])}</code>",
+                 f"<code>{esc(item['ticketNumber'])}</code>", esc(item.get("documentNumber", "")))
+                for item in items]
+        charge_rows = [(f"<code>{esc(charge.ticket_number)}</code>", when(int(charge.created * 1000)),
+                        esc(charge.kind), f"<code>{esc(charge.reference)}</code>") for charge in charges]
+        body = (f"<p>Matches for <code>{esc(text)}</code>.</p><h2>Transfers</h2>"
+                + table(("Token", "Created", "Flow", "State", "Transaction reference", "Ticket", "Payer document"),
+                        rows, "no transfer matches")
+                + "<h2>Charges</h2>"
+                + table(("Ticket", "Created", "Kind", "Transaction reference"), charge_rows, "no charge matches"))
+        return self._page(call.request, "Search", "/sandbox/search", body)
 
     async def request(self, call: Call) -> Response:
         wanted = call.params["id"]
@@ -397,7 +435,7 @@ def routes(context: Context) -> list[Route]:
              ("/sandbox/terminal", dashboard.terminal), ("/sandbox/requests", dashboard.requests),
              ("/sandbox/requests/{id}", dashboard.request), ("/sandbox/certification", dashboard.certification),
              ("/sandbox/assets/dashboard.css", dashboard.style), ("/sandbox/assets/dashboard.js", dashboard.script),
-             ("/sandbox/changes", dashboard.changes), ("/", dashboard.root))
+             ("/sandbox/changes", dashboard.changes), ("/sandbox/search", dashboard.search), ("/", dashboard.root))
     actions = (("/sandbox/actions/transfers/{token}/{action}", dashboard.transfer_action),
                ("/sandbox/actions/webhooks/{id}/redeliver", dashboard.redeliver),
                ("/sandbox/actions/clock", dashboard.clock), ("/sandbox/actions/webhook-url", dashboard.webhook_url))

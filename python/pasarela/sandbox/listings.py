@@ -25,8 +25,8 @@ from .settlement import settle_due
 from .states import TransferStatus
 from .store import Page, Tx
 
-__all__ = ["COUNTRIES", "DEFAULT_LIMIT", "MAX_LIMIT", "REQUEST_KINDS", "TRANSFER_FLOWS", "Listing", "listing", "routes",
-           "transfer_detail"]
+__all__ = ["COUNTRIES", "DEFAULT_LIMIT", "MAX_LIMIT", "REQUEST_KINDS", "REQUEST_METHODS", "TRANSFER_FLOWS", "Listing",
+           "listing", "routes", "transfer_detail"]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -34,6 +34,7 @@ _CURSOR_DIGITS = 18
 TRANSFER_FLOWS = ("clabe", "bank", "wallet", "qr", "pse")
 COUNTRIES = ("MX", "EC", "CO")
 REQUEST_KINDS = ("api", "terminal", "page", "cdn")
+REQUEST_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _STATUS_WORDS = {status.value: status.value for status in TransferStatus} | {
     status.webhook_status: status.value for status in TransferStatus}
 """A status filter takes the spec's word (``PAID``) or the service's (``approvedTransaction``)."""
@@ -121,7 +122,7 @@ class Listings:
 
     async def requests(self, call: Call) -> Response:
         query = listing(call.request.query_params, {"kind": REQUEST_KINDS,
-                                                    "method": ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")})
+                                                    "method": REQUEST_METHODS})
         token = call.request.query_params.get("token")
         with self._context.store.read(recorded_requests=True) as tx:
             page = tx.requests(query.limit, query.cursor, token=token, **query.filters)

@@ -594,6 +594,8 @@ _DASHBOARD_PAGES = (
     ("/sandbox/requests", "dashboardRequests", "Dashboard: the access log", True),
     ("/sandbox/requests/{id}", "dashboardRequest", "Dashboard: one request, its headers and bodies", False),
     ("/sandbox/certification", "dashboardCertification", "Dashboard: certification readiness", False),
+    ("/sandbox/search", "dashboardSearch", "Dashboard: transfers and charges by token, transaction reference, ticket "
+                                           "or document number (q)", True),
 )
 _DASHBOARD_ACTIONS = (
     ("/sandbox/actions/transfers/{token}/{action}", "dashboardTransferAction",
@@ -621,6 +623,10 @@ def _dashboard_pages() -> dict[str, Any]:
                                      "tags": ["dashboard"], "responses": responses}
         if _path_parameters(path):
             operation["parameters"] = _path_parameters(path)
+        if path == "/sandbox/search":
+            operation["parameters"] = [_query("q", {"type": "string"}, "what to look for")]
+            responses["303"] = {"description": "one transfer matches: its page",
+                                "headers": {"Location": {"schema": {"type": "string"}}}}
         paths[path] = {"get": operation}
     form = _object({"page_token": {"type": "string", "description": "the per-page token of the form"},
                     "back": {"type": "string", "description": "the dashboard page to return to"},

@@ -452,6 +452,22 @@ class Tx:
         return self._page(f"SELECT rowid, {_TRANSFER_COLUMNS} FROM transfers", equal, limit, cursor,  # noqa: S608
                           lambda row: _transfer(row[1:]))
 
+    def search_transfers(self, text: str, limit: int) -> list[Transfer]:
+        """Transfers whose token, transaction reference, ticket number, document number, CLABE or reference code is
+        ``text``, or (token, reference, ticket) starts with it; newest first."""
+        prefix = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self._db.execute(
+            f"{_SELECT_TRANSFERS} WHERE ? IN (token, reference, ticket_number, document_number, clabe, reference_code)"
+            " OR token LIKE ? ESCAPE '\\' OR reference LIKE ? ESCAPE '\\' OR ticket_number LIKE ? ESCAPE '\\'"
+            " ORDER BY created DESC, rowid DESC LIMIT ?", (text, prefix, prefix, prefix, limit)).fetchall()
+        return [_transfer(row) for row in rows]
+
+    def search_charges(self, text: str, limit: int) -> list[Charge]:
+        """Card charges whose ticket number or transaction reference is ``text``; newest first."""
+        rows = self._db.execute(f"SELECT {_CHARGE_COLUMNS} FROM charges WHERE ? IN (ticket_number, reference)"  # noqa: S608
+                                " ORDER BY created DESC LIMIT ?", (text, limit)).fetchall()
+        return [_charge(row) for row in rows]
+
     def all_transfers(self) -> list[Transfer]:
         return [_transfer(row) for row in self._db.execute(f"{_SELECT_TRANSFERS} ORDER BY created, rowid")]
 
