@@ -18,6 +18,9 @@ from node_envelope import NodeEnvelope
 from node_oracle import NodeOracle, NodeUnavailableError
 
 if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scripts/wheel-check) have no redis
+    import httpx
+
+    from pasarela.testing import LiveSandbox
     from redis_server import RedisServer
 
 pytest_plugins = ("pytester",)  # tests/test_testing_plugin.py runs inner pytest sessions
@@ -121,3 +124,19 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def live(pasarela_sandbox: LiveSandbox) -> LiveSandbox:
+    """The test kit's own ``pasarela_sandbox`` (the plugin, loaded by its entry point): the sandbox's tests use it as
+    a merchant's suite would, one served sandbox per worker, reset before each test."""
+    return pasarela_sandbox
+
+
+@pytest.fixture
+def live_http(live: LiveSandbox) -> Iterator[httpx.Client]:
+    """A plain HTTP client of ``live`` (no key: each test sends the headers it means)."""
+    import httpx
+
+    with httpx.Client(base_url=live.url, timeout=10) as client:
+        yield client

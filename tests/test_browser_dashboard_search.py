@@ -6,10 +6,9 @@ kept (build/artifacts/screenshots)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Callable
 
-import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 from selenium.webdriver.support.wait import WebDriverWait
@@ -17,18 +16,6 @@ from selenium.webdriver.support.wait import WebDriverWait
 from browser import Browser
 from pasarela.testing import LiveSandbox, ServedApp
 from pasarela.transfers import Amount, TransferInitRequest, TransferTokenRequest
-
-
-@pytest.fixture(scope="module")
-def shared() -> Iterator[LiveSandbox]:
-    with LiveSandbox() as sandbox:
-        yield sandbox
-
-
-@pytest.fixture
-def live(shared: LiveSandbox) -> LiveSandbox:
-    shared.reset()
-    return shared
 
 
 def _mexico(live: LiveSandbox, document: str) -> tuple[str, str]:

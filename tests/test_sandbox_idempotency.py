@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,7 +15,7 @@ import pytest
 from pasarela.errors import ApiError, TransportError
 from pasarela.http import AuditRecord
 from pasarela.http.config import ServiceConfig
-from pasarela.sandbox import SandboxConfig, idempotency
+from pasarela.sandbox import idempotency
 from pasarela.sandbox.store import Store
 from pasarela.testing import LiveSandbox
 from pasarela.transfers import Amount, TransferClient, TransferInitRequest, TransferTokenRequest
@@ -34,105 +33,94 @@ def _qr_token(total: int = 25000) -> dict[str, Any]:
     return {"currency": "COP", "amount": _amount(total), "flow": FLOW}
 
 
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveSandbox]:
-    with LiveSandbox(SandboxConfig(timeout_delay=1.5)) as sandbox:
-        yield sandbox
-
-
-@pytest.fixture
-def http(live: LiveSandbox) -> Iterator[httpx.Client]:
-    live.reset()
-    with httpx.Client(base_url=live.url, timeout=10) as client:
-        yield client
-
-
 def _count(live: LiveSandbox, table: str) -> int:
     with live.sandbox.store.read() as tx:
         return int(tx._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608
 
 
-def _token(http: httpx.Client, total: int = 25000) -> str:
-    token: str = http.post("/transfer/v1/tokens", json=_qr_token(total), headers=PUBLIC).json()["token"]
+def _token(client: httpx.Client, total: int = 25000) -> str:
+    token: str = client.post("/transfer/v1/tokens", json=_qr_token(total), headers=PUBLIC).json()["token"]
     return token
 
 
 def test_the_same_key_and_body_answers_the_first_answer_and_creates_nothing(live: LiveSandbox,
-                                                                            http: httpx.Client) -> None:
-    token = _token(http)
+                                                                            live_http: httpx.Client) -> None:
+    token = _token(live_http)
     body = {"token": token, "amount": _amount(25000), "metadata": {"order": "42"}}
     key = {"Idempotency-Key": "init-order-42", **PRIVATE}
-    first = http.post("/transfer/v1/init", json=body, headers=key)
+    first = live_http.post("/transfer/v1/init", json=body, headers=key)
     assert first.status_code == 201 and "Idempotent-Replayed" not in first.headers
     # The same request, spaced and ordered otherwise: the same JSON.
-    again = http.post("/transfer/v1/init", content=json.dumps(dict(reversed(body.items())), indent=2),
+    again = live_http.post("/transfer/v1/init", content=json.dumps(dict(reversed(body.items())), indent=2),
                       headers={**key, "Content-Type": "application/json"})
     assert (again.status_code, again.content) == (first.status_code, first.content)
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.headers["content-type"] == first.headers["content-type"]
     assert _count(live, "transfers") == 1
     # Without the key, the same body is a second init: refused, the token was used.
-    assert http.post("/transfer/v1/init", json=body, headers=PRIVATE).status_code == 400
+    assert live_http.post("/transfer/v1/init", json=body, headers=PRIVATE).status_code == 400
 
 
-def test_a_token_request_replayed_gives_the_same_token(live: LiveSandbox, http: httpx.Client) -> None:
+def test_a_token_request_replayed_gives_the_same_token(live: LiveSandbox, live_http: httpx.Client) -> None:
     key = {"Idempotency-Key": "token-7", **PUBLIC}
-    tokens = {http.post("/transfer/v1/tokens", json=_qr_token(), headers=key).json()["token"] for _ in range(3)}
+    tokens = {live_http.post("/transfer/v1/tokens", json=_qr_token(), headers=key).json()["token"] for _ in range(3)}
     assert len(tokens) == 1 and _count(live, "transfer_tokens") == 1
 
 
-def test_the_same_key_with_another_request_is_422(http: httpx.Client) -> None:
+def test_the_same_key_with_another_request_is_422(live_http: httpx.Client) -> None:
     key = {"Idempotency-Key": "reused", **PUBLIC}
-    assert http.post("/transfer/v1/tokens", json=_qr_token(25000), headers=key).status_code == 201
-    other_body = http.post("/transfer/v1/tokens", json=_qr_token(26000), headers=key)
+    assert live_http.post("/transfer/v1/tokens", json=_qr_token(25000), headers=key).status_code == 201
+    other_body = live_http.post("/transfer/v1/tokens", json=_qr_token(26000), headers=key)
     assert other_body.status_code == 422
     assert other_body.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
     assert "reused" not in other_body.text                      # the key is never quoted back
     card = {"card": {"name": "A B", "number": "4000000000000002", "expiryMonth": "12", "expiryYear": "30",
                      "cvv": "123"}, "totalAmount": 10, "currency": "COP"}
-    other_path = http.post("/card/v1/tokens", json=card, headers=key)
+    other_path = live_http.post("/card/v1/tokens", json=card, headers=key)
     assert (other_path.status_code, other_path.json()["code"]) == (422, "IDEMPOTENCY_KEY_REUSED")
 
 
-def test_a_key_is_the_merchant_credentials_own(live: LiveSandbox, http: httpx.Client) -> None:
+def test_a_key_is_the_merchant_credentials_own(live: LiveSandbox, live_http: httpx.Client) -> None:
     """The browser's token call (public key) and the back end's init (private key) may use one order id."""
     key = "order-99"
-    token = http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": key, **PUBLIC}).json()
-    started = http.post("/transfer/v1/init", json={"token": token["token"], "amount": _amount(25000)},
+    token = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": key, **PUBLIC}).json()
+    started = live_http.post("/transfer/v1/init", json={"token": token["token"], "amount": _amount(25000)},
                         headers={"Idempotency-Key": key, **PRIVATE})
     assert started.status_code == 201 and "Idempotent-Replayed" not in started.headers
 
 
-def test_a_request_refused_before_it_ran_is_not_kept(http: httpx.Client) -> None:
+def test_a_request_refused_before_it_ran_is_not_kept(live_http: httpx.Client) -> None:
     key = {"Idempotency-Key": "fix-and-resend", **PUBLIC}
-    broken = http.post("/transfer/v1/tokens", json={"currency": "COP", "amount": {"subtotalIva": "x"}}, headers=key)
+    broken = live_http.post("/transfer/v1/tokens", json={"currency": "COP", "amount": {"subtotalIva": "x"}},
+                            headers=key)
     assert broken.status_code == 400 and broken.json()["field"].startswith("amount")
-    fixed = http.post("/transfer/v1/tokens", json=_qr_token(), headers=key)
+    fixed = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers=key)
     assert fixed.status_code == 201 and "Idempotent-Replayed" not in fixed.headers
 
 
-def test_the_handlers_refusals_and_the_scenarios_are_kept(live: LiveSandbox, http: httpx.Client) -> None:
-    token = _token(http, 11000)                           # spec 8: 500 QR-CODE-0001, the token stays usable
+def test_the_handlers_refusals_and_the_scenarios_are_kept(live: LiveSandbox, live_http: httpx.Client) -> None:
+    token = _token(live_http, 11000)                           # spec 8: 500 QR-CODE-0001, the token stays usable
     key = {"Idempotency-Key": "scenario-11000", **PRIVATE}
     body = {"token": token, "amount": _amount(11000)}
-    first = http.post("/transfer/v1/init", json=body, headers=key)
-    again = http.post("/transfer/v1/init", json=body, headers=key)
+    first = live_http.post("/transfer/v1/init", json=body, headers=key)
+    again = live_http.post("/transfer/v1/init", json=body, headers=key)
     assert (first.status_code, first.json()["code"]) == (500, "QR-CODE-0001")
     assert (again.status_code, again.content, again.headers["Idempotent-Replayed"]) == (500, first.content, "true")
-    mismatch = {"token": _token(http), "amount": _amount(1)}     # the handler's rule: the token's total
-    refused = [http.post("/transfer/v1/init", json=mismatch, headers={"Idempotency-Key": "k2", **PRIVATE})
+    mismatch = {"token": _token(live_http), "amount": _amount(1)}     # the handler's rule: the token's total
+    refused = [live_http.post("/transfer/v1/init", json=mismatch, headers={"Idempotency-Key": "k2", **PRIVATE})
                for _ in range(2)]
     assert [answer.status_code for answer in refused] == [400, 400]
     assert refused[1].headers["Idempotent-Replayed"] == "true" and refused[0].content == refused[1].content
 
 
+@pytest.mark.pasarela_sandbox(timeout_delay=1.5)
 def test_the_same_key_while_the_first_runs_is_409_then_the_first_answer(live: LiveSandbox,
-                                                                        http: httpx.Client) -> None:
-    token = _token(http, 13000)                           # spec 8: no answer for timeout_delay (1.5 s), then 504
+                                                                        live_http: httpx.Client) -> None:
+    token = _token(live_http, 13000)                           # spec 8: no answer for timeout_delay (1.5 s), then 504
     body = {"token": token, "amount": _amount(13000)}
     key = {"Idempotency-Key": "slow", **PRIVATE}
     answers: list[httpx.Response] = []
-    first = threading.Thread(target=lambda: answers.append(http.post("/transfer/v1/init", json=body, headers=key)))
+    first = threading.Thread(target=lambda: answers.append(live_http.post("/transfer/v1/init", json=body, headers=key)))
     first.start()
     deadline = 50
     while _count(live, "transfers") == 0 and deadline:   # the first request is inside its handler
@@ -148,37 +136,37 @@ def test_the_same_key_while_the_first_runs_is_409_then_the_first_answer(live: Li
                                                                                        "true")
 
 
-def test_keys_expire_after_24_hours_of_the_sandbox_clock(live: LiveSandbox, http: httpx.Client) -> None:
+def test_keys_expire_after_24_hours_of_the_sandbox_clock(live: LiveSandbox, live_http: httpx.Client) -> None:
     key = {"Idempotency-Key": "day-old", **PUBLIC}
-    first = http.post("/transfer/v1/tokens", json=_qr_token(), headers=key).json()["token"]
+    first = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers=key).json()["token"]
     live.advance(hours=23, minutes=59)
-    assert http.post("/transfer/v1/tokens", json=_qr_token(), headers=key).json()["token"] == first
+    assert live_http.post("/transfer/v1/tokens", json=_qr_token(), headers=key).json()["token"] == first
     live.advance(minutes=2)
-    later = http.post("/transfer/v1/tokens", json=_qr_token(), headers=key)
+    later = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers=key)
     assert later.status_code == 201 and later.json()["token"] != first and "Idempotent-Replayed" not in later.headers
 
 
-def test_the_keys_kept_are_bounded(live: LiveSandbox, http: httpx.Client, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_keys_kept_are_bounded(live: LiveSandbox, live_http: httpx.Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(idempotency, "MAX_KEPT", 5)
-    firsts = [http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": f"k{n}", **PUBLIC})
+    firsts = [live_http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": f"k{n}", **PUBLIC})
               .json()["token"] for n in range(9)]
     assert _count(live, "idempotency") <= 6                 # the cap, and the key just taken
-    oldest = http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": "k0", **PUBLIC})
+    oldest = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": "k0", **PUBLIC})
     assert oldest.json()["token"] != firsts[0]              # forgotten: a new request
-    newest = http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": "k8", **PUBLIC})
+    newest = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": "k8", **PUBLIC})
     assert newest.json()["token"] == firsts[8]
 
 
 @pytest.mark.parametrize("bad", ["x" * 256, "tab\there", ""])
-def test_a_key_that_is_not_1_to_255_printable_characters_is_400(http: httpx.Client, bad: str) -> None:
-    refused = http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": bad, **PUBLIC})
+def test_a_key_that_is_not_1_to_255_printable_characters_is_400(live_http: httpx.Client, bad: str) -> None:
+    refused = live_http.post("/transfer/v1/tokens", json=_qr_token(), headers={"Idempotency-Key": bad, **PUBLIC})
     assert refused.status_code == 400
     assert refused.json()["field"] == "Idempotency-Key"
 
 
-def test_a_key_of_255_characters_is_taken(http: httpx.Client) -> None:
+def test_a_key_of_255_characters_is_taken(live_http: httpx.Client) -> None:
     key = {"Idempotency-Key": "k" * 255, **PUBLIC}
-    first, again = (http.post("/transfer/v1/tokens", json=_qr_token(), headers=key) for _ in range(2))
+    first, again = (live_http.post("/transfer/v1/tokens", json=_qr_token(), headers=key) for _ in range(2))
     assert first.json() == again.json() and again.headers["Idempotent-Replayed"] == "true"
 
 

@@ -30,12 +30,6 @@ class Refusing:
         await send({"type": "http.response.body", "body": b'\x1b[2J\x1b[31m{"status":"invalid signature"}\n'})
 
 
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveSandbox]:
-    with LiveSandbox() as sandbox:
-        yield sandbox
-
-
 def _tail(live: LiveSandbox, *options: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "tail", "--url", live.url, "--since-start",
                            "--interval", "0.1", *options], capture_output=True, text=True, timeout=timeout)

@@ -61,12 +61,6 @@ class Recording:
         await self.receiver(scope, again, send)
 
 
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveSandbox]:
-    with LiveSandbox() as sandbox:
-        yield sandbox
-
-
 @pytest.fixture
 def receiving(live: LiveSandbox) -> Iterator[Recording]:
     live.reset()
