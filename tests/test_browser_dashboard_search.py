@@ -6,13 +6,12 @@ kept (build/artifacts/screenshots)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
+from answering_receiver import Answering
 from browser import Browser
 from pasarela.testing import LiveSandbox, ServedApp
 from pasarela.transfers import Amount, TransferInitRequest, TransferTokenRequest
@@ -90,22 +89,12 @@ def test_the_pause_toggle_stops_the_live_updates_until_pressed_again(browser: Br
     _clean_console(browser)
 
 
-class Refusing:
-    async def __call__(self, scope: Mapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        if scope["type"] != "http":
-            return
-        while (await receive()).get("more_body"):
-            pass
-        await send({"type": "http.response.start", "status": 401, "headers": []})
-        await send({"type": "http.response.body", "body": b'{"status":"invalid signature"} <script>alert(1)</script>'})
-
-
 def test_the_webhook_url_form_points_it_at_a_receiver_whose_answer_shows(browser: Browser,
                                                                           live: LiveSandbox) -> None:
     amount = Amount.untaxed(10000, currency="COP")                          # spec 8: paid at init, a webhook waits
     token = live.transfers.create_token(TransferTokenRequest.colombia_qr(amount=amount)).token
     live.transfers.init(TransferInitRequest(token=token, amount=amount))
-    with ServedApp(Refusing()) as hooks:
+    with ServedApp(Answering(401, b'{"status":"invalid signature"} <script>alert(1)</script>')) as hooks:
         _open(browser, live, "/sandbox/webhooks")
         assert "No webhook URL" in browser.text()
         field = browser.driver.find_element(By.NAME, "url")

@@ -8,26 +8,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any, Callable
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from answering_receiver import Answering
 from pasarela.testing import LiveSandbox, ServedApp
 from pasarela.transfers import Amount, TransferInitRequest, TransferTokenRequest
 
-
-class Refusing:
-    """Answers every delivery 401 with a body holding a terminal escape sequence."""
-
-    async def __call__(self, scope: Mapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        if scope["type"] != "http":
-            return
-        while (await receive()).get("more_body"):
-            pass
-        await send({"type": "http.response.start", "status": 401, "headers": []})
-        await send({"type": "http.response.body", "body": b'\x1b[2J\x1b[31m{"status":"invalid signature"}\n'})
+REFUSING = b'\x1b[2J\x1b[31m{"status":"invalid signature"}\n'
+"""A receiver's answer holding terminal escape sequences."""
 
 
 def _tail(live: LiveSandbox, *options: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -40,7 +31,7 @@ def traffic(live: LiveSandbox) -> Iterator[str]:
     """A token request, an init paid at once (spec 8's 10000) whose webhook is refused, a status query, a 404 and a
     terminal request refused AUTH-001; the transfer's token."""
     live.reset()
-    with ServedApp(Refusing()) as hooks:
+    with ServedApp(Answering(401, REFUSING)) as hooks:
         live.webhook_url = f"{hooks.url}/hooks"
         amount = Amount.untaxed(10000, currency="COP")
         token = live.transfers.create_token(TransferTokenRequest.colombia_qr(amount=amount)).token

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
+from answering_receiver import read_all
 from pasarela.errors import ConfigurationError
 from pasarela.sandbox import SandboxConfig
 from pasarela.sandbox.server import _config, build_parser
@@ -44,12 +45,7 @@ class Recording:
         if scope["type"] != "http":
             await self.receiver(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_all(receive)
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         with self.lock:
             self.deliveries.append((headers["x-kushki-id"], json.loads(body)["status"]))

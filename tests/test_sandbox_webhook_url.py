@@ -6,33 +6,17 @@ the sandbox and the receivers under uvicorn."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
 
+from answering_receiver import Answering
 from pasarela.sandbox import SandboxConfig
 from pasarela.testing import LiveSandbox, ServedApp
 from pasarela.transfers import Amount, TransferInitRequest, TransferTokenRequest
 
 PRIVATE = {"Private-Merchant-Id": "sandbox-private-key"}
-
-
-class Answering:
-    """A receiver answering each delivery with ``status`` and ``body``; counts them."""
-
-    def __init__(self, status: int = 200, body: bytes = b'{"status":"received"}') -> None:
-        self.status, self.body, self.received = status, body, 0
-
-    async def __call__(self, scope: Mapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        if scope["type"] != "http":
-            return
-        while (await receive()).get("more_body"):
-            pass
-        self.received += 1
-        await send({"type": "http.response.start", "status": self.status, "headers": []})
-        await send({"type": "http.response.body", "body": self.body})
 
 
 def _paid(live: LiveSandbox) -> str:

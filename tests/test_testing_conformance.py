@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
+from answering_receiver import read_all
 from pasarela.errors import ConfigurationError
 from pasarela.testing import ServedApp
 from pasarela.testing.conformance import (
@@ -64,12 +65,7 @@ class NaiveReceiver:
     async def __call__(self, scope: Mapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_all(receive)
         event = json.loads(body)
         self.ledger.apply(str((event.get("metadata") or {}).get("order")), str(event.get("status")))
         await send({"type": "http.response.start", "status": 200, "headers": []})
