@@ -12,7 +12,8 @@ async def read_all(receive: Callable[..., Any]) -> bytes:
     body = b""
     while True:
         message = await receive()
-        body += message.get("body", b"")
+        chunk: bytes = message.get("body", b"")
+        body += chunk
         if not message.get("more_body"):
             return body
 

@@ -166,9 +166,9 @@ class Dispatcher:
         self._sender = sender
         self._backoff = backoff or Backoff(config.webhook_backoff, config.webhook_backoff_max)
         self._redactor = Redactor((config.private_key, config.webhook_secret, config.business_code))
+        """A receiver's answer is kept as the access log keeps what it records: secrets and card numbers out."""
         self.chaos = WebhookChaos(config.webhook_chaos, config.webhook_chaos_rate)
         """Delivery chaos in force (:mod:`.chaos`): changeable while it runs."""
-        """A receiver's answer is kept as the access log keeps what it records: secrets and card numbers out."""
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -237,12 +237,12 @@ class Dispatcher:
             for attempt in sent:
                 tx.add_attempt(entry.id, now, url, attempt.headers, attempt.status, attempt.latency_ms,
                                attempt.error, attempt.answer, chaos)
-            if not settles:
-                return 0
-            if delivered:
+            if settles and delivered:
                 tx.delivered(entry.id, now)
-            else:
+            elif settles:
                 tx.failed(entry.id, str(sent[-1].error), now + self._backoff.delay(entry.attempts + 1))
+        if not settles:
+            return 0
         if not delivered:
             _log.info("webhook %s not delivered (attempt %d): %s", entry.id, entry.attempts + 1, sent[-1].error)
         return int(delivered)

@@ -495,6 +495,8 @@ def run_conformance(webhook_url: str, check: Union[Check, str], *, config: Optio
     if unknown:
         raise ConfigurationError(f"no conformance case {', '.join(unknown)}: the cases are {', '.join(known)}")
     checker: Check = HttpCheck(check) if isinstance(check, str) else check
-    # The run delivers (or points the dispatcher) itself, and settles each transfer when its case says.
-    sandbox_config = replace(config if config is not None else SandboxConfig(), webhook_url=None, settle_after=None)
+    # The run delivers (or points the dispatcher) itself, and settles each transfer when its case says: the
+    # configuration's webhook URL, settlement and delivery chaos are its own cases' business.
+    sandbox_config = replace(config if config is not None else SandboxConfig(), webhook_url=None, settle_after=None,
+                             webhook_chaos=())
     return _Run(webhook_url, checker, sandbox_config, check_delay).run(chosen)
