@@ -27,14 +27,15 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, Optional, TextIO
+from typing import Any, Optional, TextIO
 
 from .._version import __version__
 from ..errors import ConfigurationError
 from .chaos import CHAOS_KINDS
+from .cli_parser import OneLineParser
 from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig
 
-__all__ = ["DEFAULT_DB", "DEFAULT_PORT", "OneLineParser", "build_parser", "main"]
+__all__ = ["DEFAULT_DB", "DEFAULT_PORT", "build_parser", "main"]
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
@@ -76,13 +77,6 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text}: a TCP port is a whole number from 0 to 65535 (0 picks a free one)")
     return port
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """A bad option is one line on stderr, naming it and what to give (the usage is 30 lines: ``--help``)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 DOCS_URL = "https://pasarela.github.io/pasarela/sandbox.html"

@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from typing import Any, Optional, TextIO
 
 from .ask import AskError, ask, printable
+from .cli_parser import OneLineParser
 from .config import SandboxConfig
-from .server import OneLineParser
 
 __all__ = ["Filters", "build_parser", "line", "main"]
 

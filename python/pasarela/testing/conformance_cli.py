@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Optional
 
 from ..errors import ConfigurationError
+from ..sandbox.cli_parser import OneLineParser
 from ..sandbox.config import SandboxConfig
-from ..sandbox.server import OneLineParser
 from .conformance import CASES, ConformanceError, run_conformance
 
 __all__ = ["build_parser", "main"]
