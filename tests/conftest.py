@@ -18,6 +18,7 @@ from node_envelope import NodeEnvelope
 from node_oracle import NodeOracle, NodeUnavailableError
 
 if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scripts/wheel-check) have no redis
+    from postgres_server import PostgresServer
     from redis_server import RedisServer
 
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -119,3 +120,28 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server (initdb in a temporary directory, run as an unprivileged user) on a free
+    loopback port for the session (fails, never skips, without PostgreSQL's server programs)."""
+    from postgres_server import PostgresServer
+
+    try:
+        server = PostgresServer()
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_schema(postgres_server: PostgresServer) -> str:
+    """A schema of the stores' tables of its own for the test (created by pasarela.postgres.create_schema)."""
+    from postgres_server import fresh_schema
+
+    return fresh_schema(postgres_server)

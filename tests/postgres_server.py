@@ -14,6 +14,7 @@ server fails the test (scripts/setup installs it), never skips it.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pwd
 import shutil
@@ -182,3 +183,17 @@ class PostgresServer:
         self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         self.close()
+
+
+_schemas = itertools.count()
+
+
+def fresh_schema(server: PostgresServer) -> str:
+    """A new schema holding the stores' tables (pasarela.postgres.create_schema): a test's own, so tests sharing the
+    server never see each other's rows."""
+    from pasarela.postgres import create_schema
+
+    name = f"t{os.getpid()}_{next(_schemas)}"
+    with server.connect() as connection:
+        create_schema(connection, schema=name)
+    return name
