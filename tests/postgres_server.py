@@ -41,6 +41,9 @@ SETTINGS = {
     "shared_buffers": "64MB",
     "logging_collector": "off",
     "log_min_messages": "warning",
+    # the statements the clients sent, counted by the server (tests count round trips with it)
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "top",
 }
 
 
@@ -126,7 +129,7 @@ class PostgresServer:
 
     @property
     def pid(self) -> int:
-        """The postmaster's process id (the leader of its process group: the backends are in it)."""
+        """The postmaster's process id."""
         if self._process is None or self._process.poll() is not None:
             raise RuntimeError("postgres is not running")
         return self._process.pid
@@ -137,28 +140,56 @@ class PostgresServer:
         if self._process is None or self._process.poll() is not None:
             return
         if mode == "kill":
-            os.killpg(self._process.pid, signal.SIGKILL)
+            for pid in self.processes():
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         else:
             self._process.send_signal({"fast": signal.SIGINT, "immediate": signal.SIGQUIT}[mode])
         self._process.wait(timeout=timeout)
-        if mode == "kill":  # the backends go with the postmaster's group; wait until none holds the port
-            time.sleep(0.1)
 
     def restart(self, mode: str = "fast") -> None:
         self.stop(mode)
         self.start()
 
+    def processes(self) -> list[int]:
+        """The postmaster and its children (each backend calls setsid(): a process group of its own, so they are
+        found by their parent, in /proc)."""
+        postmaster = self.pid
+        children = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:  # gone meanwhile
+                    continue
+                if int(stat.rpartition(")")[2].split()[1]) == postmaster:
+                    children.append(int(entry.name))
+        return [postmaster, *children]
+
     def pause(self) -> None:
-        """SIGSTOP to the postmaster and every backend: connections stay open, nothing answers."""
-        os.killpg(self.pid, signal.SIGSTOP)
+        """SIGSTOP to the postmaster and every backend: connections stay open, nothing answers (the kernel still
+        accepts and acknowledges what clients send)."""
+        for pid in self.processes():
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
 
     def resume(self) -> None:
-        os.killpg(self.pid, signal.SIGCONT)
+        for pid in reversed(self.processes()):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def connect(self, **options: Any) -> psycopg.Connection[Any]:
         """A new connection of the tests' own (autocommit unless told otherwise)."""
         options.setdefault("autocommit", True)
         return psycopg.connect(self.conninfo, **options)
+
+    def statements_sent(self, like: str) -> int:
+        """How many times clients sent a statement whose text contains ``like`` (pg_stat_statements)."""
+        with self.connect() as admin:
+            admin.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            row = admin.execute("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE %s",
+                                (f"%{like}%",)).fetchone()
+        return int(row[0]) if row else 0
 
     def terminate_backends(self, application_name: str) -> int:
         """``pg_terminate_backend`` of every session with this application_name; how many there were."""
@@ -170,8 +201,7 @@ class PostgresServer:
 
     def close(self) -> None:
         if self._process is not None and self._process.poll() is None:
-            with suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGCONT)  # a paused server cannot shut down
+            self.resume()  # a paused server cannot shut down
             self.stop("immediate")
         self._directory.cleanup()
 

@@ -12,7 +12,7 @@ PostgreSQL, the latter two sync and asyncio, each on the real server the tests s
 - every networked backend fails closed (StoreUnavailableError) when its server cannot be reached.
 """
 
-# ruff: noqa: S105, S106 (test tokens and secrets are fixtures)
+# ruff: noqa: S105, S106, S608 (test tokens and secrets are fixtures; the tests' own schema names in SQL)
 
 from __future__ import annotations
 
@@ -324,7 +324,7 @@ class Merchant:
         self.handle: Any = self._handle_async if backend.is_async else self._handle
 
     def _insert(self, event: TransferEvent, tx: Any) -> Any:
-        return tx.execute(f"INSERT INTO {self._schema}.merchant_effects (event) VALUES (%s)",  # noqa: S608
+        return tx.execute(f"INSERT INTO {self._schema}.merchant_effects (event) VALUES (%s)",
                           (event.dedup_key,))
 
     def _handle(self, event: TransferEvent, tx: Any = None) -> None:

@@ -45,9 +45,9 @@ from .._postgres_store import (
     failing_closed,
     prune_rows,
     prune_rows_async,
+    psycopg,
     retrying,
     retrying_async,
-    rolled_back,
 )
 from ..errors import ConfigurationError
 from .webhook_dedup import Claim, EventKey
@@ -71,9 +71,11 @@ class _HandlerFailed(Exception):
 
 
 def _handler_error(error: Exception, connection: Any) -> Exception:
-    """What an exception of the handler becomes: the server's own rollback (tried again) or a lost connection
-    (unknown: fail closed) stay the store's; anything else is the handler's, re-raised unchanged."""
-    if rolled_back(error) or connection.broken:
+    """What an exception of the handler becomes. The transaction's own failures stay the inbox's: the server's
+    rollback (a serialization failure: tried again), a statement cancelled (``statement_timeout``), a lock not
+    had, the connection lost (unknown: fail closed, 503). Anything else (a bug, a constraint of the merchant's
+    tables) is the handler's, re-raised unchanged."""
+    if isinstance(error, psycopg.OperationalError) or connection.broken:
         return error
     return _HandlerFailed(error)
 
