@@ -8,7 +8,7 @@ Every verdict is right (a first use accepted once, a replay refused, an order he
 handed over) or an error (StoreUnavailableError, answered 503), never wrong; nothing is lost (each event is handled
 once its deliveries stop failing) and nothing done twice (the merchant's own rows are counted)."""
 
-# ruff: noqa: S105, S106, S608 (test tokens; the tests' own schema names in SQL)
+# ruff: noqa: S105, S608 (test tokens; the tests' own schema names in SQL)
 
 from __future__ import annotations
 
