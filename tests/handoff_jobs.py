@@ -1,10 +1,11 @@
-"""The jobs tests/test_handoff_rq.py's real RQ worker runs (``rq worker`` imports this module from tests/)."""
+"""What tests/test_handoff_rq.py's real RQ worker runs (``rq worker`` imports this module from tests/): the jobs, and
+the worker's class."""
 
 from __future__ import annotations
 
 import os
 
-from rq import get_current_job
+from rq import Worker, get_current_job
 
 from pasarela.transfers import TransferEvent
 
@@ -21,3 +22,16 @@ def record(event: TransferEvent) -> None:
 def fail(event: TransferEvent) -> None:
     """A job that fails: RQ keeps it in its failed registry."""
     raise RuntimeError(f"the merchant's job failed on {event.dedup_key}")
+
+
+class BurstWorker(Worker):
+    """RQ's worker without its command channel (``rq`` sends stop and kill commands through a pub/sub channel, which
+    a ``--burst`` run that stops by itself needs not). Under redis-py 8.2, RQ 3.0's worker may wait 60 s at exit
+    for that channel's thread: the thread's ``stop()`` now joins it, and it may be waiting 60 s for a message (a
+    race, lost in one exit of three here). The jobs run as under ``Worker``."""
+
+    def subscribe(self) -> None:
+        pass
+
+    def unsubscribe(self) -> None:
+        pass

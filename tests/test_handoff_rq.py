@@ -1,11 +1,13 @@
-"""The hand-off recipe on a real queue: a webhook handler that only enqueues (pasarela.transfers.handoff_rq) on the
-tests' real redis-server, and a real RQ worker (``rq worker --burst``, a process of its own) running the jobs.
+"""docs/postgres.md's hand-off recipe, as written there, on the tests' real redis-server, and a real RQ worker
+(``rq worker --burst``, a process of its own) running the jobs: tests/handoff_jobs.py's, which count their runs
+(the recipe's job name replaced by theirs, and its Redis address and queue name by the test's), and the guide's
+own ``shop/jobs.py``, which writes through an inbox on the tests' real PostgreSQL.
 
 Duplicate deliveries enqueue one job per event: redeliveries, twins delivered at once to several nodes, and nodes
 whose ledger never recorded the event (a node that died between its enqueue and its ledger's record: the
 redelivery runs the handler again), before and after the worker ran the job. The worker runs each event's job
-once, with the event; a failed job stays failed, not enqueued again. Redis unreachable: 503, and the next
-delivery is handled."""
+once, with the event; a failed job stays failed, not enqueued again; a job run twice for one event (retried,
+requeued) commits its effects once. Redis unreachable: 503, and the next delivery is handled."""
 
 # ruff: noqa: S105 (test secrets)
 
@@ -18,26 +20,51 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
+import psycopg
 import pytest
-import redis
 from hypothesis import given
 from hypothesis import strategies as st
 from rq import Queue
 from rq.job import validate_job_id
 from rq.registry import FailedJobRegistry
 
-from pasarela.errors import ConfigurationError, StoreUnavailableError
-from pasarela.transfers import SeenEvents, TransferWebhookReceiver, body_signature
-from pasarela.transfers.handoff_rq import RQHandOff, job_id
-from pasarela.transfers.webhook_dedup import EventKey
+import postgres_guide as guide
+from pasarela.errors import StoreUnavailableError
+from pasarela.postgres import create_schema
+from pasarela.transfers import SeenEvents, TransferEvent, TransferWebhookReceiver, body_signature
+from postgres_server import PostgresServer
+from redis_memory import declare_new
 from redis_server import RedisServer, free_port
 
 TESTS = Path(__file__).resolve().parent
 SECRET = "whsec-handoff"
+DOCUMENTED_QUEUE = '"transfer-events"'
+DOCUMENTED_JOB = '"shop.jobs.fulfil"'
 _queues = itertools.count()
+
+
+def recipe(redis_url: str, queue_name: str = "transfer-events", job: str = "shop.jobs.fulfil") -> dict[str, Any]:
+    """The guide's hand-off block run as a web node's module: its names (``queue``, ``job_id``, ``hand_off``,
+    ``receiver``), on ``redis_url``."""
+    code = guide.replaced(guide.block("python", guide.HAND_OFF), (guide.QUEUE_REDIS, redis_url),
+                          (DOCUMENTED_QUEUE, json.dumps(queue_name)), (DOCUMENTED_JOB, json.dumps(job)))
+    namespace: dict[str, Any] = {"__name__": "shop_handoff"}
+    with mock.patch.dict("os.environ", {"KUSHKI_WEBHOOK_SECRET": SECRET}):
+        exec(compile(code, "docs/postgres.md: the hand-off", "exec"), namespace)  # noqa: S102 (the project's guide)
+    return namespace
+
+
+@pytest.fixture
+def references() -> list[str]:
+    """Transactions of the test's own: the job ids (the events' keys) are global in Redis, as the ledger's keys."""
+    run = uuid.uuid4().hex[:12]
+    return [f"ref-{run}-{index:02d}" for index in range(20)]
 
 
 def delivery(reference: str, status: str = "PAID") -> tuple[dict[str, str], bytes]:
@@ -46,23 +73,30 @@ def delivery(reference: str, status: str = "PAID") -> tuple[dict[str, str], byte
     return {"X-Kushki-Id": webhook_id, "X-Kushki-Signature": body_signature(SECRET, body, webhook_id)}, body
 
 
-def node(hand_off: RQHandOff) -> TransferWebhookReceiver:
-    """A merchant's web node: the hand-off as its handler, a ledger of its own (in memory: it knows only what it
-    handled itself, as a node that lost its ledger's record would)."""
+def node(hand_off: Any) -> TransferWebhookReceiver:
+    """A merchant's web node of its own: the recipe's hand-off as its handler, a ledger in memory (it knows only what
+    it handled itself, as a node that lost its ledger's record would)."""
     return TransferWebhookReceiver(hand_off, secret=SECRET, ledger=SeenEvents())
 
 
 @pytest.fixture
-def queue(redis_server: RedisServer) -> Queue:
-    """A queue of the test's own on the tests' Redis."""
-    return Queue(f"handoff-{next(_queues)}", connection=redis.Redis.from_url(redis_server.url, socket_timeout=2))
+def queue_name(redis_server: RedisServer) -> str:
+    declare_new(redis_server)  # the recipe's own receiver keeps a Redis ledger (default prefix) on this server
+    return f"handoff-{next(_queues)}"
 
 
-def run_worker(queue: Queue, redis_server: RedisServer) -> None:
+def queue_of(web_node: dict[str, Any]) -> Queue:
+    queue: Queue = web_node["queue"]
+    return queue
+
+
+def run_worker(queue: Queue, redis_server: RedisServer, *paths: Path) -> None:
     """A real RQ worker in a process of its own, until the queue is empty (``--burst``), importing the jobs from
-    tests/handoff_jobs.py."""
+    tests/ (tests/handoff_jobs.py, and its worker class) and ``paths``."""
+    imports = [option for path in (TESTS, *paths) for option in ("--path", str(path))]
     done = subprocess.run([sys.executable, "-m", "rq.cli", "worker", "--burst", "--url", redis_server.url,
-                           "--path", str(TESTS), queue.name], capture_output=True, text=True, timeout=120)
+                           "--worker-class", "handoff_jobs.BurstWorker", *imports, queue.name],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -70,11 +104,11 @@ def effects(queue: Queue) -> list[str]:
     return [line.decode() for line in queue.connection.lrange(f"{queue.name}:effects", 0, -1)]
 
 
-def test_duplicate_deliveries_enqueue_one_job_and_the_worker_runs_it_once(queue: Queue,
+def test_duplicate_deliveries_enqueue_one_job_and_the_worker_runs_it_once(queue_name: str, references: list[str],
                                                                          redis_server: RedisServer) -> None:
-    hand_off = RQHandOff(queue, "handoff_jobs.record")
-    nodes = [node(hand_off) for _ in range(3)]
-    references = [f"ref-{index:02d}" for index in range(20)]
+    web = recipe(redis_server.url, queue_name, "handoff_jobs.record")
+    queue = queue_of(web)
+    nodes = [web["receiver"], node(web["hand_off"]), node(web["hand_off"])]  # the recipe's, on its Redis ledger
     answers: Counter[str] = Counter()
     lock = threading.Lock()
 
@@ -94,20 +128,20 @@ def test_duplicate_deliveries_enqueue_one_job_and_the_worker_runs_it_once(queue:
         thread.join()
     assert answers == {"received": 60, "duplicate": 60}  # each node's handler ran once per event: 60 enqueues
     assert queue.count == 20  # one job per event
-    assert set(queue.job_ids) == {job_id(EventKey(reference, "PAID", final=True)) for reference in references}
+    events = [TransferEvent.from_body(delivery(reference)[1]) for reference in references]
+    assert set(queue.job_ids) == {web["job_id"](event) for event in events}
 
     run_worker(queue, redis_server)
     done = effects(queue)
     assert len(done) == 20 and queue.count == 0
     assert sorted(line.rsplit(" ", 1)[0] for line in done) == [f"TransferEvent {reference}:PAID APPROVED"
                                                               for reference in references]
-    assert len({line.rsplit(" ", 1)[1] for line in done}) >= 1  # run by the worker's processes, not this one
 
-    # after the jobs ran: a node that never recorded the events (its ledger new), on the async path too
-    late = node(hand_off)
+    # after the jobs ran: nodes that never recorded the events (their ledgers new), on the async path too
+    late = node(web["hand_off"])
     for reference in references[:10]:
         assert late.handle(*delivery(reference)).status == 200
-    later = node(hand_off)
+    later = node(web["hand_off"])
     for reference in references[10:]:
         assert asyncio.run(later.handle_async(*delivery(reference))).status == 200
     assert queue.count == 0  # the finished jobs are kept: nothing enqueued again
@@ -115,55 +149,88 @@ def test_duplicate_deliveries_enqueue_one_job_and_the_worker_runs_it_once(queue:
     assert len(effects(queue)) == 20
 
 
-def test_a_new_event_of_a_handed_off_transaction_is_a_job_of_its_own(queue: Queue,
+def test_a_new_event_of_a_handed_off_transaction_is_a_job_of_its_own(queue_name: str, references: list[str],
                                                                      redis_server: RedisServer) -> None:
-    receiver = node(RQHandOff(queue, "handoff_jobs.record"))
+    web = recipe(redis_server.url, queue_name, "handoff_jobs.record")
+    receiver = node(web["hand_off"])
     for status in ("initialized", "PAID", "PAID"):
-        assert receiver.handle(*delivery("ref-7", status)).status == 200
-    assert queue.count == 2
-    run_worker(queue, redis_server)
-    assert sorted(line.split(" ")[1] for line in effects(queue)) == ["ref-7:PAID", "ref-7:initialized"]
+        assert receiver.handle(*delivery(references[0], status)).status == 200
+    assert queue_of(web).count == 2
+    run_worker(queue_of(web), redis_server)
+    assert sorted(line.split(" ")[1] for line in effects(queue_of(web))) == [f"{references[0]}:PAID",
+                                                                            f"{references[0]}:initialized"]
 
 
-def test_a_failed_job_stays_failed_and_a_redelivery_enqueues_nothing(queue: Queue, redis_server: RedisServer) -> None:
-    hand_off = RQHandOff(queue, "handoff_jobs.fail")
-    assert node(hand_off).handle(*delivery("ref-9")).status == 200
-    run_worker(queue, redis_server)
-    failed = FailedJobRegistry(queue=queue)
-    assert failed.get_job_ids() == [job_id(EventKey("ref-9", "PAID", final=True))]
-    assert node(hand_off).handle(*delivery("ref-9")).status == 200  # a node that never saw it
-    assert queue.count == 0  # requeued from the failed registry by the operator, never by a redelivery
+def test_a_failed_job_stays_failed_and_a_redelivery_enqueues_nothing(queue_name: str, references: list[str],
+                                                                     redis_server: RedisServer) -> None:
+    web = recipe(redis_server.url, queue_name, "handoff_jobs.fail")
+    assert node(web["hand_off"]).handle(*delivery(references[0])).status == 200
+    run_worker(queue_of(web), redis_server)
+    failed = FailedJobRegistry(queue=queue_of(web))
+    assert failed.get_job_ids() == [web["job_id"](TransferEvent.from_body(delivery(references[0])[1]))]
+    assert node(web["hand_off"]).handle(*delivery(references[0])).status == 200  # a node that never saw it
+    assert queue_of(web).count == 0  # requeued from the failed registry by the operator, never by a redelivery
 
 
-def test_redis_unreachable_answers_503_and_the_next_delivery_is_handled(queue: Queue) -> None:
-    gone = Queue(queue.name, connection=redis.Redis(port=free_port(), socket_connect_timeout=0.5, socket_timeout=0.5))
+def test_redis_unreachable_answers_503_and_the_next_delivery_is_handled(queue_name: str, references: list[str],
+                                                                        redis_server: RedisServer) -> None:
+    gone = recipe(f"redis://127.0.0.1:{free_port()}/0", queue_name, "handoff_jobs.record")
     ledger = SeenEvents()
     with pytest.raises(StoreUnavailableError) as refused:  # the ASGI app answers its status, 503
-        TransferWebhookReceiver(RQHandOff(gone, "handoff_jobs.record"), secret=SECRET, ledger=ledger).handle(
-            *delivery("ref-3"))
+        TransferWebhookReceiver(gone["hand_off"], secret=SECRET, ledger=ledger).handle(*delivery(references[0]))
     assert refused.value.status == 503 and refused.value.store == "job queue (RQ)"
     assert refused.value.__cause__ is None and refused.value.__suppress_context__
-    back = TransferWebhookReceiver(RQHandOff(queue, "handoff_jobs.record"), secret=SECRET, ledger=ledger)
-    assert json.loads(back.handle(*delivery("ref-3")).body)["status"] == "received"  # the claim was released
-    assert queue.count == 1
+    web = recipe(redis_server.url, queue_name, "handoff_jobs.record")
+    back = TransferWebhookReceiver(web["hand_off"], secret=SECRET, ledger=ledger)
+    assert json.loads(back.handle(*delivery(references[0])).body)["status"] == "received"  # the claim was released
+    assert queue_of(web).count == 1
+
+
+_ids = recipe("redis://127.0.0.1:9/0")["job_id"]  # (the recipe's job_id, which needs no Redis)
 
 
 @given(st.text(), st.text(), st.text())
-def test_every_event_key_gives_a_job_id_rq_accepts_and_its_own(transaction: str, status: str, other: str) -> None:
-    key = EventKey(transaction, status, final=False)
-    validate_job_id(job_id(key))
-    assert job_id(key) == job_id(EventKey(transaction, status, final=True))  # the key, not the flag
-    if other != transaction:
-        assert job_id(EventKey(other, status, final=False)) != job_id(key)
+def test_every_event_key_gives_a_job_id_rq_accepts_and_its_own(reference: str, status: str, other: str) -> None:
+    """From any body's transactionReference and status, lone surrogates included (a JSON escape may carry one)."""
+    def event(transaction: str) -> TransferEvent:
+        return TransferEvent.from_body(json.dumps({"transactionReference": transaction, "status": status}).encode())
+
+    validate_job_id(_ids(event(reference)))
+    if other != reference and event(other).dedup_key != event(reference).dedup_key:
+        assert _ids(event(other)) != _ids(event(reference))
 
 
-def test_the_hand_off_refuses_what_it_cannot_use(queue: Queue) -> None:
-    with pytest.raises(ConfigurationError, match="rq.Queue"):
-        RQHandOff(queue.connection, "handoff_jobs.record")  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="job must be"):
-        RQHandOff(queue, "")
-    with pytest.raises(ConfigurationError, match="job_id, unique"):
-        RQHandOff(queue, "handoff_jobs.record", job_id="mine", unique=False)
-    with pytest.raises(ConfigurationError, match="keep"):
-        RQHandOff(queue, "handoff_jobs.record", keep=0)
-    assert repr(RQHandOff(queue, "handoff_jobs.record")) == f"RQHandOff(queue={queue.name!r})"
+def test_the_guides_job_commits_its_effects_once_however_often_it_runs(postgres_server: PostgresServer,
+                                                                       queue_name: str, references: list[str],
+                                                                       redis_server: RedisServer,
+                                                                       tmp_path: Path) -> None:
+    """The guide's ``shop/jobs.py`` (its database replaced) on the guide's tables: each order paid once, with one
+    receipt, though each event's job ran twice (enqueued again under another id, as a retry or a requeue runs it
+    again) and was delivered twice."""
+    database = guide.fresh_database(postgres_server)
+    with psycopg.connect(database, autocommit=True) as shop:
+        create_schema(shop)  # at deployment, as the guide says (the job creates nothing)
+        shop.execute(guide.block("sql", "CREATE TABLE orders").encode())
+        for index, reference in enumerate(references):
+            shop.execute("INSERT INTO orders (id, transfer_token, amount) VALUES (%s, %s, 100)",
+                         (f"order-{index}", f"tok-{reference}"))
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (tmp_path / "shop" / "jobs.py").write_text(guide.replaced(guide.block("python", guide.JOB),
+                                                              (guide.SHOP_DATABASE, database)))
+    web = recipe(redis_server.url, queue_name)  # its job as the guide names it: shop.jobs.fulfil
+    first, second = node(web["hand_off"]), node(web["hand_off"])
+    for reference in references:
+        assert first.handle(*delivery(reference)).status == 200
+        assert second.handle(*delivery(reference)).status == 200  # a node of its own ledger: the job id holds
+    assert queue_of(web).count == len(references)
+    for reference in references:  # each event's job once more, under another id
+        queue_of(web).enqueue("shop.jobs.fulfil", TransferEvent.from_body(delivery(reference)[1]),
+                              job_id=f"again-{reference}")
+    run_worker(queue_of(web), redis_server, tmp_path)
+    assert FailedJobRegistry(queue=queue_of(web)).get_job_ids() == []
+    with psycopg.connect(database) as shop:
+        paid = shop.execute("SELECT count(*) FROM orders WHERE status = 'paid' AND paid_at IS NOT NULL").fetchone()
+        receipts = shop.execute("SELECT payload ->> 'order' FROM outbox ORDER BY 1").fetchall()
+    assert paid == (len(references),)
+    assert receipts == sorted((f"order-{index}",) for index in range(len(references)))
