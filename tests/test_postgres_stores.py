@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from pasarela.errors import ConfigurationError, StoreUnavailableError
+from pasarela.errors import ConfigurationError, StoreUnavailableError, ValidationError
 from pasarela.postgres import SCHEMA_FILE, create_schema, prune, schema_sql
 from pasarela.terminal.replay_postgres import AsyncPostgresReplayStore, PostgresReplayStore
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver, body_signature
@@ -319,3 +319,75 @@ def test_a_handler_breaking_a_constraint_is_its_own_error_and_nothing_is_recorde
             return await inbox.handle_once(EventKey("ref-dup", "PAID", final=True), lambda tx: None)
 
     assert asyncio.run(run()) is Claim.CLAIMED  # nothing recorded: the next delivery is handled
+
+
+# --- what a webhook body may hold ----------------------------------------------------------------------------------
+HOSTILE = ["'; DROP TABLE {schema}.webhook_transactions; --", "a\\b'\"c", "%s %(x)s $1 ?", "\ud800", "x\x00y",
+           "é" * 300, "\udfff" * 300, ""]
+"""SQL's own characters, psycopg's placeholders, a lone surrogate (a JSON escape of the body may carry one), NUL
+(which PostgreSQL's text cannot hold), long ones, nothing."""
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_whatever_a_body_holds_is_a_parameter_and_each_event_is_handled_once(postgres_server: PostgresServer,
+                                                                           postgres_schema: str, pool: ConnectionPool,
+                                                                           text: str) -> None:
+    """As the transaction and as the status, through the ledger, the inbox and the receiver on each: each event
+    handed over once, then "duplicate"; never a crash, never SQL (the schema's tables all still there)."""
+    text = text.replace("{schema}", postgres_schema)
+    ledger = PostgresEventLedger(pool, schema=postgres_schema)
+    for event in (EventKey(text, "PAID", final=True), EventKey(f"ref-{text}", text, final=False)):
+        assert ledger.claim(event, "token-1") is Claim.CLAIMED
+        ledger.confirm(event, "token-1")
+        assert ledger.claim(event, "token-2") is Claim.HANDLED
+    inbox = PostgresInbox(pool, schema=postgres_schema)
+    written: list[str] = []
+    for event in (EventKey(f"inbox-{text}", "PAID", final=True), EventKey(f"inbox-ref-{text}", text, final=False)):
+        def write(tx: Any, status: str = event.status) -> None:
+            written.append(status)
+
+        assert inbox.handle_once(event, write) is Claim.CLAIMED
+        assert inbox.handle_once(event, write) is Claim.HANDLED
+    assert written == ["PAID", text]
+    guard = PostgresPendingTransfers(pool, schema=postgres_schema)
+    handled: list[TransferEvent] = []
+    receivers = [TransferWebhookReceiver(handled.append, secret=SECRET, ledger=ledger, pending=guard),
+                 TransferWebhookReceiver(lambda event, tx: handled.append(event), secret=SECRET, inbox=inbox,
+                                         pending=guard)]  # a final event releases its order by token and reference
+    for number, receiver in enumerate(receivers):
+        headers, body = delivery(f"{number}-{text}", text)
+        assert [json.loads(receiver.handle(headers, body).body)["status"] for _ in range(2)] == ["received",
+                                                                                              "duplicate"]
+    assert [(event.transaction_reference, event.status) for event in handled] == [("0-" + text, text or None),
+                                                                                   ("1-" + text, text or None)]
+    assert rows_of(postgres_server, postgres_schema, "webhook_transactions") == 6
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_the_guard_takes_what_text_holds_and_refuses_the_rest_by_name(postgres_server: PostgresServer,
+                                                                     postgres_schema: str, pool: ConnectionPool,
+                                                                     text: str) -> None:
+    """The application's order ids, tokens and references as parameters; one that PostgreSQL's text cannot hold (a
+    NUL, a lone surrogate) refused with a ValidationError naming it, never a crash nor a 503; from a webhook body,
+    such a token or reference releases nothing (no reservation can hold it)."""
+    text = text.replace("{schema}", postgres_schema)
+    guard = PostgresPendingTransfers(pool, schema=postgres_schema)
+    storable = "\x00" not in text and not any(0xD800 <= ord(character) <= 0xDFFF for character in text)
+    if storable:
+        guard.reserve(f"order-{text}", text)
+        guard.confirm(f"order-{text}", f"ref-{text}", token=text)
+        pending = guard.pending(f"order-{text}")
+        assert pending is not None and (pending.token, pending.transaction_reference) == (text, f"ref-{text}")
+        assert guard.release_transfer(token=f"other-{text}", transaction_reference=f"ref-{text}") == f"order-{text}"
+    else:
+        for field, call in (("order_id", lambda: guard.reserve(text, "tok")),
+                            ("token", lambda: guard.reserve("o", text)),
+                            ("transaction_reference", lambda: guard.confirm("o", text, token="tok")),  # noqa: S106
+                            ("order_id", lambda: guard.pending(text)), ("order_id", lambda: guard.release(text))):
+            with pytest.raises(ValidationError) as refused:
+                call()
+            assert refused.value.field == field
+        guard.reserve("order-1", "tok-1")
+        assert guard.release_transfer(token=text, transaction_reference=text) is None
+        assert guard.pending("order-1") is not None
+    assert rows_of(postgres_server, postgres_schema, "pending_transfers") == (0 if storable else 1)

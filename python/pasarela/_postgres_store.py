@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - the tests install psycopg
 
 __all__ = ["DEFAULT_SCHEMA", "AsyncConnections", "AsyncSource", "Connections", "Pruning", "SyncSource",
            "batch_delete", "check_schema", "failing_closed", "prune_rows", "prune_rows_async", "psycopg", "qualified",
-           "retrying", "retrying_async", "rolled_back", "schema_sql", "seconds", "unix_ms"]
+           "retrying", "retrying_async", "rolled_back", "schema_sql", "seconds", "text_holds", "unix_ms"]
 
 DEFAULT_SCHEMA = "pasarela"
 RETRIES = 3
@@ -66,6 +66,18 @@ def schema_sql(schema: str = DEFAULT_SCHEMA) -> str:
     name = check_schema(schema)
     return re.sub(r"\bpasarela\.", name + ".", text).replace("SCHEMA IF NOT EXISTS pasarela;",
                                                              f"SCHEMA IF NOT EXISTS {name};")
+
+
+def text_holds(value: str) -> bool:
+    """Whether PostgreSQL's text can hold ``value``: no NUL, and no lone surrogate (UTF-8 cannot encode one; a JSON
+    escape of a webhook body may carry one)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def unix_ms(moment: float) -> int:

@@ -42,9 +42,10 @@ from .._postgres_store import (
     retrying,
     retrying_async,
     seconds,
+    text_holds,
     unix_ms,
 )
-from ..errors import PendingTransferError
+from ..errors import PendingTransferError, ValidationError
 from .pending import PendingTransfer
 
 __all__ = ["AsyncPostgresPendingTransfers", "PostgresPendingTransfers"]
@@ -98,18 +99,30 @@ class _GuardStatements:
         self._pruning = Pruning(prune_interval, prune_batch)
 
     def _reserve_params(self, order_id: str, token: str) -> dict[str, Any]:
-        return {"order": order_id, "token": token, "at": self._clock(), "ttl": self._ttl_ms}
+        return {"order": _held("order_id", order_id), "token": _held("token", token), "at": self._clock(),
+                "ttl": self._ttl_ms}
 
     @staticmethod
     def _confirm_params(order_id: str, transaction_reference: Optional[str], token: str) -> dict[str, Any]:
-        return {"order": order_id, "token": token, "reference": transaction_reference or None}
+        return {"order": _held("order_id", order_id), "token": _held("token", token),
+                "reference": _held("transaction_reference", transaction_reference) or None}
 
     @staticmethod
     def _release_transfer_params(token: Optional[str], transaction_reference: Optional[str]) -> dict[str, Any]:
-        return {"token": token or None, "reference": transaction_reference or None}
+        # (from a webhook body: a value text cannot hold is held by no reservation, and releases nothing)
+        return {"token": token if token and text_holds(token) else None,
+                "reference": transaction_reference if transaction_reference and text_holds(transaction_reference)
+                else None}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(schema={self._schema!r})"
+
+
+def _held(field: str, value: Optional[str]) -> Any:
+    """A value the application gives the guard, checked: one that PostgreSQL's text cannot hold is refused by name."""
+    if value is not None and not text_holds(value):
+        raise ValidationError(field, "holds a NUL or a lone surrogate, which PostgreSQL's text cannot store")
+    return value
 
 
 def _reserved(order_id: str, rows: list[tuple[Any, ...]]) -> None:
@@ -150,7 +163,7 @@ class PostgresPendingTransfers(_GuardStatements):
         self._run(self._confirm, self._confirm_params(order_id, transaction_reference, token))
 
     def release(self, order_id: str) -> None:
-        self._run(self._release, (order_id,))
+        self._run(self._release, (_held("order_id", order_id),))
 
     def release_transfer(
         self, *, token: Optional[str] = None, transaction_reference: Optional[str] = None
@@ -159,7 +172,7 @@ class PostgresPendingTransfers(_GuardStatements):
 
     def pending(self, order_id: str) -> Optional[PendingTransfer]:
         """The order's transfer that is not final yet, if any."""
-        return _pending(order_id, self._run(self._pending, (order_id,)))
+        return _pending(order_id, self._run(self._pending, (_held("order_id", order_id),)))
 
     def prune(self) -> int:
         """Delete the expired reservations, ``prune_batch`` at a time; how many were deleted."""
@@ -186,7 +199,7 @@ class AsyncPostgresPendingTransfers(_GuardStatements):
         await self._run(self._confirm, self._confirm_params(order_id, transaction_reference, token))
 
     async def release(self, order_id: str) -> None:
-        await self._run(self._release, (order_id,))
+        await self._run(self._release, (_held("order_id", order_id),))
 
     async def release_transfer(
         self, *, token: Optional[str] = None, transaction_reference: Optional[str] = None
@@ -196,7 +209,7 @@ class AsyncPostgresPendingTransfers(_GuardStatements):
 
     async def pending(self, order_id: str) -> Optional[PendingTransfer]:
         """The order's transfer that is not final yet, if any."""
-        return _pending(order_id, await self._run(self._pending, (order_id,)))
+        return _pending(order_id, await self._run(self._pending, (_held("order_id", order_id),)))
 
     async def prune(self) -> int:
         """As :meth:`PostgresPendingTransfers.prune`."""

@@ -44,12 +44,13 @@ from .._postgres_store import (
     retrying,
     retrying_async,
     seconds,
+    text_holds,
     unix_ms,
 )
 from ..errors import ConfigurationError
 from .webhook_dedup import DEFAULT_LEASE, DEFAULT_TTL, Claim, EventKey
 
-__all__ = ["AsyncPostgresEventLedger", "LedgerStatements", "PostgresEventLedger"]
+__all__ = ["AsyncPostgresEventLedger", "PostgresEventLedger"]
 
 _STORE = "webhook ledger (PostgreSQL)"
 _LONGEST_READABLE_KEY = 200
@@ -64,13 +65,13 @@ _RELEASE = ("UPDATE pasarela.webhook_transactions SET lease_token = NULL, lease_
 _PRUNE = batch_delete("webhook_transactions", "expires_at <= pasarela.clock_ms()")
 
 
-def stored_transaction(event: EventKey) -> str:
-    """The transaction's name in the table: as sent, or the SHA-256 of a long one (from the webhook body: the
-    primary key stays small)."""
-    transaction = event.transaction
-    if len(transaction) > _LONGEST_READABLE_KEY:
-        return "sha256:" + hashlib.sha256(transaction.encode("utf-8", "surrogatepass")).hexdigest()
-    return transaction
+def stored(text: str) -> str:
+    """A transaction or a status as the table holds it: as the webhook body gave it, or ``sha256:`` and the SHA-256
+    of its UTF-8 when it is long (the primary key stays small) or when PostgreSQL's text cannot hold it (a NUL, or
+    a lone surrogate, which a JSON escape of the body may carry: kept as its ``surrogatepass`` bytes)."""
+    if len(text) <= _LONGEST_READABLE_KEY and text_holds(text):
+        return text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class LedgerStatements:
@@ -92,13 +93,14 @@ class LedgerStatements:
         self.pruning = Pruning(prune_interval, prune_batch)
 
     def claim_params(self, event: EventKey, token: str) -> tuple[Any, ...]:
-        return (stored_transaction(event), event.status, token, self._lease_ms, self._ttl_ms, self._lock_wait_ms)
+        return (stored(event.transaction), stored(event.status), token, self._lease_ms, self._ttl_ms,
+                self._lock_wait_ms)
 
     def confirm_params(self, event: EventKey, token: str) -> tuple[Any, ...]:
-        return stored_transaction(event), event.status, token, event.final, self._ttl_ms
+        return stored(event.transaction), stored(event.status), token, event.final, self._ttl_ms
 
     def release_params(self, event: EventKey, token: str) -> tuple[Any, ...]:
-        return stored_transaction(event), token
+        return stored(event.transaction), token
 
 
 def claimed(rows: list[tuple[Any, ...]]) -> Claim:
