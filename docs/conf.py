@@ -65,6 +65,11 @@ PUBLIC_MODULES = [
     "pasarela.transfers",
     "pasarela.transfers.pending_redis",
     "pasarela.transfers.webhook_dedup_redis",
+    "pasarela.postgres",
+    "pasarela.terminal.replay_postgres",
+    "pasarela.transfers.webhook_dedup_postgres",
+    "pasarela.transfers.inbox_postgres",
+    "pasarela.transfers.pending_postgres",
     "pasarela.sandbox",
 ]
 
