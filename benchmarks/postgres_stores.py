@@ -368,6 +368,17 @@ def spread(values: list[float], digits: int = 0) -> str:
     return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
 
 
+def measured_rows(measured: dict[tuple[str, int], list[dict[str, float]]], what: str, *, per_second: bool) -> None:
+    """A table of one row per kind and concurrency: the time per item (or items per second), and the CPU per item of
+    this process and of the store's server (min-max over rounds)."""
+    print(f"| {what} | in flight | {'per second' if per_second else 'us each'} | this process's CPU each, us | "
+          "the store server's CPU each, us |\n|---|---|---|---|---|")
+    for (kind, concurrency), rows in measured.items():
+        timing = spread([1e6 / r["us"] for r in rows]) if per_second else spread([r["us"] for r in rows], 1)
+        print(f"| {kind} | {concurrency} | {timing} | {spread([r['cpu_us'] for r in rows], 1)} | "
+              f"{spread([r['server_cpu_us'] for r in rows], 1)} |")
+
+
 def ratio_row(name: str, ratios: list[float], goal: str = "") -> str:
     return f"| {name} | {min(ratios):.2f}-{max(ratios):.2f}x | {statistics.median(ratios):.2f}x | {goal} |"
 
@@ -428,11 +439,7 @@ def main(argv: list[str]) -> int:
     if replay:
         print("Replay check, in one process (TerminalAuthMiddleware over an echo app, the asyncio stores), per "
               "request (min-max over rounds):\n")
-        print("| store | in flight | us per request | this process's CPU, us | the store server's CPU, us |")
-        print("|---|---|---|---|---|")
-        for (kind, concurrency), rows in replay.items():
-            print(f"| {kind} | {concurrency} | {spread([r['us'] for r in rows], 1)} | "
-                  f"{spread([r['cpu_us'] for r in rows], 1)} | {spread([r['server_cpu_us'] for r in rows], 1)} |")
+        measured_rows(replay, "store", per_second=False)
         print("\n| ratio (within each round) | min-max | median | goal |\n|---|---|---|---|")
         results["replay"] = {}
         for concurrency in (1, CONCURRENCY):
@@ -477,11 +484,7 @@ def main(argv: list[str]) -> int:
     if webhooks:
         print("Webhook deliveries handled per second (TransferWebhookReceiver.handle_async, signature checked, one "
               "merchant INSERT each):\n")
-        print("| ledger | in flight | deliveries/s | this process's CPU per delivery, us | "
-              "the store server's, us |\n|---|---|---|---|---|")
-        for (kind, concurrency), rows in webhooks.items():
-            print(f"| {kind} | {concurrency} | {spread([1e6 / r['us'] for r in rows])} | "
-                  f"{spread([r['cpu_us'] for r in rows], 1)} | {spread([r['server_cpu_us'] for r in rows], 1)} |")
+        measured_rows(webhooks, "ledger", per_second=True)
         print("\n| ratio (within each round) | min-max | median | goal |\n|---|---|---|---|")
         results["webhooks"] = {}
         for concurrency in (1, CONCURRENCY):
