@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scr
     import httpx
 
     from pasarela.testing import LiveSandbox
+    from postgres_server import PostgresServer
+    from postgres_server import PostgresServer
     from redis_server import RedisServer
 
 pytest_plugins = ("pytester",)  # tests/test_testing_plugin.py runs inner pytest sessions
@@ -140,3 +142,28 @@ def live_http(live: LiveSandbox) -> Iterator[httpx.Client]:
 
     with httpx.Client(base_url=live.url, timeout=10) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server (initdb in a temporary directory, run as an unprivileged user) on a free
+    loopback port for the session (fails, never skips, without PostgreSQL's server programs)."""
+    from postgres_server import PostgresServer
+
+    try:
+        server = PostgresServer()
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_schema(postgres_server: PostgresServer) -> str:
+    """A schema of the stores' tables of its own for the test (created by pasarela.postgres.create_schema)."""
+    from postgres_server import fresh_schema
+
+    return fresh_schema(postgres_server)

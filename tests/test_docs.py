@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from doc_blocks import blocks, snippets
 from local_server import LocalServer
 from pasarela import Terminal
 from pasarela.asgi import TerminalAuthMiddleware
@@ -37,10 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 DOCUMENTED_SANDBOX = "http://127.0.0.1:8790"  # `pasarela sandbox` with its default port
 DOCUMENTED_TERMINAL = "https://terminal.example"  # the README's terminal gateway
-
-
-def snippets(path: Path, language: str = "python") -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", path.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
 
 
 def python_snippets(path: Path) -> list[str]:
@@ -165,11 +162,10 @@ class PayersReturn:
 
 
 def test_the_sandbox_guide_has_no_other_kind_of_block() -> None:
-    text = (DOCS / "sandbox.md").read_text("utf-8")
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
-    assert {language for language, _ in blocks} <= {"python", "json", "sh", ""}
-    assert [language for language, _ in blocks].count("sh") == 1
-    for language, block in blocks:
+    found = blocks(DOCS / "sandbox.md")
+    assert {language for language, _ in found} <= {"python", "json", "sh", ""}
+    assert [language for language, _ in found].count("sh") == 1
+    for language, block in found:
         if language == "json":
             json.loads(block)
 
