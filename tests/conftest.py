@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scr
 
     from pasarela.testing import LiveSandbox
     from postgres_server import PostgresServer
-    from postgres_server import PostgresServer
     from redis_server import RedisServer
 
 pytest_plugins = ("pytester",)  # tests/test_testing_plugin.py runs inner pytest sessions
