@@ -36,12 +36,12 @@ have been recorded; sending it again would refuse the request as its own replay)
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
+from .._loop_batches import LoopBatches
 from .._postgres_store import (
     DEFAULT_SCHEMA,
     AsyncConnections,
@@ -171,6 +171,11 @@ class PostgresReplayStore(_ReplayTable):
             self._connections.execute(self._declare_sql + b" RETURNING 1", None)
 
 
+MOST_CLAIMS_PER_STATEMENT = 1000
+"""The asyncio store's claims in one statement at most (the rest go in the next, at once): a statement's time, and
+the rows it locks while it runs, stay bounded however many requests arrive in one turn."""
+
+
 class AsyncPostgresReplayStore(_ReplayTable):
     """:class:`~pasarela.terminal.replay.AsyncReplayStore` on a ``psycopg.AsyncConnection`` or an
     ``AsyncConnectionPool``.
@@ -184,46 +189,20 @@ class AsyncPostgresReplayStore(_ReplayTable):
     def __init__(self, connections: AsyncSource, **options: Any) -> None:
         super().__init__(**options)
         self._connections = AsyncConnections(connections)
-        self._waiting: list[tuple[str, float, asyncio.Future[Any]]] = []  # the claims not yet sent
-        self._sending: Optional[asyncio.Task[None]] = None  # the batch on its way (held: the loop holds it weakly)
+        self._batches: LoopBatches[tuple[str, float], Any] = LoopBatches(self._send, most=MOST_CLAIMS_PER_STATEMENT)
 
     async def first_use(self, signature: str, expires_at: float) -> bool:
-        loop = asyncio.get_running_loop()
-        answer = loop.create_future()
-        self._waiting.append((signature, expires_at, answer))
-        if len(self._waiting) == 1 and self._sending is None:  # sent with the rest of this turn's, once it ends
-            loop.call_soon(self._send_waiting)
-        return _verdict(await answer)
+        return _verdict(await self._batches.submit((signature, expires_at)))
 
-    def _send_waiting(self) -> None:
-        batch, self._waiting = self._waiting, []
-        self._sending = asyncio.ensure_future(self._send(batch))
-        self._sending.add_done_callback(self._sent)
-
-    def _sent(self, _: asyncio.Task[None]) -> None:
-        """One batch at a time: the claims made while it was on its way go next, together."""
-        self._sending = None
-        if self._waiting:
-            self._send_waiting()
-        self._pruning.start_if_due(self.prune)
-
-    async def _send(self, batch: list[tuple[str, float, asyncio.Future[Any]]]) -> None:
-        order, params = self._params([(signature, expires_at) for signature, expires_at, _ in batch])
+    async def _send(self, claims: list[tuple[str, float]]) -> list[Any]:
+        """One statement for the claims of a turn: each claim's verdict, in order (a failure raised to each)."""
+        order, params = self._params(claims)
         try:
             with failing_closed(_STORE):
                 rows = await retrying_async(lambda: self._connections.execute(self._first_use_sql, params))
-        except asyncio.CancelledError:
-            for _, _, answer in batch:
-                answer.cancel()
-            raise
-        except Exception as exc:  # each claim raises it (StoreUnavailableError)
-            for _, _, answer in batch:
-                if not answer.done():
-                    answer.set_exception(exc)
-            return
-        for (_, _, answer), verdict in zip(batch, _answers(order, rows[0])):
-            if not answer.done():  # (a request cancelled meanwhile: its claim stands, as a sent statement's does)
-                answer.set_result(verdict)
+        finally:
+            self._pruning.start_if_due(self.prune)
+        return _answers(order, rows[0])
 
     async def prune(self) -> int:
         """As :meth:`PostgresReplayStore.prune`."""
