@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from .ask import AskError, ask, printable
 from .certification import VERDICTS
+from .cli_parser import warn_secret_on_command_line
 from .config import SandboxConfig
 
 __all__ = ["fetch_verdicts", "main"]
@@ -69,8 +70,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox certify") -> int:
     args = build_parser(prog).parse_args(argv)
     if args.private_key is not None:
-        print(f"{prog}: warning: --private-key on the command line is visible to other users of this machine "
-              f"(ps, /proc); set ${_KEY_VARIABLE} instead", file=sys.stderr)
+        warn_secret_on_command_line(prog, "--private-key", _KEY_VARIABLE)
     key = args.private_key or os.environ.get(_KEY_VARIABLE) or SandboxConfig().private_key
     try:
         rules = fetch_verdicts(args.url, key)

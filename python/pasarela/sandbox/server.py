@@ -32,7 +32,7 @@ from typing import Any, Optional, TextIO
 from .._version import __version__
 from ..errors import ConfigurationError
 from .chaos import CHAOS_KINDS
-from .cli_parser import OneLineParser
+from .cli_parser import OneLineParser, warn_secret_on_command_line
 from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig
 
 __all__ = ["DEFAULT_DB", "DEFAULT_PORT", "build_parser", "main"]
@@ -155,8 +155,7 @@ def _warn_about_secrets_given(args: argparse.Namespace, prog: str) -> None:
     """A secret on the command line is visible to every user of the machine (ps, /proc): say so, on stderr."""
     for attribute, option, variable in _SECRETS:
         if getattr(args, attribute) is not None:
-            print(f"{prog}: warning: {option} on the command line is visible to other users of this machine "
-                  f"(ps, /proc); set ${variable} instead", file=sys.stderr)
+            warn_secret_on_command_line(prog, option, variable)
 
 
 def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:

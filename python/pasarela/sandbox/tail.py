@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional, TextIO
 
 from .ask import AskError, ask, printable
-from .cli_parser import OneLineParser
+from .cli_parser import OneLineParser, warn_secret_on_command_line
 from .config import SandboxConfig
 
 __all__ = ["Filters", "build_parser", "line", "main"]
@@ -176,8 +176,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox 
               file=sys.stderr)
         return 2
     if args.private_key is not None:
-        print(f"{prog}: warning: --private-key on the command line is visible to other users of this machine "
-              f"(ps, /proc); set ${_KEY_VARIABLE} instead", file=sys.stderr)
+        warn_secret_on_command_line(prog, "--private-key", _KEY_VARIABLE)
     key = args.private_key or os.environ.get(_KEY_VARIABLE) or SandboxConfig().private_key
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and args.output == "text"
     try:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from ..errors import ConfigurationError
-from ..sandbox.cli_parser import OneLineParser
+from ..sandbox.cli_parser import OneLineParser, warn_secret_on_command_line
 from ..sandbox.config import SandboxConfig
 from .conformance import CASES, ConformanceError, run_conformance
 
@@ -51,8 +51,7 @@ def build_parser(prog: str) -> OneLineParser:
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox conformance") -> int:
     args = build_parser(prog).parse_args(argv)
     if args.webhook_secret is not None:
-        print(f"{prog}: warning: --webhook-secret on the command line is visible to other users of this machine "
-              f"(ps, /proc); set ${_SECRET_VARIABLE} instead", file=sys.stderr)
+        warn_secret_on_command_line(prog, "--webhook-secret", _SECRET_VARIABLE)
     secret = args.webhook_secret or os.environ.get(_SECRET_VARIABLE) or _DEFAULTS.webhook_secret
     try:
         config = SandboxConfig(public_key=args.public_key, webhook_secret=secret)

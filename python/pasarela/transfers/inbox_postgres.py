@@ -51,7 +51,7 @@ from .._postgres_store import (
 )
 from ..errors import ConfigurationError
 from .webhook_dedup import Claim, EventKey
-from .webhook_dedup_postgres import LedgerStatements, claimed
+from .webhook_dedup_postgres import LedgerBase, claimed
 
 __all__ = ["AsyncPostgresInbox", "PostgresInbox"]
 
@@ -80,19 +80,14 @@ def _handler_error(error: Exception, connection: Any) -> Exception:
     return _HandlerFailed(error)
 
 
-class _Inbox:
+class _Inbox(LedgerBase):
+    """The ledger's statements (its table, ttl and repr), and the isolation the handler's transaction runs at."""
+
     def __init__(self, *, isolation: Optional[str] = None, **options: Any) -> None:
         if isolation is not None and isolation not in _ISOLATION:
             raise ConfigurationError(f"isolation must be one of {', '.join(sorted(_ISOLATION))}, or None")
         self._isolation = None if isolation is None else _ISOLATION[isolation]
-        self._statements = LedgerStatements(**options)
-
-    @property
-    def ttl(self) -> float:
-        return self._statements.ttl
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(schema={self._statements.schema!r})"
+        super().__init__(**options)
 
 
 def _unwrapped(step: Callable[[], T]) -> T:

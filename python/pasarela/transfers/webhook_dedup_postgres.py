@@ -107,7 +107,9 @@ def claimed(rows: list[tuple[Any, ...]]) -> Claim:
     return Claim(rows[0][0])
 
 
-class _Ledger:
+class LedgerBase:
+    """What the ledgers and the inbox share: their statements over one table, its ttl, their repr."""
+
     def __init__(self, **options: Any) -> None:
         self._statements = LedgerStatements(**options)
 
@@ -119,7 +121,7 @@ class _Ledger:
         return f"{type(self).__name__}(schema={self._statements.schema!r})"
 
 
-class PostgresEventLedger(_Ledger):
+class PostgresEventLedger(LedgerBase):
     """:class:`~pasarela.transfers.webhook_dedup.EventLedger` on a ``psycopg.Connection`` or a
     ``psycopg_pool.ConnectionPool``. Options: ``schema``, ``ttl``, ``lease``, ``lock_wait`` (seconds a claim
     waits for the transaction's row, held by an inbox's handler, before "in progress"), ``prune_interval``
@@ -156,7 +158,7 @@ class PostgresEventLedger(_Ledger):
         return prune_rows(self._connections, self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)
 
 
-class AsyncPostgresEventLedger(_Ledger):
+class AsyncPostgresEventLedger(LedgerBase):
     """:class:`~pasarela.transfers.webhook_dedup.AsyncEventLedger` on a ``psycopg.AsyncConnection`` or an
     ``AsyncConnectionPool`` (the options of :class:`PostgresEventLedger`). Its prunes run beside the claims."""
 
