@@ -36,7 +36,7 @@ from pasarela.sandbox.scenarios import Outcome, colombia_scenario, document_outc
 from pasarela.sandbox.service import Sandbox
 from pasarela.sandbox.states import PaymentWindow, TransferStatus, cancel, complete
 from pasarela.sandbox.store import Store, Transfer
-from pasarela.sandbox.webhooks import Backoff, Dispatcher, signed_headers
+from pasarela.sandbox.webhooks import Backoff, Dispatcher, ReceiverAnswer, signed_headers
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import verify_webhook_signature
 
@@ -321,13 +321,13 @@ class Recorder:
         self.deliveries: list[tuple[str, Mapping[str, str], bytes]] = []
         self.received_at: list[float] = []
 
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> ReceiverAnswer:
         self.deliveries.append((url, headers, body))
         self.received_at.append(time.time())
         answer = self.answers.pop(0) if self.answers else 200
         if isinstance(answer, Exception):
             raise answer
-        return int(answer)
+        return ReceiverAnswer(int(answer))
 
 
 def _sandbox_with(sender: Recorder, clock: FakeClock, config: SandboxConfig = _CONFIG) -> Sandbox:

@@ -8,7 +8,7 @@ Each rule gets ``pass``, ``fail``, ``not_observed`` (no traffic that could show 
   each init repeats its token's total (the sandbox refuses either with a 400 naming ``amount...``: each such
   refusal fails the rule); passes once an init was accepted with none refused.
 - 4, webhooks answered 200: the last delivery attempt of every webhook was answered 200 (a redelivery answered
-  200 mends an earlier failure).
+  200 mends an earlier failure); a redirect, never followed, is named with what to change.
 - 6, no new transfer for a payer while one is initialized: a transfer of the same payer (documentNumber, else
   e-mail) started while an earlier one was neither final, cancelled nor expired fails it; it passes once a payer
   started a second transfer after the first ended.
@@ -131,9 +131,12 @@ def _webhooks(attempts: Sequence[Attempt], webhook_url: Optional[str]) -> Verdic
         return Verdict(4, NOT_OBSERVED, why)
     failing = [attempt for attempt in last.values() if attempt.status != 200]
     if failing:
-        return Verdict(4, FAIL, f"{len(failing)} of {len(last)} webhook(s) last answered other than 200 (redeliver "
-                                "them once the receiver is fixed)",
-                       tuple(f"delivery:{attempt.id}" for attempt in failing))
+        summary = f"{len(failing)} of {len(last)} webhook(s) last answered other than 200 (redeliver them once the " \
+                  "receiver is fixed)"
+        redirected = [attempt for attempt in failing if attempt.status is not None and 300 <= attempt.status < 400]
+        if redirected:  # the attempt's error says where it pointed and what to change
+            summary += f"; {len(redirected)} of them with {redirected[-1].error}"
+        return Verdict(4, FAIL, summary, tuple(f"delivery:{attempt.id}" for attempt in failing))
     return Verdict(4, PASS, f"all {len(last)} webhook(s) answered 200",
                    tuple(f"delivery:{attempt.id}" for attempt in list(last.values())[-3:]))
 

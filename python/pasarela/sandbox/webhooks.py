@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from .._version import __version__
 from ..transfers.webhook_signature import WebhookHeaders, body_signature, id_signature
@@ -41,7 +41,8 @@ from .jsontext import dumps
 from .states import TransferStatus
 from .store import OutboxEntry, Store, Transfer, Tx
 
-__all__ = ["Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body", "signed_headers"]
+__all__ = ["Backoff", "Dispatcher", "HttpSender", "ReceiverAnswer", "Sender", "enqueue_event", "event_body",
+           "signed_headers"]
 
 _log = logging.getLogger("pasarela.sandbox.webhooks")
 _HEADERS = WebhookHeaders()
@@ -85,9 +86,33 @@ def signed_headers(config: SandboxConfig, event_id: str, body: bytes) -> dict[st
     }
 
 
+@dataclass(frozen=True)
+class ReceiverAnswer:
+    """What a receiver answered a delivery: its HTTP status and, for a redirect, where it pointed."""
+
+    status: int
+    location: Optional[str] = None
+    """A redirect's ``Location`` header, never followed (the service does not follow one either)."""
+
+
+def not_delivered(url: str, answer: ReceiverAnswer) -> Optional[str]:
+    """Why the delivery to ``url`` failed, and what to change (``None``: answered 200, delivered)."""
+    if answer.status == 200:
+        return None
+    if not 300 <= answer.status < 400:
+        return f"HTTP {answer.status} (the receiver must answer 200)"
+    location = "".join(ch if ch.isprintable() else "?" for ch in answer.location or "")[:300] or "(no Location)"
+    why = f"HTTP {answer.status}, a redirect to {location}, not followed (the service follows none): "
+    if urljoin(url, answer.location or "") == url + "/":
+        # Starlette's Mount (FastAPI's app.mount) answers its path without the trailing slash so
+        return why + ("route the webhook path itself to the receiver, Route(path, receiver, methods=[\"POST\"]), not "
+                      f"Mount; or start the sandbox with --webhook-url {location}")
+    return why + f"the receiver must answer 200 at {url} itself; or start the sandbox with --webhook-url {location}"
+
+
 class Sender(Protocol):
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
-        """POST ``body``; the HTTP status of the answer. Raises OSError when there is none."""
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> ReceiverAnswer:
+        """POST ``body``; what came back. Raises OSError when nothing did."""
 
 
 class HttpSender:
@@ -96,7 +121,7 @@ class HttpSender:
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
 
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> ReceiverAnswer:
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(parts.hostname or "", parts.port, timeout=self._timeout)
@@ -105,7 +130,7 @@ class HttpSender:
             connection.request("POST", target, body=body, headers=dict(headers))
             answer = connection.getresponse()
             answer.read()
-            return answer.status
+            return ReceiverAnswer(answer.status, answer.getheader("Location"))
         except http.client.HTTPException as exc:
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         finally:
@@ -182,8 +207,9 @@ class Dispatcher:
         headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
         started = time.perf_counter()
         try:
-            status: Optional[int] = self._sender(url, headers, entry.body)
-            error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
+            answer = self._sender(url, headers, entry.body)
+            status: Optional[int] = answer.status
+            error = not_delivered(url, answer)
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
         latency_ms = (time.perf_counter() - started) * 1000
