@@ -81,3 +81,17 @@ def test_the_scripts_install_python_packages_only_into_a_virtual_environment() -
     for script, python in calls:
         assert python in ('"$PY"', '"$venv/bin/python"'), f"{script}: {python} -m pip install"
     assert 'PY=$VENV/bin/python' in (ROOT / "scripts" / "setup").read_text()
+
+
+def test_the_docs_install_no_system_package() -> None:
+    """scripts/setup docs calls apt for nothing (python3-doc had upgraded eight of Debian's python3.11 packages): the
+    docs' links into Python's documentation read the inventory kept in docs/_inventories/."""
+    setup = (ROOT / "scripts" / "setup").read_text()
+    blocks = re.findall(r"^if wants docs; then(.*?)\bfi$", setup, flags=re.MULTILINE | re.DOTALL)
+    assert blocks  # the docs extra is set up somewhere
+    for block in blocks:
+        assert not re.search(r"\b(apt_install|apt-get|system_packages|system_commands)\b", block), block
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    [inventory] = re.findall(r'^PYTHON_INVENTORY = Path\(__file__\)\.parent / "_inventories" / "([^"]+)"$', conf,
+                             flags=re.MULTILINE)
+    assert (ROOT / "docs" / "_inventories" / inventory).read_bytes().startswith(b"# Sphinx inventory version 2\n")
