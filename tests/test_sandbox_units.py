@@ -435,7 +435,8 @@ def test_config_repr_hides_the_secrets() -> None:
     "changes",
     [{"ecuador_processor": "card"}, {"private_key": "sandbox-public-key"}, {"webhook_url": "ftp://x"},
      {"public_key": "has space"}, {"timeout_delay": -1}, {"webhook_backoff": 0}, {"settle_after": -1},
-     {"public_url": "127.0.0.1:8790"}, {"cors_origins": "*"}, {"webhook_concurrency": 0}],
+     {"public_url": "127.0.0.1:8790"}, {"cors_origins": "*"}, {"webhook_concurrency": 0},
+     {"cors_origins": ("https://shop.test/",)}, {"cors_origins": ("shop.test",)}],
 )
 def test_config_refuses_bad_values(changes: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):

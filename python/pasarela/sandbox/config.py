@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "SandboxConfig"]
+__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "SandboxConfig", "origin_problem"]
 
 ECUADOR_PROCESSORS = ("bank", "wallet")
 DEFAULT_SETTLE_AFTER = 5.0
@@ -39,6 +39,28 @@ def _check_absolute_url(name: str, value: object) -> None:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError(f"{name} must be an absolute http(s) URL")
+
+
+def origin_problem(origin: str) -> Optional[str]:
+    """What keeps ``origin`` from being one a browser sends in ``Origin`` (``scheme://host[:port]``, lower case, no
+    default port, no path), or ``None`` for an origin (or ``*``, any). CORS compares the header with it as text: an
+    origin written otherwise would never match, and the browser's calls would fail for no reason it shows."""
+    if origin == "*":
+        return None
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return "not an origin: scheme://host[:port], e.g. http://localhost:3000"
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return "not an origin: scheme://host[:port], e.g. http://localhost:3000"
+    if parts.path or parts.query or parts.fragment or origin.endswith(("?", "#")):
+        return f"an origin has no path (nor a trailing slash): {parts.scheme}://{parts.netloc}"
+    if origin != origin.lower():
+        return f"browsers send it in lower case: {origin.lower()}"
+    if port == {"http": 80, "https": 443}[parts.scheme]:
+        return f"browsers leave the default port out: {parts.scheme}://{parts.hostname}"
+    return None
 
 
 @dataclass(frozen=True, repr=False)
@@ -98,6 +120,10 @@ class SandboxConfig:
         if isinstance(self.cors_origins, str) or not all(isinstance(origin, str) and origin
                                                          for origin in self.cors_origins):
             raise ConfigurationError("cors_origins must be a tuple of origins (or '*')")
+        for origin in self.cors_origins:
+            problem = origin_problem(origin)
+            if problem is not None:
+                raise ConfigurationError(f"cors_origins: {origin!r}: {problem}")
 
     def __repr__(self) -> str:
         return (
