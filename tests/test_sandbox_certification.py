@@ -10,9 +10,11 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from local_server import LocalServer
 from test_sandbox_workbench import PRIVATE, Bench, bench, colombia_qr, mexico, wait_for
 
 
@@ -149,3 +151,20 @@ def test_certify_says_why_it_cannot_judge(workbench: Bench) -> None:
     unreachable = _certify("--url", f"http://127.0.0.1:{port}")
     assert unreachable.returncode == 2 and "cannot reach the sandbox" in unreachable.stderr
     assert _certify("--url", "file:///etc/passwd").returncode == 2
+
+
+@pytest.mark.parametrize(("status", "body"), [(401, b'{"message":"Unauthorized"}'), (404, b"Not Found"),
+                                              (200, b"<html>a shop</html>"), (200, b'{"rules": "none"}')])
+def test_certify_says_when_the_address_is_not_a_sandbox(status: int, body: bytes) -> None:
+    """Another server at --url (the merchant's own back end, a proxy) is named as such, not as a sandbox that refused
+    the key (issue 58: "...answered the private key was refused")."""
+    async def not_a_sandbox(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+
+    with LocalServer(not_a_sandbox) as server:
+        run = _certify("--url", server.base_url)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == (f"pasarela sandbox certify: error: {server.base_url} is not a pasarela sandbox (its "
+                          "/openapi.json is not the sandbox's): give --url the address `pasarela sandbox` printed "
+                          "when it started, e.g. http://127.0.0.1:8790\n")

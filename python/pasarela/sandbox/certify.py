@@ -28,6 +28,7 @@ from .jsontext import loads
 __all__ = ["fetch_verdicts", "main"]
 
 _PATH = "/sandbox/v1/certification"
+_OPENAPI, _TITLE = "/openapi.json", "pasarela sandbox"  # what tells a sandbox (openapi.py's info.title)
 _MAX_ANSWER_BYTES = 1 << 20
 _KEY_VARIABLE = "PASARELA_SANDBOX_PRIVATE_KEY"
 
@@ -71,6 +72,22 @@ def _checked(answer: Any) -> list[dict[str, Any]]:
     return rules
 
 
+def _is_a_sandbox(url: str, timeout: float) -> bool:
+    """Whether ``url`` serves a pasarela sandbox's OpenAPI document (public: asked without the key)."""
+    try:
+        with _OPENER.open(url.rstrip("/") + _OPENAPI, timeout=timeout) as answer:
+            document = loads(answer.read(_MAX_ANSWER_BYTES))
+    except (urllib.error.URLError, OSError, ValueError, RecursionError):
+        return False
+    info = document.get("info") if isinstance(document, dict) else None
+    return isinstance(info, dict) and info.get("title") == _TITLE
+
+
+def _not_a_sandbox(url: str) -> CertifyError:
+    return CertifyError(f"{url} is not a pasarela sandbox (its {_OPENAPI} is not the sandbox's): give --url the "
+                        "address `pasarela sandbox` printed when it started, e.g. http://127.0.0.1:8790")
+
+
 def fetch_verdicts(url: str, private_key: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The ``rules`` of ``GET <url>/sandbox/v1/certification``."""
     parts = urlsplit(url)
@@ -87,18 +104,24 @@ def fetch_verdicts(url: str, private_key: str, timeout: float = 10.0) -> list[di
                            "that the private key goes nowhere else; give --url the sandbox's own address (the one "
                            "its banner printed)") from None
     except urllib.error.HTTPError as exc:
-        refused = "the private key was refused (--private-key or $PASARELA_SANDBOX_PRIVATE_KEY)" \
-            if exc.code == 401 else f"HTTP {exc.code}"
+        # Only a sandbox's refusal means its key: anything else answering there is not one
+        if not _is_a_sandbox(url, timeout):
+            raise _not_a_sandbox(url) from None
+        refused = "the private key was refused: give its private key in $PASARELA_SANDBOX_PRIVATE_KEY (or " \
+            "--private-key), the one it was started with" if exc.code == 401 else f"HTTP {exc.code}"
         raise CertifyError(f"the sandbox at {url} answered {refused}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         raise CertifyError(f"cannot reach the sandbox at {url}: {_printable(reason)}") from None
-    if len(text) > _MAX_ANSWER_BYTES:
-        raise CertifyError("the answer is larger than a certification can be")
     try:
+        if len(text) > _MAX_ANSWER_BYTES:
+            raise ValueError("larger than a certification can be")
         return _checked(loads(text))
-    except (ValueError, RecursionError):
-        raise CertifyError("the answer is not JSON") from None
+    except (ValueError, RecursionError, CertifyError):
+        if not _is_a_sandbox(url, timeout):
+            raise _not_a_sandbox(url) from None
+        raise CertifyError(f"the sandbox at {url} answered something other than its certification verdicts (a "
+                           "sandbox of another version of pasarela?)") from None
 
 
 def _table(rules: Sequence[dict[str, Any]]) -> str:
