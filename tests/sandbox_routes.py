@@ -118,6 +118,7 @@ class RouteProbes:
                 "/sandbox/webhooks", f"/sandbox/actions/webhooks/{self.webhook}/redeliver", own),
             ("POST", "/sandbox/actions/clock"): lambda: self._action("/sandbox/", "/sandbox/actions/clock", own,
                                                                      seconds="1"),
+            ("GET", "/cdn/"): lambda: self.get("/cdn/"),
             ("GET", "/cdn/kushki.min.js"): lambda: self.get("/cdn/kushki.min.js"),
             ("GET", "/cdn/kushki-checkout.js"): lambda: self.get("/cdn/kushki-checkout.js"),
             ("POST", TERMINAL_POST): self._terminal_post,
