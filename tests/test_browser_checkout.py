@@ -205,7 +205,9 @@ def test_the_hosted_checkout_shows_a_refusal_and_lets_the_payer_try_again(browse
     browser.driver.find_element(By.XPATH, "//button[normalize-space()='Pay by transfer']").click()
     alert = browser.driver.find_element(By.CSS_SELECTOR, "[role=alert]")
     WebDriverWait(browser.driver, 10).until(lambda driver: alert.text)
-    assert "documentNumber" in alert.text and "(INVALID_REQUEST)" in alert.text
+    # in the form's words (issue 58: "documentNumber: must match \\S (INVALID_REQUEST)")
+    assert alert.text == "Document number: must not be blank"
+    assert alert.get_attribute("data-code") == "INVALID_REQUEST"
     assert browser.driver.find_element(By.XPATH, "//button[normalize-space()='Pay by transfer']").is_enabled()
     assert len(shop.merchant.posted) == posts  # nothing reached the merchant
     browser.screenshot("checkout_v2_refused")

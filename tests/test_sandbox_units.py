@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -221,7 +221,9 @@ def test_every_reference_in_the_document_resolves() -> None:
         ({"currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 1, "iva": 0}, "flow": {"type": "QR"}},
          "flow.processorName", "is required"),
         ({"currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 1, "iva": 0}, "email": "no at sign"},
-         "email", "must match"),
+         "email", "must be an e-mail address, such as name@example.com"),
+        ({"currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 1, "iva": 0}, "documentNumber": " "},
+         "documentNumber", "must not be blank"),
         ([], "body", "must be an object, got array"),
     ],
 )
@@ -230,6 +232,26 @@ def test_check_names_the_field_that_breaks_the_schema(body: Any, field: str, rea
         check_body(body, "TransferTokenRequest")
     assert caught.value.status == 400 and caught.value.field == field
     assert caught.value.message.startswith(f"{field}: {reason}")
+
+
+def test_every_pattern_of_the_document_is_said_in_words() -> None:
+    """A refusal for a pattern reaches people (the checkout shows it to the payer): never ``must match \\S``."""
+    from pasarela.sandbox.body_schema import PATTERN_WORDS
+
+    def patterns(schema: Any) -> Iterator[str]:
+        if isinstance(schema, dict):
+            if isinstance(schema.get("pattern"), str):
+                yield schema["pattern"]
+            for value in schema.values():
+                yield from patterns(value)
+        elif isinstance(schema, list):
+            for value in schema:
+                yield from patterns(value)
+
+    used = set(patterns(document()))
+    assert used == set(PATTERN_WORDS)  # each in words, and no words for a pattern the document no longer has
+    for words in PATTERN_WORDS.values():
+        assert words.startswith("must ") and "\\" not in words and "[" not in words
 
 
 def test_check_names_array_items_and_closed_objects() -> None:
