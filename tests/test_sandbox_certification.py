@@ -168,3 +168,28 @@ def test_certify_says_when_the_address_is_not_a_sandbox(status: int, body: bytes
     assert run.stderr == (f"pasarela sandbox certify: error: {server.base_url} is not a pasarela sandbox (its "
                           "/openapi.json is not the sandbox's): give --url the address `pasarela sandbox` printed "
                           "when it started, e.g. http://127.0.0.1:8790\n")
+
+
+def test_the_counts_agree_when_the_access_log_keeps_only_its_newest_records(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 1 counts every init accepted as rule 8 counts every token request, whatever the log kept (issue 58:
+    "1687 init(s) accepted" beside "5054 token request(s)", rule 1 counting the records kept)."""
+    import pasarela.sandbox.store
+
+    monkeypatch.setattr(pasarela.sandbox.store, "MAX_RECORDED_REQUESTS", 100)  # pruned every 100 records
+    with bench() as workbench:
+        tokens = [workbench.start(mexico(document_number=f"{number:09d}")) for number in range(120)]
+        rules = workbench.certification()
+        kept = workbench.get("/sandbox/v1/requests", limit=200)["items"]
+    assert len(kept) < 2 * len(tokens)  # the log forgot the oldest tokens and inits
+    assert rules[1]["summary"].startswith("120 init(s) accepted")
+    assert rules[8]["summary"].startswith("120 token request(s)")
+
+
+def test_the_page_links_the_first_20_pieces_of_evidence_and_counts_the_rest(workbench: Bench) -> None:
+    for _ in range(23):  # one payer, each transfer started while the previous one is initialized: rule 6 fails
+        workbench.start(mexico(document_number="777"))
+    rule = workbench.certification()[6]
+    assert rule["verdict"] == "fail" and len(rule["evidence"]) == 22
+    page = workbench.http.get("/sandbox/certification").text
+    assert page.count('href="/sandbox/transfers/') == 20 and "and 2 more (all in /sandbox/v1/certification)" in page
