@@ -1,0 +1,31 @@
+"""The task guides run as written, every block, against a real sandbox (tests/guide_runner.py says how each kind
+of block is run): a guide that stops working fails here, and so does a guide whose programs print other than
+what it says they print.
+
+Each merchant guide also ends in the state its text promises: the order paid (or as its flow ends), every
+certification rule the sandbox can observe passing or not yet observed (``pasarela sandbox certify`` exits 0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guide_runner import ROOT, GuideRun, blocks
+
+DOCS = ROOT / "docs"
+GUIDES = ["mexico-clabe.md"]
+
+
+@pytest.mark.parametrize("page", GUIDES)
+def test_the_guide_runs_as_written(page: str, tmp_path: Path) -> None:
+    with GuideRun(DOCS / page, tmp_path) as run:
+        run.run()
+    assert run.outputs, "the guide printed nothing: nothing was checked"
+
+
+def test_every_guide_has_a_runnable_program_and_its_expected_output() -> None:
+    for page in GUIDES:
+        found = blocks(DOCS / page)
+        assert any(block.language == "python" and not block.code.startswith("# ") for block in found), page
+        assert any(block.language == "text" for block in found), page
