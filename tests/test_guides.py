@@ -14,7 +14,7 @@ import pytest
 from guide_runner import ROOT, GuideRun, blocks
 
 DOCS = ROOT / "docs"
-GUIDES = ["mexico-clabe.md"]
+GUIDES = ["mexico-clabe.md", "ecuador.md", "colombia-qr.md", "colombia-pse.md"]
 
 
 @pytest.mark.parametrize("page", GUIDES)
