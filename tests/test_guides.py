@@ -14,7 +14,8 @@ import pytest
 from guide_runner import ROOT, GuideRun, blocks
 
 DOCS = ROOT / "docs"
-GUIDES = ["mexico-clabe.md", "ecuador.md", "colombia-qr.md", "colombia-pse.md"]
+GUIDES = ["gateway.md", "mexico-clabe.md", "ecuador.md", "colombia-qr.md", "colombia-pse.md", "multi-node.md",
+          "operating.md"]
 
 
 @pytest.mark.parametrize("page", GUIDES)
@@ -24,8 +25,7 @@ def test_the_guide_runs_as_written(page: str, tmp_path: Path) -> None:
     assert run.outputs, "the guide printed nothing: nothing was checked"
 
 
-def test_every_guide_has_a_runnable_program_and_its_expected_output() -> None:
+def test_every_guide_says_what_its_programs_print() -> None:
+    """So that running one checks what it did, not only that it did not raise."""
     for page in GUIDES:
-        found = blocks(DOCS / page)
-        assert any(block.language == "python" and not block.code.startswith("# ") for block in found), page
-        assert any(block.language == "text" for block in found), page
+        assert any(block.language == "text" for block in blocks(DOCS / page)), page
