@@ -27,7 +27,7 @@ extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.intersphinx"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "_inventories"]
-myst_heading_anchors = 3  # the README's links to its own sections (#speed, ...)
+myst_heading_anchors = 3  # links to a page's sections (performance.md#threads, ...)
 
 autodoc_typehints = "description"  # parameters and return types from the annotations, beside their text
 autodoc_member_order = "bysource"

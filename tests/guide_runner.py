@@ -77,8 +77,11 @@ def blocks(page: Path) -> list[Block]:
     lines = page.read_text("utf-8").splitlines()
     number = 0
     while number < len(lines):
+        if lines[number].startswith("```{"):  # a MyST directive (include, toctree, eval-rst): no code
+            number = next(index for index in range(number + 1, len(lines)) if lines[index] == "```") + 1
+            continue
         opened = _FENCE.match(lines[number])
-        if opened is None or lines[number].startswith("```{"):
+        if opened is None:
             number += 1
             continue
         before = next((line.strip() for line in reversed(lines[:number]) if line.strip()), "")

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _readme_commands() -> dict[str, str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("## Commands", 1)[1].split("\n\n", 2)[1]
+    table = readme.split("## The two commands", 1)[1].split("\n\n", 2)[1]
     return dict(re.findall(r"^\| (.+?) \| `(.+?)` \|$", table, flags=re.MULTILINE))
 
 
@@ -59,8 +59,8 @@ def test_the_sandbox_database_is_ignored_by_git(suffix: str) -> None:
     assert result.returncode == 0, f"{name} would show up as untracked"
 
 
-def test_the_readme_lists_as_refused_nothing_that_seal_accepts() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+def test_the_terminal_reference_lists_as_refused_nothing_that_seal_accepts() -> None:
+    readme = " ".join((ROOT / "docs" / "terminal.md").read_text(encoding="utf-8").split())
     refused = readme.split("Anything else —", 1)[1].split("— raises", 1)[0]
     assert "UUID" not in refused
     value = uuid.UUID("12345678-1234-5678-1234-567812345678")

@@ -14,8 +14,8 @@ import pytest
 from guide_runner import ROOT, GuideRun, blocks
 
 DOCS = ROOT / "docs"
-GUIDES = ["gateway.md", "mexico-clabe.md", "ecuador.md", "colombia-qr.md", "colombia-pse.md", "multi-node.md",
-          "operating.md"]
+GUIDES = ["../README.md", "gateway.md", "mexico-clabe.md", "ecuador.md", "colombia-qr.md", "colombia-pse.md",
+          "multi-node.md", "operating.md"]
 
 
 @pytest.mark.parametrize("page", GUIDES)
@@ -29,3 +29,16 @@ def test_every_guide_says_what_its_programs_print() -> None:
     """So that running one checks what it did, not only that it did not raise."""
     for page in GUIDES:
         assert any(block.language == "text" for block in blocks(DOCS / page)), page
+
+
+REFERENCE_PAGES = ["terminal.md", "cards-and-transfers.md", "sandbox.md"]
+"""Pages whose snippets run in order in one session each: tests/test_docs.py."""
+
+
+def test_every_page_with_code_is_run_by_a_test() -> None:
+    """A page of the site (or the README) that shows code is a guide run here or a reference page test_docs runs:
+    no block is left that no test ran."""
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    with_code = {page.relative_to(DOCS).as_posix() if page.parent == DOCS else "../README.md"
+                 for page in pages if blocks(page)}
+    assert with_code == set(GUIDES) | set(REFERENCE_PAGES)
