@@ -125,6 +125,7 @@ class RouteProbes:
                                                                      seconds="1"),
             ("POST", "/sandbox/actions/webhook-url"): lambda: self._action(
                 "/sandbox/webhooks", "/sandbox/actions/webhook-url", own, url=self._configured_webhook_url()),
+            ("GET", "/cdn/"): lambda: self.get("/cdn/"),
             ("GET", "/cdn/kushki.min.js"): lambda: self.get("/cdn/kushki.min.js"),
             ("GET", "/cdn/kushki-checkout.js"): lambda: self.get("/cdn/kushki-checkout.js"),
             ("POST", TERMINAL_POST): self._terminal_post,

@@ -246,6 +246,6 @@ def test_each_post_of_the_clients_carries_its_own_key(live: LiveSandbox) -> None
     live.sandbox.store.flush_requests()
     with live.sandbox.store.read() as tx:
         sent = [record.headers.get("idempotency-key") or record.headers.get("Idempotency-Key")
-                for record in tx.all_requests("api") if record.method == "POST"]
+                for record in tx.requests(1000, kind="api").items if record.method == "POST"]
     assert len(sent) == 2 and len(set(sent)) == 2 and all(sent)
     assert _count(live, "transfer_tokens") == 2

@@ -107,7 +107,7 @@ def test_its_polls_are_neither_logged_nor_recorded(live: LiveSandbox, traffic: s
     _tail(live, "--count", "2")
     live.sandbox.store.flush_requests()
     with live.sandbox.store.read() as tx:
-        paths = [record.path for record in tx.all_requests("api")]
+        paths = [call.path for call in tx.logged_calls("api")]
     assert not any(path.startswith("/sandbox/v1/feed") for path in paths) and paths
 
 

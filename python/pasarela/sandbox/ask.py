@@ -15,9 +15,10 @@ from urllib.parse import urlsplit
 
 from .jsontext import loads
 
-__all__ = ["AskError", "ask", "printable"]
+__all__ = ["AskError", "ask", "not_a_sandbox", "printable"]
 
 _MAX_ANSWER_BYTES = 1 << 20
+_OPENAPI, _TITLE = "/openapi.json", "pasarela sandbox"  # what tells a sandbox (openapi.py's info.title)
 
 
 class AskError(Exception):
@@ -70,15 +71,39 @@ def ask(url: str, path: str, private_key: str, *, what: str, timeout: float = 10
                        "that the private key goes nowhere else; give --url the sandbox's own address (the one "
                        "its banner printed)") from None
     except urllib.error.HTTPError as exc:
-        refused = "the private key was refused (--private-key or $PASARELA_SANDBOX_PRIVATE_KEY)" \
-            if exc.code == 401 else f"HTTP {exc.code}"
+        # Only a sandbox's refusal means its key: anything else answering there is not one
+        if not _is_a_sandbox(url, timeout):
+            raise not_a_sandbox(url) from None
+        refused = "the private key was refused: give its private key in $PASARELA_SANDBOX_PRIVATE_KEY (or " \
+            "--private-key), the one it was started with" if exc.code == 401 else f"HTTP {exc.code}"
         raise AskError(f"the sandbox at {url} answered {refused}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         raise AskError(f"cannot reach the sandbox at {url}: {printable(reason)}") from None
-    if len(text) > _MAX_ANSWER_BYTES:
-        raise AskError(f"the answer is larger than {what} can be")
     try:
+        if len(text) > _MAX_ANSWER_BYTES:
+            raise ValueError(f"the answer is larger than {what} can be")
         return loads(text)
     except (ValueError, RecursionError):
-        raise AskError("the answer is not JSON") from None
+        raise not_a_sandbox(url, timeout, f"answered something other than {what}") from None
+
+
+def _is_a_sandbox(url: str, timeout: float) -> bool:
+    """Whether ``url`` serves a pasarela sandbox's OpenAPI document (public: asked without the key)."""
+    try:
+        with _OPENER.open(url.rstrip("/") + _OPENAPI, timeout=timeout) as answer:
+            document = loads(answer.read(_MAX_ANSWER_BYTES))
+    except (urllib.error.URLError, OSError, ValueError, RecursionError):
+        return False
+    info = document.get("info") if isinstance(document, dict) else None
+    return isinstance(info, dict) and info.get("title") == _TITLE
+
+
+def not_a_sandbox(url: str, timeout: Optional[float] = None, answered: Optional[str] = None) -> AskError:
+    """The error for an answer that is not what a sandbox gives: that it is no sandbox, or, when ``timeout`` and
+    ``answered`` are given and ``url`` does serve a sandbox's OpenAPI document, that the sandbox ``answered`` so (one
+    of another version of pasarela?)."""
+    if answered is not None and timeout is not None and _is_a_sandbox(url, timeout):
+        return AskError(f"the sandbox at {url} {answered} (a sandbox of another version of pasarela?)")
+    return AskError(f"{url} is not a pasarela sandbox (its {_OPENAPI} is not the sandbox's): give --url the "
+                    "address `pasarela sandbox` printed when it started, e.g. http://127.0.0.1:8790")

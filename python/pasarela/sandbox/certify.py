@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .ask import AskError, ask, printable
+from .ask import AskError, ask, not_a_sandbox, printable
 from .certification import VERDICTS
 from .cli_parser import warn_secret_on_command_line
 from .config import SandboxConfig
@@ -40,7 +40,11 @@ def _checked(answer: Any) -> list[dict[str, Any]]:
 
 def fetch_verdicts(url: str, private_key: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The ``rules`` of ``GET <url>/sandbox/v1/certification``."""
-    return _checked(ask(url, _PATH, private_key, what="a certification", timeout=timeout))
+    answer = ask(url, _PATH, private_key, what="its certification verdicts", timeout=timeout)
+    try:
+        return _checked(answer)
+    except AskError:
+        raise not_a_sandbox(url, timeout, "answered something other than its certification verdicts") from None
 
 
 def _table(rules: Sequence[dict[str, Any]]) -> str:

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 from ..errors import ConfigurationError
 from .chaos import check_chaos
 
-__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "MAX_URL_LENGTH", "SandboxConfig", "check_webhook_url"]
+__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "MAX_URL_LENGTH", "SandboxConfig", "check_webhook_url",
+           "origin_problem"]
 
 ECUADOR_PROCESSORS = ("bank", "wallet")
 DEFAULT_SETTLE_AFTER = 5.0
@@ -49,6 +50,28 @@ def _check_absolute_url(name: str, value: object) -> None:
 def check_webhook_url(url: object) -> None:
     """A ConfigurationError unless ``url`` is an absolute http(s) URL the dispatcher can POST to."""
     _check_absolute_url("webhook_url", url)
+
+
+def origin_problem(origin: str) -> Optional[str]:
+    """What keeps ``origin`` from being one a browser sends in ``Origin`` (``scheme://host[:port]``, lower case, no
+    default port, no path), or ``None`` for an origin (or ``*``, any). CORS compares the header with it as text: an
+    origin written otherwise would never match, and the browser's calls would fail for no reason it shows."""
+    if origin == "*":
+        return None
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return "not an origin: scheme://host[:port], e.g. http://localhost:3000"
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return "not an origin: scheme://host[:port], e.g. http://localhost:3000"
+    if parts.path or parts.query or parts.fragment or origin.endswith(("?", "#")):
+        return f"an origin has no path (nor a trailing slash): {parts.scheme}://{parts.netloc}"
+    if origin != origin.lower():
+        return f"browsers send it in lower case: {origin.lower()}"
+    if port == {"http": 80, "https": 443}[parts.scheme]:
+        return f"browsers leave the default port out: {parts.scheme}://{parts.hostname}"
+    return None
 
 
 @dataclass(frozen=True, repr=False)
@@ -113,6 +136,10 @@ class SandboxConfig:
         if isinstance(self.cors_origins, str) or not all(isinstance(origin, str) and origin
                                                          for origin in self.cors_origins):
             raise ConfigurationError("cors_origins must be a tuple of origins (or '*')")
+        for origin in self.cors_origins:
+            problem = origin_problem(origin)
+            if problem is not None:
+                raise ConfigurationError(f"cors_origins: {origin!r}: {problem}")
 
     def __repr__(self) -> str:
         return (

@@ -72,6 +72,9 @@ form posts, and the actions check Origin. The pages link nowhere else, so no ref
 _TOKEN_SUBJECT = "dashboard"  # noqa: S105 (what the page tokens are bound to, not a secret)
 _PAGE_SIZE = 50
 _LONGEST_SEARCH = 200
+_EVIDENCE_SHOWN = 20
+"""A rule's evidence links on the certification page (the JSON answer has them all): a rule failing for thousands
+of requests made a page of half a megabyte."""
 _STATUSES = tuple(status.value for status in TransferStatus)
 _TRANSFER_ACTIONS: dict[str, Optional[Outcome]] = {"approve": Outcome.APPROVED, "decline": Outcome.DECLINED,
                                                    "expire": None}
@@ -292,9 +295,12 @@ class Dashboard:
         for rule in verdicts:
             parts = "".join(f"<li>{esc(part['part'])}: {badge(part['verdict'])} {esc(part['summary'])}</li>"
                             for part in rule.get("parts", ()))
+            evidence = rule["evidence"]
+            shown = " ".join(evidence_link(item) for item in evidence[:_EVIDENCE_SHOWN])
+            if len(evidence) > _EVIDENCE_SHOWN:
+                shown += f" and {len(evidence) - _EVIDENCE_SHOWN} more (all in /sandbox/v1/certification)"
             rows.append((esc(rule["rule"]), esc(rule["title"]), badge(rule["verdict"]),
-                         esc(rule["summary"]) + (f"<ul>{parts}</ul>" if parts else ""),
-                         " ".join(evidence_link(item) for item in rule["evidence"])))
+                         esc(rule["summary"]) + (f"<ul>{parts}</ul>" if parts else ""), shown))
         body = ("<p>What the sandbox observed of your integration's traffic, rule by rule (spec section 8). "
                 "<code>pasarela sandbox certify --url URL</code> prints the same table and fails when a rule "
                 "fails.</p>" + table(("Rule", "Requirement", "Verdict", "Summary", "Evidence"), rows))

@@ -802,6 +802,8 @@ _PATHS: dict[str, Any] = {
             "200": _response("a verdict for each rule 1 to 9", "Certification"), "401": _UNAUTHORIZED},
         tags=("simulator",))},
     **_dashboard_pages(),
+    "/cdn/": {"get": {"operationId": "cdnIndex", "summary": "CDN stand-ins: what is here and how to point at it",
+                      "security": [], "tags": ["cdn"], "responses": {"200": _html("links to the two stand-ins")}}},
     **{f"/cdn/{name}": {"get": {
         "operationId": operation_id, "summary": summary, "security": [], "tags": ["cdn"], "responses": {
             "200": {"description": "the sandbox's stand-in, talking to this sandbox",

@@ -28,12 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, Optional, TextIO
+from urllib.parse import urlsplit
 
 from .._version import __version__
 from ..errors import ConfigurationError
 from .chaos import CHAOS_KINDS
 from .cli_parser import OneLineParser, warn_secret_on_command_line
-from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig
+from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig, origin_problem
 
 __all__ = ["DEFAULT_DB", "DEFAULT_PORT", "build_parser", "main"]
 
@@ -41,6 +42,10 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
 DEFAULT_DB = "pasarela-sandbox.sqlite3"
 _DEFAULTS = SandboxConfig()
+_OPTION_FIELDS = frozenset({"public_key", "private_key", "webhook_secret", "business_code", "terminal_serial",
+                            "merchant_name", "webhook_url", "public_url", "webhook_backoff", "webhook_backoff_max",
+                            "timeout_delay"})
+"""SandboxConfig's fields that the command line sets by the option of the same name (``--public-key``, ...)."""
 _SECRETS = (
     ("private_key", "--private-key", "PASARELA_SANDBOX_PRIVATE_KEY"),
     ("webhook_secret", "--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),
@@ -79,6 +84,49 @@ def _port(text: str) -> int:
     return port
 
 
+def _origin(text: str) -> str:
+    problem = origin_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return text
+
+
+def _url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not one)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text}: give an absolute http(s) URL, scheme and host included "
+                                         "(http://...)")
+    return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds, 0 or more")
+    return seconds
+
+
+def _positive_seconds(text: str) -> float:
+    seconds = _seconds(text)
+    if seconds == 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds above 0")
+    return seconds
+
+
+def _in_options(exc: ConfigurationError) -> str:
+    """A SandboxConfig error as the command line says it: the option in place of the field it starts with."""
+    message = str(exc)
+    field = message.split(" ", 1)[0].rstrip(":")
+    return "--" + field.replace("_", "-") + message[len(field):] if field in _OPTION_FIELDS else message
+
+
 DOCS_URL = "https://pasarela.github.io/pasarela/sandbox.html"
 _EPILOG = f"""\
 Once started, open http://127.0.0.1:PORT/ in a browser: the dashboard (transfers, charges, webhook
@@ -101,7 +149,7 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
     add("--db", default=DEFAULT_DB, help=f"SQLite file, or :memory: (default {DEFAULT_DB})")
     add("--public-key", default=_DEFAULTS.public_key, help=f"public merchant key (default {_DEFAULTS.public_key})")
     add("--private-key", help="private merchant key (default: $PASARELA_SANDBOX_PRIVATE_KEY, else the documented one)")
-    add("--webhook-url", help="where transfer webhooks are POSTed (default: none, they wait in the outbox)")
+    add("--webhook-url", type=_url, help="where transfer webhooks are POSTed (default: none, they wait in the outbox)")
     add("--webhook-secret", help="HMAC key of the webhook signatures (default: $PASARELA_SANDBOX_WEBHOOK_SECRET, "
                                  "else the documented one)")
     add("--business-code", help="the terminal's business code (default: $PASARELA_BUSINESS_CODE, else the "
@@ -111,11 +159,11 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
     add("--ecuador-processor", choices=ECUADOR_PROCESSORS, default=_DEFAULTS.ecuador_processor,
         help=f"Ecuador variant: bank redirect or wallet (default {_DEFAULTS.ecuador_processor})")
     add("--merchant-name", default=_DEFAULTS.merchant_name, help=f"default {_DEFAULTS.merchant_name!r}")
-    add("--timeout-delay", type=float, default=_DEFAULTS.timeout_delay,
+    add("--timeout-delay", type=_seconds, default=_DEFAULTS.timeout_delay,
         help=f"seconds the 13000 scenario leaves init unanswered (default {_DEFAULTS.timeout_delay:g})")
-    add("--webhook-backoff", type=float, default=_DEFAULTS.webhook_backoff,
+    add("--webhook-backoff", type=_positive_seconds, default=_DEFAULTS.webhook_backoff,
         help=f"seconds before the first webhook retry, doubled each time (default {_DEFAULTS.webhook_backoff:g})")
-    add("--webhook-backoff-max", type=float, default=_DEFAULTS.webhook_backoff_max,
+    add("--webhook-backoff-max", type=_positive_seconds, default=_DEFAULTS.webhook_backoff_max,
         help=f"longest wait between webhook retries (default {_DEFAULTS.webhook_backoff_max:g})")
     add("--settle-after", type=_settle_after, default=DEFAULT_SETTLE_AFTER, metavar="SECONDS|never",
         help=f"Mexico, Ecuador and Colombia PSE transfers the payer has not paid settle by themselves this long after "
@@ -126,10 +174,11 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
              "(default none)")
     add("--webhook-chaos-rate", type=float, default=_DEFAULTS.webhook_chaos_rate, metavar="RATE",
         help=f"the share of events that get one of them (default {_DEFAULTS.webhook_chaos_rate:g})")
-    add("--public-url", help="the sandbox's address in the links it hands out (payer pages, QR contents); "
+    add("--public-url", type=_url, help="the sandbox's address in the links it hands out (payer pages, QR contents); "
                              "default: the address it listens on")
-    add("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN",
-        help="an origin browsers may call the API from; repeat for several (default: any)")
+    add("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN", type=_origin,
+        help="an origin browsers may call the API from, scheme://host[:port] as browsers send it (e.g. "
+             "http://localhost:3000); repeat for several (default: any)")
     add("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
         help="default warning")
     add("--access-log", choices=("on", "off"), default="on",
@@ -281,7 +330,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
     try:
         config, secrets = _config(args)
         sandbox = Sandbox(config, db=args.db)
-    except (ConfigurationError, ValueError) as exc:
+    except ConfigurationError as exc:
+        print(f"{prog}: error: {_in_options(exc)}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except sqlite3.Error as exc:

@@ -17,13 +17,13 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from .jsontext import dumps, loads
 from .states import PaymentWindow, TransferStatus
 
-__all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "NewRequest", "OutboxEntry", "Page", "RequestRecord",
-           "Store", "Transfer", "TransferToken", "Tx", "request_row"]
+__all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "LastDelivery", "LoggedCall", "NewRequest", "OutboxEntry",
+           "Page", "RequestRecord", "Store", "Transfer", "TransferLife", "TransferToken", "Tx", "request_row"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfer_tokens (
@@ -271,6 +271,39 @@ class RequestRecord(NewRequest):
     id: int = 0
 
 
+class LoggedCall(NamedTuple):
+    """A request of the access log as the certification reads it: no headers, no bodies; the answer of a refusal
+    (400) only, the one answer it reads (thousands of rows: a tuple, each JSON column left unread)."""
+
+    id: int
+    method: str
+    path: str
+    status: int
+    token: Optional[str]
+    refusal: Optional[Mapping[str, Any]]
+    """The answer of a 400 (``field``, ``message``); ``None`` for any other status."""
+
+
+class TransferLife(NamedTuple):
+    """A transfer as the certification reads it: its flow, its payer's document, when it began and stopped being
+    initialized (final, cancelled or expired; ``None``: it has not)."""
+
+    token: str
+    variant: str
+    created: float
+    document_number: Optional[str]
+    ended_at: Optional[float]
+
+
+class LastDelivery(NamedTuple):
+    """The last delivery attempt of a webhook: its id (evidence ``delivery:<id>``), the status, the error."""
+
+    id: int
+    event_id: str
+    status: Optional[int]
+    error: Optional[str]
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of a listing, newest first; ``next_cursor`` fetches the next one (``None``: this was the last)."""
@@ -352,6 +385,15 @@ def _answer(text: Optional[str]) -> Any:
         return loads(text)
     except (ValueError, RecursionError):
         return text
+
+
+def _earliest(*moments: Optional[float]) -> Optional[float]:
+    return min((moment for moment in moments if moment is not None), default=None)
+
+
+def _refusal(text: str) -> Optional[Mapping[str, Any]]:
+    answer = _answer(text)
+    return answer if isinstance(answer, Mapping) else None
 
 
 def _charge(row: tuple[Any, ...]) -> Charge:
@@ -470,6 +512,15 @@ class Tx:
 
     def all_transfers(self) -> list[Transfer]:
         return [_transfer(row) for row in self._db.execute(f"{_SELECT_TRANSFERS} ORDER BY created, rowid")]
+
+    def transfer_lives(self) -> list[TransferLife]:
+        """Every transfer, oldest first, with when it ended (one statement: the history is indexed by transfer)."""
+        rows = self._db.execute(
+            "SELECT token, variant, created, document_number, expires_at, (SELECT min(at) FROM transfer_history"
+            " WHERE transfer_history.token = transfers.token AND state != 'initialized')"
+            " FROM transfers ORDER BY created, rowid")
+        return [TransferLife(token, variant, created, document, _earliest(expires_at, left))
+                for token, variant, created, document, expires_at, left in rows]
 
     def transfer_tokens(self) -> list[TransferToken]:
         rows = self._db.execute("SELECT token, request, created, used FROM transfer_tokens ORDER BY created, rowid")
@@ -663,6 +714,14 @@ class Tx:
     def last_attempt_id(self) -> int:
         return int(self._db.execute("SELECT COALESCE(MAX(id), 0) FROM webhook_attempts").fetchone()[0])
 
+    def last_deliveries(self) -> list[LastDelivery]:
+        """The last attempt of every webhook attempted, in the order of their first attempts."""
+        rows = self._db.execute(
+            "SELECT attempt.id, attempt.event_id, attempt.status, attempt.error FROM webhook_attempts AS attempt"
+            " JOIN (SELECT min(id) AS first, max(id) AS last FROM webhook_attempts GROUP BY event_id) AS event"
+            " ON attempt.id = event.last ORDER BY event.first")
+        return [LastDelivery(*row) for row in rows]
+
     # --- the access log
     def requests_after(self, after: int, limit: int) -> list[RequestRecord]:
         """The requests recorded after request ``after``, oldest first."""
@@ -692,11 +751,12 @@ class Tx:
         return self._page(f"SELECT {_REQUEST_COLUMNS} FROM requests", equal, limit, cursor, _request,  # noqa: S608
                           rowid="id")
 
-    def all_requests(self, kind: str) -> list[RequestRecord]:
-        """Every recorded request of ``kind``, oldest first (what the certification reads)."""
-        rows = self._db.execute(f"SELECT {_REQUEST_COLUMNS} FROM requests WHERE kind = ? ORDER BY id",  # noqa: S608
-                                (kind,)).fetchall()
-        return [_request(row) for row in rows]
+    def logged_calls(self, kind: str) -> list[LoggedCall]:
+        """Every recorded request of ``kind``, oldest first, as the certification reads them."""
+        rows = self._db.execute("SELECT id, method, path, status, token, CASE status WHEN 400 THEN response END"
+                                " FROM requests WHERE kind = ? ORDER BY id", (kind,))
+        return [LoggedCall(id, method, path, status, token, None if refusal is None else _refusal(refusal))
+                for id, method, path, status, token, refusal in rows]
 
 
 class Store:

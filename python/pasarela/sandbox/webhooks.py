@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from .._version import __version__
 from ..http.redaction import Redactor
@@ -95,10 +95,28 @@ def signed_headers(config: SandboxConfig, event_id: str, body: bytes) -> dict[st
 
 @dataclass(frozen=True)
 class Answer:
-    """A receiver's answer: its status and its body's first :data:`ANSWER_BYTES` bytes."""
+    """A receiver's answer: its status, its body's first :data:`ANSWER_BYTES` bytes and, for a redirect, where it
+    pointed."""
 
     status: int
     body: bytes = b""
+    location: Optional[str] = None
+    """A redirect's ``Location`` header, never followed (the service does not follow one either)."""
+
+
+def not_delivered(url: str, answer: Answer) -> Optional[str]:
+    """Why the delivery to ``url`` failed, and what to change (``None``: answered 200, delivered)."""
+    if answer.status == 200:
+        return None
+    if not 300 <= answer.status < 400:
+        return f"HTTP {answer.status} (the receiver must answer 200)"
+    location = "".join(ch if ch.isprintable() else "?" for ch in answer.location or "")[:300] or "(no Location)"
+    why = f"HTTP {answer.status}, a redirect to {location}, not followed (the service follows none): "
+    if urljoin(url, answer.location or "") == url + "/":
+        # Starlette's Mount (FastAPI's app.mount) answers its path without the trailing slash so
+        return why + ("route the webhook path itself to the receiver, Route(path, receiver, methods=[\"POST\"]), not "
+                      f"Mount; or start the sandbox with --webhook-url {location}")
+    return why + f"the receiver must answer 200 at {url} itself; or start the sandbox with --webhook-url {location}"
 
 
 class Sender(Protocol):
@@ -121,7 +139,7 @@ class HttpSender:
             connection.request("POST", target, body=body, headers=dict(headers))
             answer = connection.getresponse()
             first = answer.read(ANSWER_BYTES)  # the rest is not read: the connection is closed after it
-            return Answer(answer.status, first)
+            return Answer(answer.status, first, answer.getheader("Location"))
         except http.client.HTTPException as exc:
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         finally:
@@ -219,11 +237,11 @@ class Dispatcher:
         try:
             answer = self._sender(url, headers, body)
             if isinstance(answer, Answer):
-                status: Optional[int] = answer.status
                 answer_text = self._redactor.text(answer.body[:ANSWER_BYTES].decode("utf-8", "replace"))
             else:
-                status = answer
-            error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
+                answer = Answer(answer)  # a sender that tells only the status
+            status: Optional[int] = answer.status
+            error = not_delivered(url, answer)
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
         return _Sent(headers, status, error, answer_text, (time.perf_counter() - started) * 1000)

@@ -124,8 +124,7 @@ class TransferEvent:
     @classmethod
     def from_status(cls, token: str, record: TransferStatus, merchant_id: Optional[str] = None) -> TransferEvent:
         """The event as the service's status record of ``token`` tells it (nothing from a webhook body)."""
-        reference = record.raw.get("transactionReference")
-        reference = reference if isinstance(reference, str) and reference else None
+        reference = record.transaction_reference
         return cls(token, reference, record.status, record.state, merchant_id, record.raw,
                    EventKey(reference or token, record.status or "", record.state.is_final))
 
@@ -347,7 +346,7 @@ class TransferWebhookReceiver:
     @staticmethod
     def _queried(lookup: _StatusLookup, record: object) -> TransferEvent:
         if isinstance(record, Mapping):
-            record = TransferStatus.from_json(record)
+            record = TransferStatus.from_json(record, lookup.token)
         if not isinstance(record, TransferStatus):
             raise TypeError(f"status_query must return a TransferStatus or a mapping, got {type(record).__name__}")
         return TransferEvent.from_status(lookup.token, record, lookup.merchant_id)
