@@ -124,7 +124,7 @@ where that is higher). Issue 42's goal 2: Terminal.open_bytes in at most 0.8x th
 (seal's time / open_bytes's at least 1.25), and where the hash both share puts that beyond reach (string-heavy),
 beside that hash (BESIDE_THE_HASH); open_bytes at least 6x the Node.js verify. Goal 1: open at least 4x it. Those two
 up to 1 KiB, and items-heavy open_bytes at 16 KiB too (its ceiling there 9-10x; measured 6.2x and 6.5x on the AVX-512
-class, 5.9x on the AVX2 class: README, Speed): at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x
+class, 5.9x on the AVX2 class: docs/performance.md): at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x
 string-heavy, and open, which makes the payload's objects, 3.1-3.5x items-heavy and 3.9-4.0x string-heavy (gate.py
 --node-verify prints those ceilings). Since issue 57 the Node.js verify is the fastest natural one
 (benchmarks/node_verify.js: the fewest steps, crypto.hash), 0.9x the time of issue 42's at 1 KiB string-heavy
@@ -481,7 +481,7 @@ def replay_store_rounds(rounds: int, requests: int = 10_000) -> list[dict[str, f
     import http_serving
     from redis_server import RedisServer
 
-    scopes = http_serving.sealed_scopes(requests)
+    scopes = http_serving.asgi_requests(requests)
     results = []
     with RedisServer() as server:
         for r in range(rounds):

@@ -14,6 +14,8 @@ a wrk Lua script walks through them). The servers:
 - ``exact``: the same as ``middleware`` with ``exact_body=True`` (the app reads the verified bytes: a forwarding
   gateway);
 - ``redis``: the same behind the middleware with the Redis replay store on a real redis-server;
+- ``postgres`` (benchmarks/postgres_stores.py's, which starts a PostgreSQL for it; not one of this script's): the
+  same with the asyncio PostgreSQL replay store (``--serve postgres PORT CONNINFO WORKERS``);
 - ``node``: a Node.js ``http`` server running benchmarks/node_verify.js's verify (benchmarks/node_verify_server.js);
 - ``redis-set`` (not run unless asked): the bare app doing one ``SET key value PX ms NX`` on Redis per request with
   redis-py's asyncio client, nothing else: the bound a replay store on redis-py sets (one round trip per request).
@@ -74,6 +76,7 @@ TITLES = {"bare": "bare ASGI app (uvicorn, uvloop, httptools)",
           "memory": "behind TerminalAuthMiddleware (in-memory replay store)",
           "exact": "behind TerminalAuthMiddleware(exact_body=True) (no replay store)",
           "redis": "behind TerminalAuthMiddleware (Redis replay store)",
+          "postgres": "behind TerminalAuthMiddleware (PostgreSQL replay store)",
           "node": "Node.js http server, node_verify.js's verify",
           "redis-set": "bare ASGI app + one Redis SET per request (redis-py asyncio)"}
 RATIOS = [("middleware", "bare", 0.9), ("bare+open", "bare", None), ("middleware", "bare+open", None),
@@ -152,7 +155,8 @@ def opening_app(terminal: pasarela.Terminal) -> Any:
 
 def served_app(kind: str, redis_url: str, prefix: str = "") -> Any:
     """The ASGI app of one kind of server (the Redis store's prefix new if not given, and declared complete at
-    startup)."""
+    startup; the PostgreSQL store's pool opened at startup, its schema created by the caller; ``redis_url`` is then
+    the server's conninfo)."""
     from pasarela.asgi import TerminalAuthMiddleware
     from pasarela.terminal.replay import InMemoryReplayStore
 
@@ -165,6 +169,8 @@ def served_app(kind: str, redis_url: str, prefix: str = "") -> Any:
         return TerminalAuthMiddleware(echo_app, terminal, exact_body=kind == "exact")
     if kind == "memory":
         return TerminalAuthMiddleware(echo_app, terminal, replay_store=InMemoryReplayStore(max_entries=1_000_000))
+    if kind == "postgres":
+        return _postgres_app(terminal, redis_url)
     import redis.asyncio
 
     if kind == "redis-set":
@@ -190,6 +196,30 @@ def served_app(kind: str, redis_url: str, prefix: str = "") -> Any:
                 await store.declare_memory_complete()
                 await send({"type": "lifespan.startup.complete"})
             await client.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await guarded(scope, receive, send)
+
+    return app
+
+
+def _postgres_app(terminal: pasarela.Terminal, conninfo: str) -> Any:
+    """The middleware with the asyncio PostgreSQL replay store on a pool of its own (autocommit: one round trip a
+    batch of checks), opened at startup and closed at shutdown."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from pasarela.asgi import TerminalAuthMiddleware
+    from pasarela.terminal.replay_postgres import AsyncPostgresReplayStore
+
+    pool = AsyncConnectionPool(conninfo, min_size=1, max_size=4, open=False, kwargs={"autocommit": True})
+    guarded = TerminalAuthMiddleware(echo_app, terminal, replay_store=AsyncPostgresReplayStore(pool))
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await pool.open(wait=True)
+                await send({"type": "lifespan.startup.complete"})
+            await pool.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
         await guarded(scope, receive, send)
@@ -229,17 +259,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def distinct_requests(count: int) -> list[pasarela.Sealed]:
-    """count distinct requests of a PAYLOAD_BYTES payload (the ref differs), sealed now."""
+def distinct_requests(count: int, first: int = 0) -> list[pasarela.Sealed]:
+    """count distinct requests of a PAYLOAD_BYTES payload (the ref differs: first, first + 1, ...), sealed now."""
     base = payload_of_size(PAYLOAD_BYTES)
     digits = len(base["ref"]) - len("ord-")
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-    return terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(count))
+    return terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(first, first + count))
 
 
-def write_requests(path: Path, count: int) -> None:
-    """distinct_requests(count), one per line."""
-    sealed = distinct_requests(count)
+def write_requests(path: Path, count: int, first: int = 0) -> None:
+    """distinct_requests(count, first), one per line."""
+    sealed = distinct_requests(count, first)
     with path.open("wb") as out:
         for request in sealed:
             headers = request.headers
@@ -314,18 +344,10 @@ def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds:
     return float(rate.group(1)), int(count.group(1))
 
 
-IN_PROCESS = ["bare", "bare+open", "middleware", "memory", "exact", "redis"]
-IN_PROCESS_REQUESTS = 20_000
-IN_PROCESS_CONCURRENCY = 32
-IN_PROCESS_RATIOS = [("redis", "memory", 2.0), ("memory", "middleware", None), ("middleware", "bare", None)]
-"""(top, bottom, goal): top's time per request over bottom's, within each round; issue 57's goal 3, with Redis a
-verified request costs at most 2x what it costs with the in-memory store."""
-
-
-def sealed_scopes(count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """count distinct requests (distinct_requests) as uvicorn gives them to an app: the scope and the body's message."""
+def asgi_requests(count: int, first: int = 0) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """distinct_requests(count, first) as uvicorn hands them to an app: each one's scope and its one body message."""
     requests = []
-    for request in distinct_requests(count):
+    for request in distinct_requests(count, first):
         assert request.body is not None
         headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
                    *((name.lower().encode(), value.encode()) for name, value in request.headers.items()),
@@ -335,6 +357,14 @@ def sealed_scopes(count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
                  "root_path": "", "path": "/", "raw_path": b"/", "query_string": b"", "headers": headers, "state": {}}
         requests.append((scope, {"type": "http.request", "body": request.body, "more_body": False}))
     return requests
+
+
+IN_PROCESS = ["bare", "bare+open", "middleware", "memory", "exact", "redis"]
+IN_PROCESS_REQUESTS = 20_000
+IN_PROCESS_CONCURRENCY = 32
+IN_PROCESS_RATIOS = [("redis", "memory", 2.0), ("memory", "middleware", None), ("middleware", "bare", None)]
+"""(top, bottom, goal): top's time per request over bottom's, within each round; issue 57's goal 3, with Redis a
+verified request costs at most 2x what it costs with the in-memory store."""
 
 
 async def drive(app: Any, requests: list[tuple[dict[str, Any], dict[str, Any]]], concurrency: int,
@@ -383,7 +413,7 @@ def in_process(rounds: int, concurrency: int) -> int:
 
     from redis_server import RedisServer
 
-    requests = sealed_scopes(IN_PROCESS_REQUESTS)
+    requests = asgi_requests(IN_PROCESS_REQUESTS)
     wall: dict[str, list[float]] = {kind: [] for kind in IN_PROCESS}
     cpu: dict[str, list[float]] = {kind: [] for kind in IN_PROCESS}
     redis_us: list[float] = []

@@ -24,8 +24,8 @@
  * The classes come from SSE2, AVX2, or AVX-512 BW, whose compares give a class's 64-bit mask in one instruction.
  * AVX-512 on every CPU that has it, Intel's too (unlike Base64's and json.c's, PASARELA_CPU_AVX512_SHORT): its
  * 512-bit work here is compares, not the multiplies and permutes that slow an Intel core's clock most, and measured
- * whole there it pays: Terminal.open_bytes 0.97x the time with the AVX2 check at 1 KiB and 16 KiB items-heavy, seal
- * after it unchanged (benchmarks/compare_trees.py, 20 rounds, docs/performance.md).
+ * whole there (benchmarks/compare_trees.py) it pays, the seal after it unchanged (docs/performance.md, "Intel's
+ * AVX-512 in short work").
  * The fuzz target and the tests hold it to the token by token pass: same result on every text it says yes to.
  */
 #include <string.h>
@@ -85,16 +85,15 @@ CHECKED_CLASSES(, classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_
                 _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
 #undef SSE2_MASK
 #define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
-/* (BMI1 and BMI2 with AVX2: PASARELA_CPU_AVX2 requires them. andn, blsr, tzcnt, shlx and bzhi took the check's
- * instructions from about 247,000 to 228,000 at 16 KiB items-heavy, 10.2 to 9.6 us.) */
+/* (BMI1 and BMI2 with AVX2: PASARELA_CPU_AVX2 requires them. andn, blsr, tzcnt, shlx and bzhi each do in one
+ * instruction what the mask arithmetic of the rules otherwise takes two or three for.) */
 CHECKED_CLASSES(__attribute__((target("avx2,bmi,bmi2"))), classes_avx2, 32, __m256i, _mm256_loadu_si256,
                 _mm256_or_si256, _mm256_and_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
                 _mm256_sub_epi8, AVX2_MASK)
 #undef AVX2_MASK
 #undef CHECKED_CLASSES
 
-/* AVX-512 BW: a class in one instruction, its mask at once (AVX2 takes two compares and two moves of the mask:
- * 9.1 against 9.7 us at 16 KiB items-heavy, 585 against 635 ns at 1 KiB, the check alone on this Intel CPU);
+/* AVX-512 BW: a class in one instruction, its mask at once (AVX2 takes two compares and two moves of the mask);
  * the tail read with the unread bytes masked off, where the others copy it. */
 #define AVX512_FN __attribute__((target("avx512f,avx512bw,avx2,bmi,bmi2")))
 static inline __attribute__((always_inline)) AVX512_FN void classes_avx512(const uint8_t *p, size_t avail,
