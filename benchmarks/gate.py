@@ -18,7 +18,9 @@ any machine when its class has none. --write-baseline stores this run's ratios a
 --short (what .ci/run runs, with a generous margin so that only a real regression of about 2x fails, never
 noise) measures fewer sizes for less time.
 
-It also times the CBC padding-oracle forgery through each public entry (benchmarks/padding_timing.py: the C call,
+It also holds the Redis replay store to at most 2x the in-memory store's CPU per verified request, in process
+(REPLAY_STORE: issue 57's goal 3, on a redis-server of its own, about 3 s), and times the CBC padding-oracle forgery
+through each public entry (benchmarks/padding_timing.py: the C call,
 Terminal.open, Terminal.open_bytes, Verifier, the ASGI middleware and the pure-Python reference, at 256 B and 64 KiB,
 64 pairs of probes taken in turn) and fails when a bad padding's
 refusal and a valid one's differ: their median ratio beyond 1.05 either way, or the bad padding slower in fewer than
@@ -115,7 +117,7 @@ GOALS: dict[str, dict[int, float]] = {
     **dict.fromkeys(("open vs Node.js verify", "open vs Node.js verify, string-heavy"),
                     dict.fromkeys((64, 256, 1024), 4.0)),
     "open_bytes vs Node.js verify": dict.fromkeys((64, 256, 1024, 16384), 6.0),
-    "open_bytes vs Node.js verify, string-heavy": dict.fromkeys((64, 256, 1024), 6.0),
+    "open_bytes vs Node.js verify, string-heavy": dict.fromkeys((64, 256, 1024), 5.4),
 }
 """Ratios held at given sizes on every machine, less GOAL_MARGIN (the baseline's value less the gate's margin instead,
 where that is higher). Issue 42's goal 2: Terminal.open_bytes in at most 0.8x the time of seal at 1 KiB and 16 KiB
@@ -124,7 +126,11 @@ beside that hash (BESIDE_THE_HASH); open_bytes at least 6x the Node.js verify. G
 up to 1 KiB, and items-heavy open_bytes at 16 KiB too (its ceiling there 9-10x; measured 6.2x and 6.5x on the AVX-512
 class, 5.9x on the AVX2 class: docs/performance.md): at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x
 string-heavy, and open, which makes the payload's objects, 3.1-3.5x items-heavy and 3.9-4.0x string-heavy (gate.py
---node-verify prints those ceilings)."""
+--node-verify prints those ceilings). Since issue 57 the Node.js verify is the fastest natural one
+(benchmarks/node_verify.js: the fewest steps, crypto.hash), 0.9x the time of issue 42's at 1 KiB string-heavy
+(0.90-0.93x, the same run): there issue 42's 6x for open_bytes is 5.4x the faster verify (measured 5.5x over 7 rounds
+on both CPU classes; the hashes alone would allow 8.0-8.6x), which is held; open is held to 4x the faster verify as
+it was to the slower one (4.04-4.17x items-heavy at 1 KiB)."""
 
 GOAL_MARGIN = 0.1
 """How far below a goal a measured ratio may fall, whatever --margin (which allows for a baseline's regressions):
@@ -455,6 +461,58 @@ def markdown(rounds: list[dict[str, dict[int, float]]], sizes: list[int], checks
     return "\n".join(lines) + "\n"
 
 
+REPLAY_STORE = "Redis store vs in-memory store, in process (CPU)"
+"""Issue 57's goal 3 as the gate holds it: with Redis a verified request costs the server's process at most 2x its CPU
+with the in-memory store (this ratio: memory's time / Redis's, at least 0.5), 32 requests at a time through
+TerminalAuthMiddleware on uvloop (benchmarks/http_serving.py's drive), each a distinct genuine 248-byte POST, in
+interleaved rounds. The wall time also holds Redis's own time per script (the 32 claims are one call, and the 32
+requests wait for it: 5-6 us a claim on a 2-vCPU VM) and is printed beside; what the gate holds is the process's own
+cost, the closest restatement of the goal that Redis's time does not decide."""
+REPLAY_STORE_SIZE = 256  # the size column of its check (http_serving.PAYLOAD_BYTES is 248)
+REPLAY_STORE_GOAL = 0.5
+
+
+def replay_store_rounds(rounds: int, requests: int = 10_000) -> list[dict[str, float]]:
+    """Per round, us per verified request with each store: CPU ("memory", "redis") and wall ("memory wall", "redis
+    wall"), the two in turn (who goes first alternates), on a redis-server of its own."""
+    import uvloop
+
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    import http_serving
+    from redis_server import RedisServer
+
+    scopes = http_serving.asgi_requests(requests)
+    results = []
+    with RedisServer() as server:
+        for r in range(rounds):
+            row: dict[str, float] = {}
+            for kind in ("memory", "redis") if r % 2 == 0 else ("redis", "memory"):
+                app = http_serving.served_app(kind, server.url)
+                wall, cpu = uvloop.run(http_serving.drive(app, scopes, http_serving.IN_PROCESS_CONCURRENCY,
+                                                          lifespan=kind == "redis"))
+                row[kind], row[f"{kind} wall"] = cpu, wall
+            results.append(row)
+    return results
+
+
+def replay_store_check(rounds: list[dict[str, float]]) -> Check:
+    """REPLAY_STORE's verdict: the median over rounds of memory's CPU / Redis's, held to REPLAY_STORE_GOAL less
+    GOAL_MARGIN."""
+    value = statistics.median(row["memory"] / row["redis"] for row in rounds)
+    floor = REPLAY_STORE_GOAL * (1 - GOAL_MARGIN)
+    return REPLAY_STORE, REPLAY_STORE_SIZE, value, REPLAY_STORE_GOAL, floor, value >= floor
+
+
+def replay_store_markdown(rounds: list[dict[str, float]]) -> str:
+    def cell(name: str) -> str:
+        return f"{statistics.median(row[name] for row in rounds):.2f}"
+
+    return ("\n" + f"{REPLAY_STORE}: us per verified request, median of {len(rounds)} rounds (CPU; wall)\n\n"
+            "| store | CPU | wall |\n|---|---|---|\n"
+            f"| in-memory | {cell('memory')} | {cell('memory wall')} |\n"
+            f"| Redis | {cell('redis')} | {cell('redis wall')} |\n")
+
+
 def padding_results(short: bool) -> list[padding_timing.Result]:
     """The padding-oracle forgery through each public entry (module docstring), each result out of bounds measured
     once more."""
@@ -503,13 +561,17 @@ def main(argv: list[str] | None = None) -> int:
         args.baseline.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     baseline_name, baseline = baseline_for(json.loads(args.baseline.read_text()), machine)
     checks = verdicts(measured, baseline, args.margin, machine)
+    replay = replay_store_rounds(rounds=5 if args.short else 9)
+    checks.append(replay_store_check(replay))
     command = " ".join(["python benchmarks/gate.py", *(argv if argv is not None else sys.argv[1:])])
     padding = padding_results(args.short)
     report = markdown(rounds, sizes, checks, args.margin, command, f"{baseline_name} (this machine: {machine})")
+    report += replay_store_markdown(replay)
     report += padding_markdown(padding)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gate.md").write_text(report)
-    (args.out / "gate.json").write_text(json.dumps({"rounds": rounds, "ratios": measured, "padding": [
+    (args.out / "gate.json").write_text(json.dumps({"rounds": rounds, "ratios": measured, "replay_store": replay,
+                                                    "padding": [
         {"entry": r.entry, "size": r.size, "ratio": r.ratio, "bad_slower": r.bad_slower} for r in padding]}, indent=1))
     plot({name: {size: statistics.median(row[name][size] for row in rounds) for size in sizes} for name in rounds[0]},
          args.out / "gate.png")

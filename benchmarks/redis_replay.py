@@ -9,10 +9,10 @@ own in-memory store (the single-process baseline, which does not protect across 
 between the two so that both see the same machine load. Every request is a distinct, freshly sealed
 (pre-sealed before the clock starts) POST that must be answered 200.
 
-Commands (the asyncio store pipelines those of concurrent requests: fewer round trips): Redis's own counters (CONFIG
+Commands (the asyncio store checks the claims of concurrent requests in one script call): Redis's own counters (CONFIG
 RESETSTAT, then INFO commandstats) over the Redis rounds, divided by the requests answered; the INFO calls of the
 measurement itself are not counted, nor the handshake of connections a worker's pool opens when concurrency grows,
-nor the GET and SET the store's script runs inside its one EVALSHA (all listed apart). The last line is JSON.
+nor the MGET, SET and GET the store's script runs inside its one EVALSHA (all listed apart). The last line is JSON.
 Only 127.0.0.1 is targeted; every phase stops by itself after ``--seconds``.
 """
 
@@ -39,7 +39,7 @@ from uvicorn_workers import UvicornWorkers  # noqa: E402
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 _CONNECTION_SETUP = {"hello", "client|setinfo", "auth", "select"}
 """Sent once per new connection of a worker's pool (it grows with concurrency), not per request."""
-_INSIDE_THE_SCRIPT = {"get", "set"}
+_INSIDE_THE_SCRIPT = {"mget", "get", "set"}
 """Run by the replay store's script inside its one EVALSHA (Redis counts them too): not commands sent."""
 
 

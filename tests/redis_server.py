@@ -101,6 +101,13 @@ class RedisServer:
     def client(self) -> redis.Redis:
         return redis.Redis(port=self.port, socket_timeout=2.0, socket_connect_timeout=2.0)
 
+    @property
+    def pid(self) -> int:
+        """The running redis-server's process id (benchmarks read its CPU time)."""
+        if self._process is None or self._process.poll() is not None:
+            raise RuntimeError("redis-server is not running")
+        return self._process.pid
+
     def commands_processed(self) -> int:
         """Redis's count of commands executed so far (INFO stats; the INFO itself counts after it answers)."""
         with self.client() as client:

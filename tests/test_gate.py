@@ -112,15 +112,17 @@ def test_beside_the_hash_each_call_keeps_its_fastest_block_and_the_hash_is_the_v
     assert rows == pytest.approx(expected)
 
 
-def test_open_and_open_bytes_are_held_to_4x_and_6x_the_node_verify_up_to_1_kib_whatever_the_baseline() -> None:
+def test_open_and_open_bytes_are_held_to_4x_and_5_4x_the_node_verify_up_to_1_kib_whatever_the_baseline() -> None:
+    """open at least 4x the fastest natural Node.js verify; string-heavy open_bytes 5.4x it (issue 42's 6x against a
+    verify that took 1 / 0.9 the time), each less GOAL_MARGIN."""
     measured = {"open vs Node.js verify": {256: 3.7, 1024: 3.5, 16384: 2.5},
-                "open_bytes vs Node.js verify, string-heavy": {256: 5.5, 1024: 5.3, 16384: 3.7}}
+                "open_bytes vs Node.js verify, string-heavy": {256: 5.0, 1024: 4.8, 16384: 3.7}}
     baseline = {"open vs Node.js verify": {"256": 5.0, "1024": 4.4, "16384": 2.5},
                 "open_bytes vs Node.js verify, string-heavy": {"256": 4.8, "1024": 4.3, "16384": 2.8}}
     checks = gate.verdicts(measured, baseline, margin=0.45)  # the baseline less 45% alone would pass every one
     assert [(label.split()[0], size, round(floor, 4), ok) for label, size, _, _, floor, ok in checks] == [
         ("open", 256, 3.6, True), ("open", 1024, 3.6, False), ("open", 16384, 1.375, True),
-        ("open_bytes", 256, 5.4, True), ("open_bytes", 1024, 5.4, False), ("open_bytes", 16384, 1.54, True)]
+        ("open_bytes", 256, 4.86, True), ("open_bytes", 1024, 4.86, False), ("open_bytes", 16384, 1.54, True)]
 
 
 def test_items_heavy_open_bytes_is_held_to_6x_the_node_verify_at_16_kib_too() -> None:
@@ -243,3 +245,23 @@ def test_the_shared_hash_calls_check_what_they_time() -> None:
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
     with pytest.raises(RuntimeError, match="does not verify"):  # a request the gate's call would not verify
         gate._verify_calls(terminal, terminal.seal(payload_of_size(256), timestamp=TIMESTAMP + 60))
+
+
+def test_the_redis_store_is_held_to_2x_the_in_memory_store_s_cpu_in_process() -> None:
+    """memory's CPU / Redis's at least 0.5, less GOAL_MARGIN: 2.2x the in-memory store's time fails, 2.1x passes."""
+    def rounds(redis_over_memory: list[float]) -> list[dict[str, float]]:
+        return [{"memory": 10.0, "redis": 10.0 * each, "memory wall": 10.0, "redis wall": 30.0}
+                for each in redis_over_memory]
+
+    for over, ok in (([2.1, 2.3, 1.9], True), ([2.3, 2.25, 2.0], False)):
+        label, size, value, held, floor, passed = gate.replay_store_check(rounds(over))
+        assert (label, size, held, round(floor, 4), passed) == (gate.REPLAY_STORE, 256, 0.5, 0.45, ok)
+        assert value == pytest.approx(1 / sorted(over)[1])
+    assert "| Redis | 21.00 | 30.00 |" in gate.replay_store_markdown(rounds([2.1]))
+
+
+def test_the_replay_store_rounds_drive_both_stores_on_a_real_redis() -> None:
+    """Each round times both stores on distinct genuine requests (drive refuses a round with an answer not 200)."""
+    rounds = gate.replay_store_rounds(rounds=2, requests=64)
+    assert len(rounds) == 2
+    assert all(set(row) == {"memory", "redis", "memory wall", "redis wall"} and min(row.values()) > 0 for row in rounds)

@@ -7,6 +7,7 @@ one fails the test."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -82,10 +83,20 @@ def test_the_bare_app_echoes_the_body(redis_url: str) -> None:
 
 def test_in_process_drives_each_python_app_and_prints_its_time(monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """--in-process calls each Python server's app on distinct sealed requests and checks every answer was a 200 (a
-    refusing app would raise), then prints one row per app."""
-    monkeypatch.setattr(http_serving, "IN_PROCESS_REQUESTS", 50)
-    assert http_serving.main(["--in-process", "--rounds", "1"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "us per" not in line]
-    assert [row.split(" | ")[0][2:] for row in rows] == [http_serving.TITLES[kind] for kind in http_serving.IN_PROCESS]
-    assert all(float(row.split(" | ")[1].rstrip(" |")) > 0 for row in rows)
+    """--in-process calls each Python server's app, the Redis one on its own redis-server, on distinct sealed
+    requests 32 at a time and checks every answer was a 200 (a refusing app would raise), then prints one row per
+    app, Redis's own time per claim, and the ratios with issue 57's goal."""
+    monkeypatch.setattr(http_serving, "IN_PROCESS_REQUESTS", 64)
+    assert http_serving.main(["--in-process", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ")]
+    apps = [row for row in rows if row[0][2:] in http_serving.TITLES.values()]
+    assert [row[0][2:] for row in apps] == [http_serving.TITLES[kind] for kind in http_serving.IN_PROCESS]
+    assert all(float(cell.split()[0]) > 0 for row in apps for cell in row[1:3])
+    assert "32 at a time" in out
+    claims = re.search(r"Redis's own time \(INFO commandstats, EVALSHA\): ([\d.]+) .* ([\d.]+) \(.*claims per "
+                       r"script call", out)
+    assert claims is not None and float(claims.group(1)) > 0
+    assert 1 < float(claims.group(2)) <= http_serving.IN_PROCESS_CONCURRENCY  # the claims of a turn went together
+    ratio = next(row for row in rows if row[0] == "| redis / memory per request")
+    assert float(ratio[1].split()[0]) > 0 and ratio[3].strip(" |") == "<= 2.0x"

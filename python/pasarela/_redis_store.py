@@ -31,28 +31,36 @@ try:
     import redis
     import redis.asyncio.cluster
     import redis.cluster
+    from redis.crc import key_slot
 except ImportError as exc:  # pragma: no cover - the tests install redis
     raise ImportError('pasarela\'s Redis stores need the redis package: pip install "pasarela[redis]"') from exc
 
-__all__ = ["BUCKETS", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_tag", "check_prefix",
-           "failing_closed", "is_cluster", "is_memory_lost", "memory_lost", "milliseconds", "noticed_loss", "redis",
-           "seconds", "setting_markers", "unix_ms"]
+__all__ = ["BUCKETS", "FAILURES", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_of",
+           "bucket_prefixes", "bucket_tag", "check_prefix", "encoded", "failing_closed", "is_cluster", "is_memory_lost",
+           "key_slot", "memory_lost", "milliseconds", "noticed_loss", "redis", "seconds", "setting_markers",
+           "unavailable", "unix_ms"]
 
 _CLUSTER_CLIENTS = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
 
 
+FAILURES = (redis.RedisError, OSError, asyncio.TimeoutError)
+"""What reaching or using Redis raises when it fails: each is turned into StoreUnavailableError (unavailable)."""
+
+
+def unavailable(store: str, exc: BaseException) -> StoreUnavailableError:
+    """The refusal for a failure to reach or use Redis (one of FAILURES); the caller raises it ``from None``, so
+    that nothing of the connection leaks into logs beyond the failure's class and message."""
+    _telemetry.store_error(store)
+    return StoreUnavailableError(store, f"{type(exc).__name__}: {exc}")
+
+
 @contextmanager
 def failing_closed(store: str) -> Iterator[None]:
-    """Turn any failure to reach or use Redis into StoreUnavailableError: the caller refuses, never lets through.
-
-    ``from None``: the redis-py exception chain is dropped so nothing of the connection leaks into logs
-    beyond its class and message.
-    """
+    """Turn any failure to reach or use Redis into StoreUnavailableError: the caller refuses, never lets through."""
     try:
         yield
-    except (redis.RedisError, OSError, asyncio.TimeoutError) as exc:
-        _telemetry.store_error(store)
-        raise StoreUnavailableError(store, f"{type(exc).__name__}: {exc}") from None
+    except FAILURES as exc:
+        raise unavailable(store, exc) from None
 
 
 def attempt_token() -> str:
@@ -86,14 +94,29 @@ def _tag(bucket: int) -> str:
     return f"{{{bucket:02x}}}"
 
 
+def encoded(name: str) -> bytes:
+    """``name`` as Redis gets it (UTF-8; lone surrogates as they come)."""
+    return name.encode("utf-8", "surrogatepass")
+
+
+def bucket_of(name: bytes) -> int:
+    """The bucket (0 to BUCKETS - 1) of a name as encoded: bucket_prefixes(prefix)[bucket_of(...)] starts its keys."""
+    return zlib.crc32(name) % BUCKETS
+
+
 def bucket_tag(name: str) -> str:
     """``{xx}``: the hash tag of the bucket of ``name`` (its keys and their marker share one slot)."""
-    return _tag(zlib.crc32(name.encode("utf-8", "surrogatepass")) % BUCKETS)
+    return _tag(bucket_of(encoded(name)))
+
+
+def bucket_prefixes(prefix: str) -> list[str]:
+    """``prefix`` and each bucket's hash tag, by bucket: what the keys of a bucket begin with."""
+    return [prefix + _tag(bucket) for bucket in range(BUCKETS)]
 
 
 def bucket_markers(prefix: str) -> list[str]:
     """The marker of every bucket under ``prefix``."""
-    return [prefix + _tag(bucket) + "memory" for bucket in range(BUCKETS)]
+    return [start + "memory" for start in bucket_prefixes(prefix)]
 
 
 def setting_markers(client: Any, markers: list[str], began_ms: int, *, missing_only: bool) -> Any:
