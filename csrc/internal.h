@@ -40,10 +40,6 @@ PASARELA_INTERNAL size_t pasarela_base64_encode_secret(unsigned cpu, const uint8
 PASARELA_INTERNAL void pasarela_hex_encode_cpu(unsigned cpu, const uint8_t *in, size_t n, char *out);
 PASARELA_INTERNAL int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size_t n, uint8_t *out);
 
-/* json.c: offset of the first byte of in[0..n) that does not start a well-formed UTF-8 sequence
- * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
-PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
-
 /* json.c: pasarela_json_array_items a byte at a time (targets without SSE2 or NEON use it; elsewhere the fuzz
  * target and test_roundtrip hold the 64-bytes-at-a-time scan to it). */
 PASARELA_INTERNAL size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t *items,

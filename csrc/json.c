@@ -8,9 +8,11 @@
  * order. Duplicate keys (JSON.parse keeps the last value at the first position) and nesting deeper
  * than PASARELA_JSON_MAX_DEPTH are left to the caller's slower path.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 /* SSE2 is part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2): no run-time check. */
 #if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
@@ -167,45 +169,6 @@ static int put_code_point(state *s, uint32_t cp) {
     return put(s, b, 4);
 }
 
-/* Length of the well-formed UTF-8 sequence at in[0..avail), or 0 when it is not one
- * (overlong forms and UTF-8-encoded surrogates are not well-formed). */
-static size_t utf8_sequence(const uint8_t *in, size_t avail) {
-    uint8_t c = in[0];
-    if (c >= 0xC2 && c <= 0xDF) return (avail >= 2 && (in[1] & 0xC0) == 0x80) ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if (avail < 3 || (in[1] & 0xC0) != 0x80 || (in[2] & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && in[1] < 0xA0) return 0;
-        if (c == 0xED && in[1] >= 0xA0) return 0;
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if (avail < 4 || (in[1] & 0xC0) != 0x80 || (in[2] & 0xC0) != 0x80 || (in[3] & 0xC0) != 0x80) return 0;
-        if (c == 0xF0 && in[1] < 0x90) return 0;
-        if (c == 0xF4 && in[1] >= 0x90) return 0;
-        return 4;
-    }
-    return 0;
-}
-
-size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n) {
-    size_t q = 0;
-    while (q < n) {
-#if defined(PASARELA_JSON_SSE2)
-        while (n - q >= 16 && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(in + q))) == 0)
-            q += 16; /* ASCII */
-        if (q >= n) break;
-#endif
-        if (in[q] < 0x80) {
-            q++;
-            continue;
-        }
-        size_t k = utf8_sequence(in + q, n - q);
-        if (k == 0) return q;
-        q += k;
-    }
-    return n;
-}
-
 #if defined(PASARELA_JSON_SSE2)
 /* Bits of the 16 bytes at p that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (a signed compare with 0x20 catches both the controls and the bytes >= 0x80). */
@@ -259,7 +222,7 @@ static int string_rest(state *s) {
         }
         if (c < 0x20) return PASARELA_E_JSON_SYNTAX;
         if (c >= 0x80) {
-            size_t k = utf8_sequence(s->in + s->pos, s->n - s->pos);
+            size_t k = pasarela_utf8_sequence(s->in + s->pos, s->n - s->pos);
             if (k == 0) return PASARELA_E_JSON_UNSUPPORTED; /* not UTF-8: let the caller decide */
             if ((rc = put(s, s->in + s->pos, k)) != PASARELA_OK) return rc;
             s->pos += k;
@@ -344,7 +307,7 @@ found:
             dst[q - pos] = c;
             q++;
         } else if (c >= 0x80) {
-            size_t k = utf8_sequence(in + q, n - q);
+            size_t k = pasarela_utf8_sequence(in + q, n - q);
             if (k == 0) break;
             for (size_t i = 0; i < k; i++) dst[q - pos + i] = in[q + i];
             q += k;
@@ -449,7 +412,7 @@ HOT_INLINE int put_js_number(state *s, int negative, const uint8_t *digits, int 
     return put(s, buf, w);
 }
 
-/* s->pos is at '-' or a digit. Under PASARELA_JSON_SHORTEST_DIGITS, canonicalize_trusted copies the
+/* s->pos is at '-' or a digit. Under PASARELA_JSON_SHORTEST_DIGITS, the trusted token pass copies the
  * numbers already in JavaScript form and hands the others to this. */
 HOT_INLINE int number_token(state *s) {
     const uint8_t *in = s->in;
@@ -607,10 +570,8 @@ HOT_INLINE int close_object(state *s, const frame *f) {
     return PASARELA_OK;
 }
 
-/* ---- The trusted path (PASARELA_JSON_SHORTEST_DIGITS) ----
- * Same grammar, statuses and error offsets as canonicalize() with that flag, on any input, but with
- * the state in locals (writes through the uint8_t output pointer would otherwise force the state back
- * to memory at every byte), strings scanned inline and numbers already in JavaScript form copied. */
+/* ---- The trusted mode's scans (PASARELA_JSON_SHORTEST_DIGITS; token_pass below) ----
+ * Strings copied up to their first unescaped quote, numbers already in JavaScript form copied. */
 
 #if defined(PASARELA_JSON_SSE2)
 static inline unsigned lowest_bit(unsigned m) {
@@ -700,7 +661,7 @@ HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint
     return end;
 }
 
-/* Length of the number token at in[pos] when it is written as it is (see canonicalize_trusted),
+/* Length of the number token at in[pos] when it is written as it is (token_pass's trusted mode),
  * else 0. The run of digits, '.' and '-' there is copied when the old trusted check copied it: it
  * has a point, is not followed by an exponent, does not end in ".0" and is not "-0." or "-0.x";
  * anything else went to the full parser, whose result is the integer itself when it has at most 15
@@ -888,13 +849,28 @@ COLD_CALL int trusted_close_object(state *s, const frame *f, size_t top, size_t 
     return close_object(s, f);
 }
 
-COLD_CALL int trusted_number_token(state *s) { return number_token(s); }
+/* The general code the token pass calls where its fast scans do not decide: kept out of its loop. */
+COLD_CALL int string_rest_cold(state *s) { return string_rest(s); }
+COLD_CALL int number_token_cold(state *s) { return number_token(s); }
 
-static int canonicalize_trusted(state *s) {
+/* The token by token pass, written once for both modes: trusted is a constant in each of the two callers below,
+ * and the compiler makes a copy of this body for each with only that mode's scans in it (the specialization is
+ * checked: docs/performance.md). The state is in locals (writes through the uint8_t output pointer would
+ * otherwise force it back to memory at every byte); whitespace is skipped where it is found (where a value, a key,
+ * ':' or what follows a value is expected), which is where the general code would skip it.
+ *   - checked (no flag): printable ASCII strings and numbers already in JavaScript form are copied after a check,
+ *     the rest handed to the general string and number code at the very position, and with the very output, it
+ *     would have had: the same output, statuses, error offsets and facts as a plain token by token parse. Every
+ *     member is recorded, for the duplicate check and the re-ordering at its object's end.
+ *   - trusted (PASARELA_JSON_SHORTEST_DIGITS): the same grammar, statuses and error offsets on any input, but a
+ *     string is copied up to its first quote no backslash escapes (scanned with the 64-byte classes on SSE2),
+ *     numbers already in JavaScript form are copied, and members are recorded only where they start: an object
+ *     is looked at again only when it has an integer-like key (a trusted serializer writes no duplicates). */
+HOT_INLINE int token_pass(state *s, const bool trusted) {
     frame stack[PASARELA_JSON_MAX_DEPTH];
     frame *f = NULL; /* stack[depth - 1] when depth > 0 */
     size_t depth = 0;
-    int in_object = 0; /* f->is_object */
+    int in_object = 0; /* f->is_object & 1 */
     const uint8_t *const in = s->in;
     const size_t n = s->n, cap = s->cap, members_cap = s->members_cap;
     uint8_t *const out = s->out;
@@ -903,31 +879,46 @@ static int canonicalize_trusted(state *s) {
     unsigned facts = 0;
     int rc;
 #if defined(PASARELA_JSON_SSE2)
-    byte_classes classes;
+    byte_classes classes; /* (the trusted mode's) */
     classes.base = (size_t)0 - 64; /* nothing classified yet: pos - base >= 64 */
-    /* the end of the string at pos, copied; 0 when it has none */
-#define STRING_END() trusted_string_classified(in, pos, n, out + len, cap - len, &classes)
-    /* the length of the number at pos when it is copied as it is, else 0 */
-#define NUMBER_LENGTH() trusted_number_classified(in, pos, n, &classes)
+#define TRUSTED_STRING_END() trusted_string_classified(in, pos, n, out + len, cap - len, &classes)
+#define TRUSTED_NUMBER_LENGTH() trusted_number_classified(in, pos, n, &classes)
 #else
-#define STRING_END() trusted_string(in, pos, n, out + len, cap - len)
-#define NUMBER_LENGTH() trusted_plain_number_length(in, pos, n)
+#define TRUSTED_STRING_END() trusted_string(in, pos, n, out + len, cap - len)
+#define TRUSTED_NUMBER_LENGTH() trusted_plain_number_length(in, pos, n)
 #endif
 #define SKIP_WS() while (pos < n && is_ws(in[pos])) pos++
 #define FAIL(code) do { rc = (code); goto done; } while (0)
-    /* Whitespace is skipped where it is found (where a value, a key, ':' or what follows a value is
-     * expected), which is where the general path skips it: the same offsets and statuses. */
+    /* the string at pos, written; on error FAIL */
+#define STRING() do { \
+        if (trusted) { \
+            size_t end_ = TRUSTED_STRING_END(); \
+            if (end_ == 0) FAIL(PASARELA_E_JSON_SYNTAX); \
+            len += end_ - pos; \
+            pos = end_; \
+            break; \
+        } \
+        size_t stop_ = pos, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
+        if (end_ != 0) { \
+            len += end_ - pos; \
+            pos = end_; \
+        } else { \
+            s->len = len + (stop_ - pos); \
+            s->pos = stop_; \
+            rc = string_rest_cold(s); \
+            pos = s->pos; \
+            len = s->len; \
+            if (rc != PASARELA_OK) FAIL(rc); \
+        } \
+    } while (0)
 value:
     if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
     {
         uint8_t c = in[pos];
         if (c == '"') {
-            size_t end = STRING_END();
-            if (end == 0) FAIL(PASARELA_E_JSON_SYNTAX);
-            len += end - pos;
-            pos = end;
+            STRING();
         } else if (c == '-' || is_digit(c)) {
-            size_t k = NUMBER_LENGTH();
+            size_t k = trusted ? TRUSTED_NUMBER_LENGTH() : plain_number_length(in, pos, n);
             if (k != 0) {
                 copy_token(out + len, in + pos, k, n - pos, cap - len);
                 len += k;
@@ -935,7 +926,7 @@ value:
             } else {
                 s->pos = pos;
                 s->len = len;
-                rc = trusted_number_token(s);
+                rc = number_token_cold(s);
                 pos = s->pos;
                 len = s->len;
                 if (rc != PASARELA_OK) FAIL(rc);
@@ -986,6 +977,7 @@ after_value:
     if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
     {
         uint8_t d = in[pos++];
+        if (!trusted && in_object) members[top - 1].end = len;
         if (d == ',') {
             out[len++] = ',';
             if (in_object) goto key;
@@ -993,10 +985,18 @@ after_value:
         }
         if (d == (in_object ? '}' : ']')) {
             out[len++] = d;
-            /* without an integer-like key the members are already in JavaScript order (and a
-             * trusted serializer writes no duplicates): nothing to check or move */
-            if (in_object && (f->is_object & HAS_INT_KEY) && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
-                FAIL(rc);
+            if (!in_object) goto pop;
+            if (trusted) {
+                /* without an integer-like key the members are already in JavaScript order (and a trusted
+                 * serializer writes no duplicates): nothing to check or move */
+                if ((f->is_object & HAS_INT_KEY) && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
+                    FAIL(rc);
+            } else {
+                s->pos = pos;
+                s->len = len;
+                s->members_top = top;
+                if ((rc = close_object(s, f)) != PASARELA_OK) FAIL(rc);
+            }
             goto pop;
         }
         if (is_ws(d)) {
@@ -1004,7 +1004,7 @@ after_value:
             SKIP_WS();
             goto after_value;
         }
-        FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past the unexpected byte, as the general path */
+        FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past the unexpected byte */
     }
 pop:
     if (in_object) top = f->first;
@@ -1023,16 +1023,19 @@ key:
     }
     if (top >= members_cap) FAIL(PASARELA_E_BUFFER_TOO_SMALL);
     {
-        size_t end = STRING_END();
-        if (end == 0) FAIL(PASARELA_E_JSON_SYNTAX);
-        const uint8_t *key = in + pos + 1;
-        size_t key_len = end - pos - 2;
-        members[top].start = len; /* the rest of the record only if the object is re-ordered */
-        /* when key_len is 0, key[0] is the closing quote */
-        if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->is_object |= HAS_INT_KEY;
-        top++;
-        len += end - pos;
-        pos = end;
+        member *m = &members[top++];
+        size_t start = len;
+        STRING();
+        const uint8_t *key = out + start + 1; /* as written; when key_len is 0, key[0] is the closing quote */
+        size_t key_len = len - start - 2;
+        m->start = start;
+        if (trusted) { /* the rest of the record only if the object is re-ordered (trusted_close_object) */
+            if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->is_object |= HAS_INT_KEY;
+        } else {
+            m->key_len = (uint32_t)key_len;
+            m->order = is_digit(key[0]) ? key_order(key, key_len, top - 1 - f->first)
+                                        : NOT_INT_KEY + (top - 1 - f->first);
+        }
         if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) facts |= PASARELA_JSON_FACT_KEY;
         if (depth == 1 && key_len == 9 && memcmp(key, "__proto__", 9) == 0) facts |= PASARELA_JSON_FACT_PROTO;
     }
@@ -1044,163 +1047,8 @@ key:
     out[len++] = ':';
     goto value;
 done:
-#undef SKIP_WS
-#undef FAIL
-#undef STRING_END
-#undef NUMBER_LENGTH
-    s->pos = pos;
-    s->len = len;
-    s->members_top = top;
-    s->facts |= facts; /* with what the number writer reported */
-    return rc;
-}
-
-COLD_CALL int checked_string_rest(state *s) { return string_rest(s); }
-COLD_CALL int checked_number_token(state *s) { return number_token(s); }
-
-/* The checked path (no flag): the state in locals as in canonicalize_trusted (below), printable
- * ASCII strings and numbers already in JavaScript form copied after a check, the rest handed to the
- * general string and number code at the very position, and with the very output, it would have had:
- * the same output, statuses, error offsets and facts as the plain token-by-token parse. */
-static int canonicalize(state *s) {
-    frame stack[PASARELA_JSON_MAX_DEPTH];
-    frame *f = NULL; /* stack[depth - 1] when depth > 0 */
-    size_t depth = 0;
-    int in_object = 0; /* f->is_object */
-    const uint8_t *const in = s->in;
-    const size_t n = s->n, cap = s->cap, members_cap = s->members_cap;
-    uint8_t *const out = s->out;
-    member *const members = s->members;
-    size_t pos = s->pos, len = s->len, top = s->members_top;
-    unsigned facts = 0;
-    int rc;
-#define SKIP_WS() while (pos < n && is_ws(in[pos])) pos++
-#define FAIL(code) do { rc = (code); goto done; } while (0)
-    /* the string at pos, written; on error FAIL */
-#define STRING() do { \
-        size_t stop_ = pos, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
-        if (end_ != 0) { \
-            len += end_ - pos; \
-            pos = end_; \
-        } else { \
-            s->len = len + (stop_ - pos); \
-            s->pos = stop_; \
-            rc = checked_string_rest(s); \
-            pos = s->pos; \
-            len = s->len; \
-            if (rc != PASARELA_OK) FAIL(rc); \
-        } \
-    } while (0)
-    SKIP_WS();
-value:
-    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
-    {
-        uint8_t c = in[pos];
-        if (c == '"') {
-            STRING();
-        } else if (c == '-' || is_digit(c)) {
-            size_t k = plain_number_length(in, pos, n);
-            if (k != 0) {
-                copy_token(out + len, in + pos, k, n - pos, cap - len);
-                len += k;
-                pos += k;
-            } else {
-                s->pos = pos;
-                s->len = len;
-                rc = checked_number_token(s);
-                pos = s->pos;
-                len = s->len;
-                if (rc != PASARELA_OK) FAIL(rc);
-            }
-        } else if (c == '{' || c == '[') {
-            if (depth == PASARELA_JSON_MAX_DEPTH) FAIL(PASARELA_E_JSON_UNSUPPORTED);
-            f = &stack[depth++];
-            in_object = c == '{';
-            f->is_object = (uint32_t)in_object;
-            f->first = (uint32_t)top;
-            pos++;
-            out[len++] = c;
-            f->body_start = len;
-            SKIP_WS();
-            uint8_t close = (uint8_t)(c + 2); /* '}' or ']' */
-            if (pos < n && in[pos] == close) {
-                pos++;
-                out[len++] = close;
-                goto pop;
-            }
-            if (in_object) goto key;
-            goto value;
-        } else if (c == 't' && n - pos >= 4 && memcmp(in + pos, "true", 4) == 0) {
-            memcpy(out + len, "true", 4);
-            len += 4;
-            pos += 4;
-        } else if (c == 'f' && n - pos >= 5 && memcmp(in + pos, "false", 5) == 0) {
-            memcpy(out + len, "false", 5);
-            len += 5;
-            pos += 5;
-        } else if (c == 'n' && n - pos >= 4 && memcmp(in + pos, "null", 4) == 0) {
-            memcpy(out + len, "null", 4);
-            len += 4;
-            pos += 4;
-            facts |= PASARELA_JSON_FACT_NULL;
-        } else {
-            FAIL(PASARELA_E_JSON_SYNTAX);
-        }
-    }
-after_value:
-    SKIP_WS();
-    if (depth == 0) FAIL(pos == n ? PASARELA_OK : PASARELA_E_JSON_SYNTAX);
-    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
-    {
-        uint8_t d = in[pos++];
-        if (in_object) members[top - 1].end = len;
-        if (d == ',') {
-            out[len++] = ',';
-            SKIP_WS();
-            if (in_object) goto key;
-            goto value;
-        }
-        if (d != (in_object ? '}' : ']')) FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past it */
-        out[len++] = d;
-        if (in_object) {
-            s->pos = pos;
-            s->len = len;
-            s->members_top = top;
-            if ((rc = close_object(s, f)) != PASARELA_OK) FAIL(rc);
-        }
-    }
-pop:
-    if (in_object) top = f->first;
-    depth--;
-    if (depth) {
-        f = &stack[depth - 1];
-        in_object = (int)f->is_object;
-    }
-    goto after_value;
-key:
-    if (pos >= n || in[pos] != '"') FAIL(PASARELA_E_JSON_SYNTAX);
-    if (top >= members_cap) FAIL(PASARELA_E_BUFFER_TOO_SMALL);
-    {
-        size_t start = len;
-        top++;
-        STRING();
-        member *m = &members[top - 1];
-        const uint8_t *key = out + start + 1;
-        size_t key_len = len - start - 2;
-        m->start = start;
-        m->key_len = (uint32_t)key_len;
-        /* when key_len is 0, key[0] is the closing quote */
-        m->order = is_digit(key[0]) ? key_order(key, key_len, top - 1 - f->first) : NOT_INT_KEY + (top - 1 - f->first);
-        if (depth == 1 && key_len == 3 && key[0] == 'k' && key[1] == 'e' && key[2] == 'y') facts |= PASARELA_JSON_FACT_KEY;
-        if (depth == 1 && key_len == 9 && memcmp(key, "__proto__", 9) == 0) facts |= PASARELA_JSON_FACT_PROTO;
-    }
-    SKIP_WS();
-    if (pos >= n || in[pos] != ':') FAIL(PASARELA_E_JSON_SYNTAX);
-    pos++;
-    out[len++] = ':';
-    SKIP_WS();
-    goto value;
-done:
+#undef TRUSTED_STRING_END
+#undef TRUSTED_NUMBER_LENGTH
 #undef SKIP_WS
 #undef FAIL
 #undef STRING
@@ -1210,6 +1058,10 @@ done:
     s->facts |= facts; /* with what the number writer reported */
     return rc;
 }
+
+/* The two modes, each its own specialized copy of the pass. */
+static int canonicalize_checked(state *s) { return token_pass(s, false); }
+static int canonicalize_trusted(state *s) { return token_pass(s, true); }
 
 /* ---- Text that is already canonical (PASARELA_JSON_SHORTEST_DIGITS) ----
  * A serializer's text is most often exactly what the trusted pass would write: that pass copies
@@ -1629,7 +1481,7 @@ int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, un
         if (facts) *facts = s.facts;
         return PASARELA_OK;
     }
-    rc = (flags & PASARELA_JSON_SHORTEST_DIGITS) ? canonicalize_trusted(&s) : canonicalize(&s);
+    rc = (flags & PASARELA_JSON_SHORTEST_DIGITS) ? canonicalize_trusted(&s) : canonicalize_checked(&s);
     *out_len = rc == PASARELA_OK ? s.len : 0;
     if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
     if (facts) *facts = s.facts;

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 #define JSON_CHECKED_MAX_DEPTH 1000 /* json.c's PASARELA_JSON_MAX_DEPTH */
 
