@@ -12,6 +12,19 @@
 #define PASARELA_INTERNAL
 #endif
 
+/* The vector instruction sets of the scans of JSON text (json.c, json_checked.c, utf8.c, byte_classes.h): SSE2 is
+ * part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2), NEON of AArch64, so neither is checked at run
+ * time; x86-64 builds by GCC or Clang also have AVX2 and AVX-512 BW instances (target attributes), which the cpu
+ * bits choose at run time. */
+#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
+#define PASARELA_SSE2 1
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define PASARELA_NEON 1
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PASARELA_X86_WIDE 1
+#endif
+
 /* Bit i of the result: the xor of bits 0..i of x (json.c and json_checked.c: where strings are, from the quotes of
  * a 64-byte block). */
 static inline uint64_t pasarela_prefix_xor(uint64_t x) {

@@ -11,24 +11,17 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "byte_classes.h"
 #include "internal.h"
 #include "utf8.h"
 
-/* SSE2 is part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2): no run-time check. */
-#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
-#define PASARELA_JSON_SSE2 1
+#if defined(PASARELA_SSE2)
 #include <emmintrin.h>
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
-#endif
-/* NEON is part of AArch64: the checks of whole 64-byte blocks below have an instance for it too. */
-#if !defined(PASARELA_JSON_SSE2) && (defined(__aarch64__) || defined(_M_ARM64))
-#define PASARELA_JSON_NEON 1
+#elif defined(PASARELA_NEON)
 #include <arm_neon.h>
+#endif
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
-#endif
 #endif
 
 #define PASARELA_JSON_MAX_DEPTH 1000
@@ -83,7 +76,7 @@ typedef struct state {
 static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-#if !defined(PASARELA_JSON_SSE2)
+#if !defined(PASARELA_SSE2)
 /* Bytes of an 8-byte word that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (SWAR: each such byte gets its high bit set in the result). */
 static inline uint64_t special_bytes(uint64_t w) {
@@ -169,7 +162,7 @@ static int put_code_point(state *s, uint32_t cp) {
     return put(s, b, 4);
 }
 
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 /* Bits of the 16 bytes at p that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (a signed compare with 0x20 catches both the controls and the bytes >= 0x80). */
 static inline unsigned special_bytes16(__m128i v) {
@@ -182,7 +175,7 @@ static inline unsigned lowest_bit(unsigned m);
 
 /* The first byte at or after in[q] (q <= n) that needs attention inside a string, or n. */
 HOT_INLINE size_t plain_run_end(const uint8_t *in, size_t q, size_t n) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     while (n - q >= 16) {
         unsigned m = special_bytes16(_mm_loadu_si128((const __m128i *)(const void *)(in + q)));
         if (m) return q + lowest_bit(m);
@@ -272,7 +265,7 @@ static int string_rest(state *s) {
 HOT_INLINE size_t plain_string(const uint8_t *in, size_t pos, size_t n, uint8_t *dst, size_t room, size_t *stop) {
     size_t q = pos + 1;
     dst[0] = '"';
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     while (n - q >= 16 && room - (q - pos) >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + q));
         unsigned m = special_bytes16(v);
@@ -292,7 +285,7 @@ HOT_INLINE size_t plain_string(const uint8_t *in, size_t pos, size_t n, uint8_t 
         dst[q - pos] = c;
         q++;
     }
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 found:
 #endif
     if (q < n && in[q] == '"') {
@@ -327,7 +320,7 @@ found:
  * zeros after the point (0.000001 is written 0.000001, 0.0000001 as 1e-7); never before 'e'/'E'. */
 HOT_INLINE size_t plain_number_length(const uint8_t *in, size_t pos, size_t n) {
     size_t p = pos + (in[pos] == '-'), int_start = p, digits;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     if (n - pos >= 16) { /* the same rule on the bits of one block, when the token ends in it */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
         unsigned digit = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
@@ -573,7 +566,7 @@ HOT_INLINE int close_object(state *s, const frame *f) {
 /* ---- The trusted mode's scans (PASARELA_JSON_SHORTEST_DIGITS; token_pass below) ----
  * Strings copied up to their first unescaped quote, numbers already in JavaScript form copied. */
 
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 static inline unsigned lowest_bit(unsigned m) {
 #if defined(_MSC_VER) && !defined(__clang__)
     unsigned long i;
@@ -597,11 +590,11 @@ static inline uint64_t quote_or_backslash(uint64_t w) {
  * whatever it is, which is the old rule "preceded by an even number of backslashes"). */
 HOT_INLINE size_t trusted_string_end(const uint8_t *in, size_t start, size_t n) {
     size_t q = start + 1;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
 #endif
     for (;;) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
         while (q + 16 <= n) {
             __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + q));
             unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
@@ -646,7 +639,7 @@ HOT_INLINE void copy_token(uint8_t *dst, const uint8_t *src, size_t k, size_t sr
  * what the string takes); returns its end, or 0 when it has no closing quote. */
 HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint8_t *dst, size_t room) {
     size_t end;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     if (n - start >= 16 && room >= 16) { /* the common short string: one load, one store */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + start));
         unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) & ~1u;
@@ -668,7 +661,7 @@ HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint
  * digits and no leading zero (its range check only concerns 16 digits or more), or "0". */
 HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, size_t n) {
     uint8_t c = in[pos];
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     if (n - pos >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
         __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
@@ -717,7 +710,7 @@ HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, siz
     return p - pos == 1 && c == '0' ? 1 : 0;
 }
 
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
 static inline unsigned lowest_bit64(uint64_t m) {
 #if defined(_MSC_VER) && !defined(__clang__)
     unsigned long i;
@@ -736,7 +729,7 @@ static inline unsigned lowest_bit64(uint64_t m) {
 }
 #endif
 
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 /* Bits of the 64 input bytes from base (bit i: in[base + i]; none past n): the classes the token
  * scans of the trusted path look up, so that finding where a token ends is a shift and a bit scan
  * instead of a chain of dependent loads (what limits a byte-at-a-time or vector-at-a-time scan). */
@@ -746,31 +739,14 @@ typedef struct byte_classes {
 } byte_classes;
 
 static void classify(const uint8_t *in, size_t base, size_t n, byte_classes *b) {
-    uint8_t tail[64];
-    const uint8_t *p = in + base;
-    if (n - base < 64) { /* padded with zeros, which are in no class */
-        memset(tail, 0, sizeof tail);
-        memcpy(tail, p, n - base);
-        p = tail;
-    }
-    uint64_t quote = 0, backslash = 0, number = 0, point = 0, minus = 0;
-    for (unsigned i = 0; i < 64; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i digit = _mm_cmpeq_epi8(_mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)),
-                                       _mm_set1_epi8(9));
-        __m128i is_point = _mm_cmpeq_epi8(v, _mm_set1_epi8('.')), is_minus = _mm_cmpeq_epi8(v, _mm_set1_epi8('-'));
-        quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << i;
-        backslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << i;
-        number |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(digit, _mm_or_si128(is_point, is_minus))) << i;
-        point |= (uint64_t)(unsigned)_mm_movemask_epi8(is_point) << i;
-        minus |= (uint64_t)(unsigned)_mm_movemask_epi8(is_minus) << i;
-    }
+    pasarela_classes m;
+    pasarela_classes_sse2(in + base, n - base, &m);
     b->base = base;
-    b->quote = quote;
-    b->backslash = backslash;
-    b->number = number;
-    b->point = point;
-    b->minus = minus;
+    b->quote = m.quote;
+    b->backslash = m.backslash;
+    b->number = m.digit | m.point | m.minus;
+    b->point = m.point;
+    b->minus = m.minus;
 }
 
 #define UNCLASSIFIED ((size_t)0 - 1) /* classes do not reach the end of the token: classify again */
@@ -878,7 +854,7 @@ HOT_INLINE int token_pass(state *s, const bool trusted) {
     size_t pos = s->pos, len = s->len, top = s->members_top;
     unsigned facts = 0;
     int rc;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     byte_classes classes; /* (the trusted mode's) */
     classes.base = (size_t)0 - 64; /* nothing classified yet: pos - base >= 64 */
 #define TRUSTED_STRING_END() trusted_string_classified(in, pos, n, out + len, cap - len, &classes)
@@ -1074,160 +1050,10 @@ static int canonicalize_trusted(state *s) { return token_pass(s, true); }
  * as bit masks (bit i: byte i of the block), where strings are (quotes not escaped by a backslash),
  * and, for the few strings that start with a digit, whether they are integer-like keys. It trusts the
  * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define PASARELA_JSON_X86_WIDE 1
-#include <immintrin.h>
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
+#if defined(PASARELA_X86_WIDE)
 #define AVX512_FN __attribute__((target("avx512f,avx512bw")))
 #endif
-
-typedef struct block_masks {
-    uint64_t quote, backslash, digit, point, minus, zero, n, space, open, close, colon;
-    uint64_t e_or_underscore, y_or_underscore; /* exponents, and the last letters of "key" and "__proto__" */
-} block_masks;
-
-/* The 64 bytes at p, or (avail < 64: what is readable there) a copy padded with zeros in tail. */
-HOT_INLINE const uint8_t *whole_block(const uint8_t *p, size_t avail, uint8_t tail[64]) {
-    if (avail >= 64) return p;
-    memset(tail, 0, 64);
-    memcpy(tail, p, avail);
-    return tail;
-}
-
-/* A function name(p, avail, m), declared DECLARATION: the classes of the (up to) 64 bytes at p, avail of
- * them readable (bytes past them are in no class), WIDTH bytes a vector. Written once for SSE2 (16) and
- * AVX2 (32), whose intrinsics the caller names: VEC the vector type, LOAD, OR, SET1, EQ, MAX (unsigned),
- * SUB, and MASK (movemask). */
-#define VECTOR_BLOCK_CLASSES(DECLARATION, name, WIDTH, VEC, LOAD, OR, SET1, EQ, MAX, SUB, MASK)               \
-    DECLARATION void name(const uint8_t *p, size_t avail, block_masks *m) {                                   \
-        uint8_t tail[64];                                                                                     \
-        p = whole_block(p, avail, tail);                                                                      \
-        memset(m, 0, sizeof *m);                                                                              \
-        for (unsigned i = 0; i < 64; i += WIDTH) {                                                            \
-            VEC v = LOAD((const VEC *)(const void *)(p + i));                                                 \
-            VEC lower = OR(v, SET1(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */                           \
-            VEC underscore = EQ(v, SET1('_'));                                                                \
-            m->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << i;                                                \
-            m->backslash |= (uint64_t)MASK(EQ(v, SET1('\\'))) << i;                                           \
-            m->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << i;                    \
-            m->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << i;                                                \
-            m->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << i;                                                \
-            m->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << i;                                                 \
-            m->n |= (uint64_t)MASK(EQ(v, SET1('n'))) << i;                                                    \
-            m->space |= (uint64_t)MASK(EQ(MAX(v, SET1(' ')), SET1(' '))) << i; /* <= ' ' */                   \
-            m->open |= (uint64_t)MASK(EQ(lower, SET1('{'))) << i;                                             \
-            m->close |= (uint64_t)MASK(EQ(lower, SET1('}'))) << i;                                            \
-            m->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << i;                                                \
-            m->e_or_underscore |= (uint64_t)MASK(OR(EQ(lower, SET1('e')), underscore)) << i;                  \
-            m->y_or_underscore |= (uint64_t)MASK(OR(EQ(v, SET1('y')), underscore)) << i;                      \
-        }                                                                                                     \
-        if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */          \
-    }
-
-#if defined(PASARELA_JSON_SSE2)
-#define SSE2_MASK(x) (unsigned)_mm_movemask_epi8(x)
-VECTOR_BLOCK_CLASSES(HOT_INLINE, block_classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_set1_epi8,
-                     _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
-#undef SSE2_MASK
-#endif
-
-#if defined(PASARELA_JSON_NEON)
-/* The bits of four vectors of 0x00 / 0xFF bytes, 64 of them (what x86's movemask gives, 16 at a time): each
- * byte keeps its own bit of eight, and three rounds of pairwise adds gather them. */
-HOT_INLINE uint64_t neon_bits(uint8x16_t a, uint8x16_t b, uint8x16_t c, uint8x16_t d) {
-    static const uint8_t bit_of_byte[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    uint8x16_t bit = vld1q_u8(bit_of_byte);
-    uint8x16_t ab = vpaddq_u8(vandq_u8(a, bit), vandq_u8(b, bit)), cd = vpaddq_u8(vandq_u8(c, bit), vandq_u8(d, bit));
-    uint8x16_t abcd = vpaddq_u8(ab, cd);
-    return vgetq_lane_u64(vreinterpretq_u64_u8(vpaddq_u8(abcd, abcd)), 0);
-}
-
-/* The classes of the (up to) 64 bytes at p (as VECTOR_BLOCK_CLASSES), with NEON. */
-HOT_INLINE void block_classes_neon(const uint8_t *p, size_t avail, block_masks *m) {
-    uint8_t tail[64];
-    uint8x16_t v[4], lower[4];
-    p = whole_block(p, avail, tail);
-    for (int i = 0; i < 4; i++) {
-        v[i] = vld1q_u8(p + 16 * i);
-        lower[i] = vorrq_u8(v[i], vdupq_n_u8(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */
-    }
-#define EACH(expression) \
-    neon_bits(expression(v[0], lower[0]), expression(v[1], lower[1]), expression(v[2], lower[2]), expression(v[3], lower[3]))
-#define IS(x, c) vceqq_u8(x, vdupq_n_u8(c))
-#define QUOTE(x, l) IS(x, '"')
-#define BACKSLASH(x, l) IS(x, '\\')
-#define DIGIT(x, l) vcleq_u8(vsubq_u8(x, vdupq_n_u8('0')), vdupq_n_u8(9))
-#define POINT(x, l) IS(x, '.')
-#define MINUS(x, l) IS(x, '-')
-#define ZERO(x, l) IS(x, '0')
-#define LETTER_N(x, l) IS(x, 'n')
-#define SPACE(x, l) vcleq_u8(x, vdupq_n_u8(' '))
-#define OPEN(x, l) IS(l, '{')
-#define CLOSE(x, l) IS(l, '}')
-#define COLON(x, l) IS(x, ':')
-#define E_OR_UNDERSCORE(x, l) vorrq_u8(IS(l, 'e'), IS(x, '_'))
-#define Y_OR_UNDERSCORE(x, l) vorrq_u8(IS(x, 'y'), IS(x, '_'))
-    m->quote = EACH(QUOTE);
-    m->backslash = EACH(BACKSLASH);
-    m->digit = EACH(DIGIT);
-    m->point = EACH(POINT);
-    m->minus = EACH(MINUS);
-    m->zero = EACH(ZERO);
-    m->n = EACH(LETTER_N);
-    m->space = EACH(SPACE);
-    m->open = EACH(OPEN);
-    m->close = EACH(CLOSE);
-    m->colon = EACH(COLON);
-    m->e_or_underscore = EACH(E_OR_UNDERSCORE);
-    m->y_or_underscore = EACH(Y_OR_UNDERSCORE);
-#undef EACH
-#undef IS
-#undef QUOTE
-#undef BACKSLASH
-#undef DIGIT
-#undef POINT
-#undef MINUS
-#undef ZERO
-#undef LETTER_N
-#undef SPACE
-#undef OPEN
-#undef CLOSE
-#undef COLON
-#undef E_OR_UNDERSCORE
-#undef Y_OR_UNDERSCORE
-    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */
-}
-#endif
-
-#if defined(PASARELA_JSON_X86_WIDE)
-#define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
-VECTOR_BLOCK_CLASSES(static inline __attribute__((always_inline, target("avx2"))), block_classes_avx2, 32, __m256i,
-                     _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
-                     _mm256_sub_epi8, AVX2_MASK)
-#undef AVX2_MASK
-
-static inline __attribute__((always_inline, target("avx512f,avx512bw"))) void
-block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
-    __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
-    __m512i v = _mm512_maskz_loadu_epi8(readable, p); /* nothing read past p + avail */
-    __m512i lower = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
-    __mmask64 underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('_'));
-    m->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
-    m->backslash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'));
-    m->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
-    m->point = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
-    m->minus = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('-'));
-    m->zero = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('0'));
-    m->n = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('n'));
-    m->space = _mm512_mask_cmple_epu8_mask(readable, v, _mm512_set1_epi8(' '));
-    m->open = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('{'));
-    m->close = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('}'));
-    m->colon = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(':'));
-    m->e_or_underscore = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('e')) | underscore;
-    m->y_or_underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('y')) | underscore;
-}
-#endif
-#undef VECTOR_BLOCK_CLASSES
 
 static inline unsigned popcount64(uint64_t x) {
     x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
@@ -1301,7 +1127,9 @@ HOT_INLINE uint64_t string_bits(uint64_t quote, uint64_t backslash, uint64_t *es
 
 /* The block at in + base with classes m: 0 when the text may not be its own result (but for the ".0" in z). */
 HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t *in, size_t n, size_t base,
-                               const block_masks *m) {
+                               const pasarela_classes *m) {
+    /* exponents, and the last letters of "key" and "__proto__" */
+    uint64_t e_or_underscore = m->e | m->underscore, y_or_underscore = m->y | m->underscore;
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
     uint64_t quote, inside = string_bits(m->quote, m->backslash, &s->escape_next, &s->in_string, &quote);
     uint64_t outside = ~inside & ~quote & valid, open_quote = quote & inside;
@@ -1309,7 +1137,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
              zero = m->zero & outside;
     /* whitespace to drop; an exponent; "-0" */
     if ((m->space & outside) != 0) return 0;
-    if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
+    if ((e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
     if ((zero & FROM_BEFORE(minus, s->before.minus, 1)) != 0) return 0;
     /* ".0" ending a number: followed by none of the bytes the trusted pass reads as the number's (an exponent
      * is refused above; ".0" ending the text: canonical_end) */
@@ -1327,8 +1155,8 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     if ((run8 & FROM_BEFORE(run8, s->before.run8, 8)) != 0) return 0;
     /* a member named "key" or "__proto__", at any depth (the trusted pass tells at which) */
     uint64_t named = m->colon & outside & FROM_BEFORE(quote, s->before.quote, 1) &
-                     FROM_BEFORE(m->y_or_underscore, s->before.y_or_underscore, 2) &
-                     FROM_BEFORE(m->e_or_underscore, s->before.e_or_underscore, 3);
+                     FROM_BEFORE(y_or_underscore, s->before.y_or_underscore, 2) &
+                     FROM_BEFORE(e_or_underscore, s->before.e_or_underscore, 3);
     while (named != 0) {
         size_t colon = base + lowest_bit64(named);
         named &= named - 1;
@@ -1355,8 +1183,8 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     unsigned opens = popcount64(m->open & outside), closes = popcount64(m->close & outside);
     if (s->depth + opens > PASARELA_JSON_MAX_DEPTH || s->depth + opens < closes) return 0;
     s->depth = s->depth + opens - closes;
-    previous_block now = {open_quote, quote, digit, point, minus, zero, run2, run4, run8, m->e_or_underscore,
-                          m->y_or_underscore}; /* in the order of previous_block's members */
+    previous_block now = {open_quote, quote, digit, point, minus, zero, run2, run4, run8, e_or_underscore,
+                          y_or_underscore}; /* in the order of previous_block's members */
     s->before = now;
     return 1;
 }
@@ -1375,7 +1203,7 @@ HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint
         canonical_scan s;                                                                                     \
         canonical_scan_start(&s);                                                                             \
         for (size_t base = 0; base < n; base += 64) {                                                         \
-            block_masks m;                                                                                    \
+            pasarela_classes m;                                                                               \
             CLASSES(in + base, n - base, &m);                                                                 \
             if (!canonical_block(&s, z, in, n, base, &m)) return 0;                                           \
         }                                                                                                     \
@@ -1383,14 +1211,14 @@ HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint
         *facts = s.nulls != 0 ? PASARELA_JSON_FACT_NULL : 0;                                                  \
         return 1;                                                                                             \
     }
-#if defined(PASARELA_JSON_SSE2)
-CANONICAL_CHECK(trusted_text_is_canonical_sse2, , block_classes_sse2)
+#if defined(PASARELA_SSE2)
+CANONICAL_CHECK(trusted_text_is_canonical_sse2, , pasarela_classes_sse2)
 #else
-CANONICAL_CHECK(trusted_text_is_canonical_neon, , block_classes_neon)
+CANONICAL_CHECK(trusted_text_is_canonical_neon, , pasarela_classes_neon)
 #endif
-#if defined(PASARELA_JSON_X86_WIDE)
-CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), block_classes_avx2)
-CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx512)
+#if defined(PASARELA_X86_WIDE)
+CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), pasarela_classes_avx2)
+CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, pasarela_classes_avx512)
 #endif
 #undef CANONICAL_CHECK
 
@@ -1404,13 +1232,13 @@ static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *ou
     int copy;
     if (n == 0) return 0;
     z.count = 0;
-#if defined(PASARELA_JSON_X86_WIDE)
+#if defined(PASARELA_X86_WIDE)
     if ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX512_SHORT)) /* (pasarela.h: not on Intel) */
         copy = trusted_text_is_canonical_avx512(in, n, &z, facts);
     else if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
     else
 #endif
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
         copy = trusted_text_is_canonical_sse2(in, n, &z, facts);
 #else
         copy = trusted_text_is_canonical_neon(in, n, &z, facts);
@@ -1507,7 +1335,7 @@ static int array_item(const uint8_t *json, size_t start, size_t end, uint8_t *it
 
 /* Offset of the first '"' or '\\' in in[i, end) (the end of a string's plain run), else end. */
 HOT_INLINE size_t string_run_end(const uint8_t *in, size_t i, size_t end) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     for (; end - i >= 16; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
@@ -1550,41 +1378,7 @@ size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t
     return count;
 }
 
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
-/* The classes the block scan of pasarela_json_array_items looks at, of the (up to) 64 bytes at p. */
-HOT_INLINE void split_classes(const uint8_t *p, size_t avail, uint64_t *quote, uint64_t *backslash, uint64_t *open,
-                              uint64_t *close, uint64_t *comma) {
-    uint8_t tail[64];
-    p = whole_block(p, avail, tail); /* the padding's zeros are in no class */
-#if defined(PASARELA_JSON_SSE2)
-    *quote = *backslash = *open = *close = *comma = 0;
-    for (unsigned i = 0; i < 64; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* '[' -> '{', ']' -> '}' */
-        *quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << i;
-        *backslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << i;
-        *open |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('{'))) << i;
-        *close |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('}'))) << i;
-        *comma |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(','))) << i;
-    }
-#else
-    uint8x16_t v[4], lower[4];
-    for (int i = 0; i < 4; i++) {
-        v[i] = vld1q_u8(p + 16 * i);
-        lower[i] = vorrq_u8(v[i], vdupq_n_u8(0x20)); /* '[' -> '{', ']' -> '}' */
-    }
-#define EQUAL(w, c) \
-    neon_bits(vceqq_u8(w[0], vdupq_n_u8(c)), vceqq_u8(w[1], vdupq_n_u8(c)), vceqq_u8(w[2], vdupq_n_u8(c)), \
-              vceqq_u8(w[3], vdupq_n_u8(c)))
-    *quote = EQUAL(v, '"');
-    *backslash = EQUAL(v, '\\');
-    *open = EQUAL(lower, '{');
-    *close = EQUAL(lower, '}');
-    *comma = EQUAL(v, ',');
-#undef EQUAL
-#endif
-}
-
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
 /* The same split 64 bytes at a time: where strings are from the block's quotes and backslashes (as the
  * check for canonical text finds them), then only the brackets outside strings are visited, one by one,
  * for the depth; the commas between them at depth 0 separate the items. On JSON text the same result as
@@ -1594,16 +1388,17 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
     size_t count = 0, depth = 0, start = 1, used = 0, last = n - 1;
     uint64_t escape_next = 0, in_string = 0;
     for (size_t base = 1; base < last; base += 64) {
-        uint64_t quote, backslash, open, close, comma, delimiters;
-        split_classes(json + base, last - base, &quote, &backslash, &open, &close, &comma);
-        uint64_t inside = string_bits(quote, backslash, &escape_next, &in_string, &delimiters);
-        uint64_t outside = ~inside & ~delimiters, brackets = (open | close) & outside, top = 0;
+        pasarela_classes m;
+        uint64_t delimiters;
+        pasarela_classes_base(json + base, last - base, &m);
+        uint64_t inside = string_bits(m.quote, m.backslash, &escape_next, &in_string, &delimiters);
+        uint64_t outside = ~inside & ~delimiters, brackets = (m.open | m.close) & outside, top = 0;
         unsigned from = 0; /* bits from here on are at the depth reached */
         while (brackets != 0) {
             unsigned b = lowest_bit64(brackets);
             brackets &= brackets - 1;
             if (depth == 0) top |= ((UINT64_C(1) << b) - 1) & ~((UINT64_C(1) << from) - 1);
-            if ((open >> b) & 1u) {
+            if ((m.open >> b) & 1u) {
                 depth++;
             } else if (depth-- == 0) {
                 return 0; /* a closer without its opener */
@@ -1611,7 +1406,7 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
             from = b + 1;
         }
         if (depth == 0 && from < 64) top |= ~UINT64_C(0) << from;
-        for (uint64_t separators = comma & outside & top; separators != 0; separators &= separators - 1) {
+        for (uint64_t separators = m.comma & outside & top; separators != 0; separators &= separators - 1) {
             size_t at = base + lowest_bit64(separators);
             if (!array_item(json, start, at, items, lens, max_items, &count, &used)) return 0;
             start = at + 1;
@@ -1623,7 +1418,7 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
 #endif
 
 size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
     if (json == NULL || items == NULL || lens == NULL || n < 2 || json[0] != '[' || json[n - 1] != ']') return 0;
     return array_items_by_blocks(json, n, items, lens, max_items);
 #else

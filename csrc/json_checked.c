@@ -30,95 +30,20 @@
  */
 #include <string.h>
 
+#include "byte_classes.h"
 #include "internal.h"
 #include "utf8.h"
 
 #define JSON_CHECKED_MAX_DEPTH 1000 /* json.c's PASARELA_JSON_MAX_DEPTH */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(PASARELA_X86_WIDE)
 #include <immintrin.h>
 
 #define HOT static inline __attribute__((always_inline))
-
-typedef struct byte_classes {
-    uint64_t quote, open, close, brace, comma, colon, digit, zero, point, minus, letter;
-    int stop, high; /* a backslash or a byte below ' ' (outside strings no more JSON than inside them) */
-} byte_classes;
-
-/* The classes of the 64 bytes at p (avail < 64: the readable ones, the rest in no class), WIDTH bytes a vector:
- * SSE2 (16) or AVX2 (32). stop and high (a byte >= 0x80) are tested on the whole block, not located. */
-#define CHECKED_CLASSES(ATTRIBUTES, name, WIDTH, VEC, LOAD, OR, AND, SET1, EQ, MAX, SUB, MASK)                  \
-    static inline __attribute__((always_inline)) ATTRIBUTES void name(const uint8_t *p, size_t avail,          \
-                                                                      byte_classes *m) {                       \
-        uint8_t tail[64];                                                                                      \
-        if (avail < 64) {                                                                                      \
-            memset(tail, ' ', sizeof tail); /* in no class, and not a stop */                                  \
-            memcpy(tail, p, avail);                                                                            \
-            p = tail;                                                                                          \
-        }                                                                                                      \
-        VEC stop = SET1(0), high = SET1(0);                                                                    \
-        m->quote = m->open = m->close = m->brace = m->comma = m->colon = 0;                                    \
-        m->digit = m->zero = m->point = m->minus = m->letter = 0;                                              \
-        for (unsigned i = 0; i < 64; i += WIDTH) {                                                             \
-            VEC v = LOAD((const VEC *)(const void *)(p + i));                                                  \
-            VEC lower = OR(v, SET1(0x20)); /* '[' -> '{', ']' -> '}' */                                        \
-            stop = OR(stop, OR(EQ(v, SET1('\\')), EQ(MAX(v, SET1(0x1F)), SET1(0x1F))));                        \
-            high = OR(high, v);                                                                                \
-            m->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << i;                                                 \
-            m->open |= (uint64_t)MASK(EQ(lower, SET1('{'))) << i;                                              \
-            m->close |= (uint64_t)MASK(EQ(lower, SET1('}'))) << i;                                             \
-            /* '{' and '}' (and 'y' and DEL, in neither bracket class) */                                      \
-            m->brace |= (uint64_t)MASK(EQ(AND(v, SET1((char)0xF9)), SET1(0x79))) << i;                         \
-            m->comma |= (uint64_t)MASK(EQ(v, SET1(','))) << i;                                                 \
-            m->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << i;                                                 \
-            m->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << i;                     \
-            m->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << i;                                                  \
-            m->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << i;                                                 \
-            m->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << i;                                                 \
-            m->letter |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('a')), SET1(25)), SET1(25))) << i;                  \
-        }                                                                                                      \
-        m->stop = MASK(stop) != 0;                                                                             \
-        m->high = MASK(high) != 0;                                                                             \
-    }
-
-#define SSE2_MASK(x) (uint32_t)_mm_movemask_epi8(x)
-CHECKED_CLASSES(, classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_and_si128, _mm_set1_epi8,
-                _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
-#undef SSE2_MASK
-#define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
 /* (BMI1 and BMI2 with AVX2: PASARELA_CPU_AVX2 requires them. andn, blsr, tzcnt, shlx and bzhi took the check's
  * instructions from about 247,000 to 228,000 at 16 KiB items-heavy, 10.2 to 9.6 us.) */
-CHECKED_CLASSES(__attribute__((target("avx2,bmi,bmi2"))), classes_avx2, 32, __m256i, _mm256_loadu_si256,
-                _mm256_or_si256, _mm256_and_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
-                _mm256_sub_epi8, AVX2_MASK)
-#undef AVX2_MASK
-#undef CHECKED_CLASSES
-
-/* AVX-512 BW: a class in one instruction, its mask at once (AVX2 takes two compares and two moves of the mask:
- * 9.1 against 9.7 us at 16 KiB items-heavy, 585 against 635 ns at 1 KiB, the check alone on this Intel CPU);
- * the tail read with the unread bytes masked off, where the others copy it. */
+#define AVX2_FN __attribute__((target("avx2,bmi,bmi2")))
 #define AVX512_FN __attribute__((target("avx512f,avx512bw,avx2,bmi,bmi2")))
-static inline __attribute__((always_inline)) AVX512_FN void classes_avx512(const uint8_t *p, size_t avail,
-                                                                           byte_classes *m) {
-    __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
-    __m512i v = _mm512_maskz_loadu_epi8(readable, p); /* nothing read past p + avail; the zeros are no class... */
-    __m512i lower = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
-    /* ...and below ' ': not counted as stops */
-    m->stop = (_mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\')) |
-               _mm512_mask_cmplt_epu8_mask(readable, v, _mm512_set1_epi8(' '))) != 0;
-    m->high = _mm512_movepi8_mask(v) != 0;
-    m->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
-    m->open = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('{'));
-    m->close = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('}'));
-    m->brace = _mm512_cmpeq_epi8_mask(_mm512_and_si512(v, _mm512_set1_epi8((char)0xF9)), _mm512_set1_epi8(0x79));
-    m->comma = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(','));
-    m->colon = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(':'));
-    m->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
-    m->zero = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('0'));
-    m->point = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
-    m->minus = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('-'));
-    m->letter = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(26));
-}
 
 /* Whether the 64 bytes at p are all printable ASCII but '"' and '\\': the inside of a long string, which needs no
  * more than that. */
@@ -133,7 +58,7 @@ static inline __attribute__((always_inline)) int plain_sse2(const uint8_t *p) {
     return _mm_movemask_epi8(stop) == 0;
 }
 
-static inline __attribute__((always_inline, target("avx2,bmi,bmi2"))) int plain_avx2(const uint8_t *p) {
+static inline __attribute__((always_inline)) AVX2_FN int plain_avx2(const uint8_t *p) {
     __m256i stop = _mm256_setzero_si256();
     for (unsigned i = 0; i < 64; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
@@ -329,11 +254,11 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
 #define BEFORE(now, field, k) (((now) << (k)) | (s->field >> (64 - (k))))
 
 /* The block at in + base with classes m: 0 when the text is not known to be canonical. */
-HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base, const byte_classes *m,
+HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base, const pasarela_classes *m,
                       uint8_t *is_object, uint32_t *object_keys, key_entry *keys, uint32_t *table) {
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
-    if (m->stop) return 0; /* an escape, a control byte or whitespace */
-    s->utf8 |= m->high;    /* (outside strings, such bytes are in no class the rules allow there) */
+    if ((m->backslash | m->control) != 0) return 0; /* an escape, or a control byte (outside strings too) */
+    s->utf8 |= m->high != 0; /* (outside strings, such bytes are in no class the rules allow there) */
     uint64_t inside = pasarela_prefix_xor(m->quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
     s->in_string = (uint64_t)0 - (inside >> 63);
     uint64_t open_quote = m->quote & inside, close_quote = m->quote & ~inside;
@@ -451,7 +376,7 @@ HOT void plain_block(checked_scan *s) {
         uint32_t object_keys[JSON_CHECKED_MAX_DEPTH];                                                         \
         memset(&s, 0, sizeof s);                                                                              \
         for (size_t base = 0; base < n; base += 64) {                                                         \
-            byte_classes m;                                                                                   \
+            pasarela_classes m;                                                                               \
             /* (a string already 32 bytes long: a long one's inside, likely plain) */                        \
             if (s.in_string != 0 && base - s.last_open_quote > 32 && n - base >= 64 && PLAIN(in + base)) {   \
                 plain_block(&s);                                                                              \
@@ -465,10 +390,11 @@ HOT void plain_block(checked_scan *s) {
         *facts = s.nulls ? PASARELA_JSON_FACT_NULL : 0;                                                       \
         return 1;                                                                                             \
     }
-CHECKED_TEXT(checked_sse2, , classes_sse2, plain_sse2)
-CHECKED_TEXT(checked_avx2, __attribute__((target("avx2,bmi,bmi2"))), classes_avx2, plain_avx2)
-CHECKED_TEXT(checked_avx512, AVX512_FN, classes_avx512, plain_avx512)
+CHECKED_TEXT(checked_sse2, , pasarela_classes_sse2, plain_sse2)
+CHECKED_TEXT(checked_avx2, AVX2_FN, pasarela_classes_avx2, plain_avx2)
+CHECKED_TEXT(checked_avx512, AVX512_FN, pasarela_classes_avx512, plain_avx512)
 #undef CHECKED_TEXT
+#undef AVX2_FN
 #undef AVX512_FN
 
 int pasarela_json_checked_canonical(unsigned cpu, const uint8_t *in, size_t n, void *scratch, size_t scratch_cap,

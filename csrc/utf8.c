@@ -2,15 +2,14 @@
  * a sequence at a time. */
 #include "utf8.h"
 
-#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
-#define PASARELA_UTF8_SSE2 1
+#if defined(PASARELA_SSE2)
 #include <emmintrin.h>
 #endif
 
 size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n) {
     size_t q = 0;
     while (q < n) {
-#if defined(PASARELA_UTF8_SSE2)
+#if defined(PASARELA_SSE2)
         while (n - q >= 16 && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(in + q))) == 0)
             q += 16; /* ASCII */
         if (q >= n) break;
