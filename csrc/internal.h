@@ -25,6 +25,46 @@
 #define PASARELA_X86_WIDE 1
 #endif
 
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
+/* The index of the lowest set bit of a mask that has one. */
+static inline unsigned pasarela_lowest_bit(unsigned m) {
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+    _BitScanForward(&i, m);
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctz(m);
+#endif
+}
+static inline unsigned pasarela_lowest_bit64(uint64_t m) {
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+#if defined(_M_X64)
+    _BitScanForward64(&i, m);
+#else
+    if (!_BitScanForward(&i, (unsigned long)m)) {
+        _BitScanForward(&i, (unsigned long)(m >> 32));
+        i += 32;
+    }
+#endif
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctzll(m);
+#endif
+}
+
+/* The value of the hex digit c (either case), or -1: for public text (JSON's \u escapes). Secret hex goes through
+ * hex.c, in time that does not depend on the digits. */
+static inline int pasarela_hex_digit(unsigned c) {
+    if (c >= '0' && c <= '9') return (int)(c - '0');
+    if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
+    return -1;
+}
+
 /* Bit i of the result: the xor of bits 0..i of x (json.c and json_checked.c: where strings are, from the quotes of
  * a 64-byte block). */
 static inline uint64_t pasarela_prefix_xor(uint64_t x) {

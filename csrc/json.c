@@ -20,10 +20,6 @@
 #elif defined(PASARELA_NEON)
 #include <arm_neon.h>
 #endif
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
-
 #define PASARELA_JSON_MAX_DEPTH 1000
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -103,18 +99,11 @@ static int put_byte(state *s, uint8_t c) {
     return PASARELA_OK;
 }
 
-static int hex_value(uint8_t c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static int read_u4(state *s, size_t at, uint32_t *u) {
     uint32_t v = 0;
     if (s->n - at < 4) return PASARELA_E_JSON_SYNTAX;
     for (size_t i = 0; i < 4; i++) {
-        int h = hex_value(s->in[at + i]);
+        int h = pasarela_hex_digit(s->in[at + i]);
         if (h < 0) return PASARELA_E_JSON_SYNTAX;
         v = (v << 4) | (uint32_t)h;
     }
@@ -170,7 +159,6 @@ static inline unsigned special_bytes16(__m128i v) {
     __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"')), backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(quote, backslash)));
 }
-static inline unsigned lowest_bit(unsigned m);
 #endif
 
 /* The first byte at or after in[q] (q <= n) that needs attention inside a string, or n. */
@@ -178,7 +166,7 @@ HOT_INLINE size_t plain_run_end(const uint8_t *in, size_t q, size_t n) {
 #if defined(PASARELA_SSE2)
     while (n - q >= 16) {
         unsigned m = special_bytes16(_mm_loadu_si128((const __m128i *)(const void *)(in + q)));
-        if (m) return q + lowest_bit(m);
+        if (m) return q + pasarela_lowest_bit(m);
         q += 16;
     }
 #else
@@ -271,7 +259,7 @@ HOT_INLINE size_t plain_string(const uint8_t *in, size_t pos, size_t n, uint8_t 
         unsigned m = special_bytes16(v);
         _mm_storeu_si128((__m128i *)(void *)(dst + (q - pos)), v);
         if (m) {
-            q += lowest_bit(m);
+            q += pasarela_lowest_bit(m);
             goto found;
         }
         q += 16;
@@ -327,12 +315,12 @@ HOT_INLINE size_t plain_number_length(const uint8_t *in, size_t pos, size_t n) {
             _mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)), _mm_set1_epi8(9)));
         unsigned i0 = (unsigned)(p - pos), other = ~digit & 0xFFFFu & (0xFFFFu << i0);
         if (other != 0 && in[p] != '0') {
-            unsigned i1 = lowest_bit(other), end = i1; /* the first byte past the integer part */
+            unsigned i1 = pasarela_lowest_bit(other), end = i1; /* the first byte past the integer part */
             if (i1 == i0) return 0;                   /* no digit */
             if (in[pos + i1] == '.') {
                 unsigned rest = other & (0xFFFEu << i1);
                 if (rest == 0) goto scalar;
-                end = lowest_bit(rest);
+                end = pasarela_lowest_bit(rest);
                 if (end == i1 + 1 || in[pos + end - 1] == '0' || end - i0 - 1 > 15) return 0;
             }
             if (in[pos + end] == 'e' || in[pos + end] == 'E') return 0;
@@ -566,17 +554,7 @@ HOT_INLINE int close_object(state *s, const frame *f) {
 /* ---- The trusted mode's scans (PASARELA_JSON_SHORTEST_DIGITS; token_pass below) ----
  * Strings copied up to their first unescaped quote, numbers already in JavaScript form copied. */
 
-#if defined(PASARELA_SSE2)
-static inline unsigned lowest_bit(unsigned m) {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long i;
-    _BitScanForward(&i, m);
-    return (unsigned)i;
-#else
-    return (unsigned)__builtin_ctz(m);
-#endif
-}
-#else
+#if !defined(PASARELA_SSE2)
 /* Bytes of an 8-byte word that are '"' or '\\' (high bit set in the result; exact up to the first). */
 static inline uint64_t quote_or_backslash(uint64_t w) {
     const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
@@ -600,9 +578,9 @@ HOT_INLINE size_t trusted_string_end(const uint8_t *in, size_t start, size_t n) 
             unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
             unsigned backslashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash));
             if (quotes != 0 && (backslashes & ((quotes & (0u - quotes)) - 1)) == 0)
-                return q + lowest_bit(quotes) + 1; /* the first quote, no backslash before it */
+                return q + pasarela_lowest_bit(quotes) + 1; /* the first quote, no backslash before it */
             if (backslashes != 0) {
-                q += lowest_bit(backslashes) + 2; /* a backslash and the byte it escapes */
+                q += pasarela_lowest_bit(backslashes) + 2; /* a backslash and the byte it escapes */
                 continue;
             }
             q += 16;
@@ -646,7 +624,7 @@ HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint
         unsigned backslashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
         _mm_storeu_si128((__m128i *)(void *)dst, v);
         if (quotes != 0 && (backslashes & ((quotes & (0u - quotes)) - 1)) == 0)
-            return start + lowest_bit(quotes) + 1;
+            return start + pasarela_lowest_bit(quotes) + 1;
     }
 #endif
     end = trusted_string_end(in, start, n);
@@ -671,7 +649,7 @@ HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, siz
         unsigned minus = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
         unsigned stop = ~(digit | point | minus) & 0xFFFFu;
         if (stop != 0) {
-            unsigned k = lowest_bit(stop), run = (1u << k) - 1;
+            unsigned k = pasarela_lowest_bit(stop), run = (1u << k) - 1;
             unsigned exponent = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)),
                                                                            _mm_set1_epi8('e')));
             unsigned zero = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
@@ -710,25 +688,6 @@ HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, siz
     return p - pos == 1 && c == '0' ? 1 : 0;
 }
 
-#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
-static inline unsigned lowest_bit64(uint64_t m) {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long i;
-#if defined(_M_X64)
-    _BitScanForward64(&i, m);
-#else
-    if (!_BitScanForward(&i, (unsigned long)m)) {
-        _BitScanForward(&i, (unsigned long)(m >> 32));
-        i += 32;
-    }
-#endif
-    return (unsigned)i;
-#else
-    return (unsigned)__builtin_ctzll(m);
-#endif
-}
-#endif
-
 #if defined(PASARELA_SSE2)
 /* Bits of the 64 input bytes from base (bit i: in[base + i]; none past n): the classes the token
  * scans of the trusted path look up, so that finding where a token ends is a shift and a bit scan
@@ -760,7 +719,7 @@ HOT_INLINE size_t classified_string_end(const byte_classes *b, size_t pos) {
     uint64_t quotes = (b->quote >> o) >> 1, backslashes = (b->backslash >> o) >> 1;
     if (quotes == 0) return backslashes ? 0 : UNCLASSIFIED;
     if ((backslashes & ((quotes & (0 - quotes)) - 1)) != 0) return 0;
-    return pos + 2 + lowest_bit64(quotes);
+    return pos + 2 + pasarela_lowest_bit64(quotes);
 }
 
 /* The length of the number token at in[pos] when it is copied as it is, from classes (the rule of
@@ -771,7 +730,7 @@ HOT_INLINE size_t classified_number_length(const byte_classes *b, const uint8_t 
     if (o >= 64) return UNCLASSIFIED;
     uint64_t stop = ~b->number >> o;
     if (stop == 0) return UNCLASSIFIED;
-    unsigned k = lowest_bit64(stop);
+    unsigned k = pasarela_lowest_bit64(stop);
     uint64_t run = (UINT64_C(1) << k) - 1;
     uint8_t c = in[pos];
     if (pos + k < n && (in[pos + k] == 'e' || in[pos + k] == 'E')) return 0;
@@ -1144,7 +1103,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     uint64_t after_point_zero = ~(m->digit | m->point | m->minus) & valid & FROM_BEFORE(zero, s->before.zero, 1) &
                                 FROM_BEFORE(point, s->before.point, 2);
     while (after_point_zero != 0) {
-        size_t at = base + lowest_bit64(after_point_zero);
+        size_t at = base + pasarela_lowest_bit64(after_point_zero);
         after_point_zero &= after_point_zero - 1;
         if (!drop_point_zero(z, at - 2)) return 0;
     }
@@ -1158,7 +1117,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
                      FROM_BEFORE(y_or_underscore, s->before.y_or_underscore, 2) &
                      FROM_BEFORE(e_or_underscore, s->before.e_or_underscore, 3);
     while (named != 0) {
-        size_t colon = base + lowest_bit64(named);
+        size_t colon = base + pasarela_lowest_bit64(named);
         named &= named - 1;
         if (colon >= 5 && memcmp(in + colon - 5, "\"key\"", 5) == 0) return 0;
         if (colon >= 11 && memcmp(in + colon - 11, "\"__proto__\"", 11) == 0) return 0;
@@ -1166,7 +1125,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     /* a string that starts with a digit: an integer-like key? */
     uint64_t digit_first = m->digit & valid & FROM_BEFORE(open_quote, s->before.open_quote, 1);
     while (digit_first != 0) {
-        size_t start = base + lowest_bit64(digit_first) - 1, end = trusted_string_end(in, start, n);
+        size_t start = base + pasarela_lowest_bit64(digit_first) - 1, end = trusted_string_end(in, start, n);
         digit_first &= digit_first - 1;
         if (end == 0) return 0;
         if (end < n && in[end] == ':' && key_order(in + start + 1, end - start - 2, 0) < NOT_INT_KEY) return 0;
@@ -1174,7 +1133,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     /* null literals (their fact), each checked whole, so that the fact is exact on any text */
     uint64_t nulls = m->n & outside;
     while (nulls != 0) {
-        size_t at = base + lowest_bit64(nulls);
+        size_t at = base + pasarela_lowest_bit64(nulls);
         nulls &= nulls - 1;
         if (n - at < 4 || memcmp(in + at, "null", 4) != 0) return 0;
         s->nulls = 1;
@@ -1340,7 +1299,7 @@ HOT_INLINE size_t string_run_end(const uint8_t *in, size_t i, size_t end) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
                                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-        if (m != 0) return i + lowest_bit(m);
+        if (m != 0) return i + pasarela_lowest_bit(m);
     }
 #endif
     while (i < end && in[i] != '"' && in[i] != '\\') i++;
@@ -1395,7 +1354,7 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
         uint64_t outside = ~inside & ~delimiters, brackets = (m.open | m.close) & outside, top = 0;
         unsigned from = 0; /* bits from here on are at the depth reached */
         while (brackets != 0) {
-            unsigned b = lowest_bit64(brackets);
+            unsigned b = pasarela_lowest_bit64(brackets);
             brackets &= brackets - 1;
             if (depth == 0) top |= ((UINT64_C(1) << b) - 1) & ~((UINT64_C(1) << from) - 1);
             if ((m.open >> b) & 1u) {
@@ -1407,7 +1366,7 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
         }
         if (depth == 0 && from < 64) top |= ~UINT64_C(0) << from;
         for (uint64_t separators = m.comma & outside & top; separators != 0; separators &= separators - 1) {
-            size_t at = base + lowest_bit64(separators);
+            size_t at = base + pasarela_lowest_bit64(separators);
             if (!array_item(json, start, at, items, lens, max_items, &count, &used)) return 0;
             start = at + 1;
         }

@@ -75,7 +75,6 @@ static inline __attribute__((always_inline)) AVX512_FN int plain_avx512(const ui
             _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"')) | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'))) == 0;
 }
 
-HOT unsigned lowest(uint64_t m) { return (unsigned)__builtin_ctzll(m); }
 HOT unsigned highest(uint64_t m) { return 63u - (unsigned)__builtin_clzll(m); }
 
 /* runs + marks (+ *carry from the block before), *carry set to what goes to the next block: each run of ones in
@@ -183,7 +182,7 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
     size_t depth = s->depth, nkeys = s->keys;
     int inside_object = object != 0;
     while (events != 0) {
-        unsigned b = lowest(events);
+        unsigned b = pasarela_lowest_bit64(events);
         uint64_t bit = UINT64_C(1) << b;
         events &= events - 1;
         if (colon & bit) { /* a key ends at b - 1: from the quote that opened it */
@@ -326,7 +325,7 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     if (bad != 0) return 0;
     /* literals, each compared whole */
     for (uint64_t starts = letter & first; starts != 0; starts &= starts - 1) {
-        size_t at = base + lowest(starts), len;
+        size_t at = base + pasarela_lowest_bit64(starts), len;
         if (n - at >= 5 && memcmp(in + at, "false", 5) == 0) {
             len = 5;
         } else if (n - at >= 4 && (memcmp(in + at, "true", 4) == 0 || memcmp(in + at, "null", 4) == 0)) {
