@@ -1010,10 +1010,6 @@ static int canonicalize_trusted(state *s) { return token_pass(s, true); }
  * and, for the few strings that start with a digit, whether they are integer-like keys. It trusts the
  * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
 #if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
-#if defined(PASARELA_X86_WIDE)
-#define AVX512_FN __attribute__((target("avx512f,avx512bw")))
-#endif
-
 static inline unsigned popcount64(uint64_t x) {
     x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
     x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
@@ -1177,24 +1173,21 @@ CANONICAL_CHECK(trusted_text_is_canonical_neon, , pasarela_classes_neon)
 #endif
 #if defined(PASARELA_X86_WIDE)
 CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), pasarela_classes_avx2)
-CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, pasarela_classes_avx512)
 #endif
 #undef CANONICAL_CHECK
 
 /* When the text is what the trusted pass would write but for the ".0" of integral numbers: writes that
  * result (the text without those) to out, its length to *out_len and its facts (a null literal) to *facts,
- * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW
- * classifies a block in one instruction a class, AVX2 in two, SSE2 in four; AArch64 has NEON only; AVX-512 only with
- * PASARELA_CPU_AVX512_SHORT: not on Intel, pasarela.h). */
+ * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX2 classifies a
+ * block in two instructions a class, SSE2 in four; AArch64 has NEON only). No AVX-512 instance: it made no
+ * difference to a seal (docs/performance.md, issue 54), where AVX2's saves 2-6% against SSE2's. */
 static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len, unsigned *facts) {
     point_zeros z;
     int copy;
     if (n == 0) return 0;
     z.count = 0;
 #if defined(PASARELA_X86_WIDE)
-    if ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX512_SHORT)) /* (pasarela.h: not on Intel) */
-        copy = trusted_text_is_canonical_avx512(in, n, &z, facts);
-    else if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
+    if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
     else
 #endif
 #if defined(PASARELA_SSE2)

@@ -22,7 +22,7 @@
  * The grammar is checked on bit masks of the block's byte classes (bit i: byte i), as rules between a byte and
  * the one before it; only brackets and colons are visited one by one (the nesting, and the keys of each object).
  * The classes come from SSE2, AVX2, or AVX-512 BW, whose compares give a class's 64-bit mask in one instruction.
- * AVX-512 on every CPU that has it, Intel's too (unlike Base64's and json.c's, PASARELA_CPU_AVX512_SHORT): its
+ * AVX-512 on every CPU that has it, Intel's too (unlike Base64's, PASARELA_CPU_AVX512_SHORT): its
  * 512-bit work here is compares, not the multiplies and permutes that slow an Intel core's clock most, and measured
  * whole there it pays: Terminal.open_bytes 0.97x the time with the AVX2 check at 1 KiB and 16 KiB items-heavy, seal
  * after it unchanged (benchmarks/compare_trees.py, 20 rounds, docs/performance.md).
