@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "internal.h" /* PASARELA_SSE2, pasarela_lowest_bit, pasarela_hex_digit */
+#include "bits.h" /* PASARELA_SSE2, pasarela_lowest_bit, pasarela_hex_digit */
 
 #if defined(PASARELA_SSE2)
 #include <emmintrin.h>
