@@ -18,8 +18,9 @@ any machine when its class has none. --write-baseline stores this run's ratios a
 --short (what .ci/run runs, with a generous margin so that only a real regression of about 2x fails, never
 noise) measures fewer sizes for less time.
 
-It also times the CBC padding-oracle forgery through each public entry (benchmarks/padding_timing.py: Terminal.open,
-Verifier, the ASGI middleware and the pure-Python reference, at 256 B and 64 KiB) and fails when a bad padding's
+It also times the CBC padding-oracle forgery through each public entry (benchmarks/padding_timing.py: the C call,
+Terminal.open, Terminal.open_bytes, Verifier, the ASGI middleware and the pure-Python reference, at 256 B and 64 KiB,
+64 pairs of probes taken in turn) and fails when a bad padding's
 refusal and a valid one's differ: their median ratio beyond 1.05 either way, or the bad padding slower in fewer than
 25% or more than 75% of the interleaved rounds (issue 38). No margin is added to those bounds: when both refusals do
 the same work the ratio stays within 1.02 and the share within 40-60% here; a result out of bounds is measured once

@@ -115,7 +115,7 @@ static void run_part(bench *b, const request *r, int part) {
                                                             b->scratch_cap, &error_offset, &facts);
         break;
     case SIGN:
-        pasarela_sign(cpu, r->json, r->json_len, &b->keys.derived, b->scratch, signature);
+        pasarela_sign(cpu, r->json, r->json_len, &b->keys, b->scratch, signature);
         b->sink += (unsigned char)signature[0];
         break;
     case BASE64:

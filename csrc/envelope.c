@@ -239,11 +239,11 @@ static size_t signed_base64(unsigned cpu, const uint8_t *plaintext, size_t n, co
     return written + rest_len;
 }
 
-void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d, void *scratch,
+void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, pasarela_sealing_keys *keys, void *scratch,
                    char signature_hex[PASARELA_SIGNATURE_HEX_LEN]) {
     char *text = (char *)scratch;
     uint8_t digest[64];
-    size_t secret_from, len = signed_base64(cpu, plaintext, n, d, NULL, text, &secret_from);
+    size_t secret_from, len = signed_base64(cpu, plaintext, n, &keys->derived, keys, text, &secret_from);
     pasarela_sha512_ctx sha;
     pasarela_sha512_init(&sha, cpu);
     pasarela_sha512_update(&sha, (const uint8_t *)text, len);

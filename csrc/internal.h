@@ -124,10 +124,6 @@ typedef struct pasarela_derived {
     uint8_t aes_key[PASARELA_AES_KEY_LEN];
 } pasarela_derived;
 PASARELA_INTERNAL int pasarela_derive_secrets(const pasarela_credentials *c, uint64_t timestamp, pasarela_derived *d);
-/* hex SHA-512 of Base64 of the canonical plaintext with ,"key":"<encodedKey>" spliced before its final
- * brace; scratch: PASARELA_SEAL_SCRATCH_SIZE(n) bytes (the Base64 text, wiped where secret) */
-PASARELA_INTERNAL void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, const pasarela_derived *d,
-                                     void *scratch, char signature_hex[PASARELA_SIGNATURE_HEX_LEN]);
 /* The signed text ends in the secret ,"key":"<encodedKey>"} (PASARELA_KEY_TAIL_LEN bytes) after the
  * plaintext's brace-less head; a = (head length) % 3 of the head's bytes share the tail's first 3-byte
  * Base64 group, so the Base64 of the tail's rest (from byte 3 - a on) depends on the key and a only. */
@@ -137,11 +133,17 @@ PASARELA_INTERNAL void pasarela_sign(unsigned cpu, const uint8_t *plaintext, siz
 typedef struct pasarela_sealing_keys {
     pasarela_derived derived;
     pasarela_aes256_schedule schedule;
-    /* sealing only: key_tails[a] is the Base64 of the tail's rest for alignment a, made when first needed
+    /* key_tails[a] is the Base64 of the tail's rest for alignment a, made when first needed
      * (bit a of key_tails_ready; expanding the keys clears them). Secret: wiped with the keys. */
     unsigned key_tails_ready;
     char key_tails[3][PASARELA_KEY_TAIL_BASE64_MAX];
 } pasarela_sealing_keys;
+/* hex SHA-512 of Base64 of the canonical plaintext with ,"key":"<encodedKey>" spliced before its final
+ * brace; scratch: PASARELA_SEAL_SCRATCH_SIZE(n) bytes (the Base64 text, wiped where secret). The key tail's
+ * Base64 comes from keys->key_tails (made when first needed), as a seal's does: copied, not encoded, so the
+ * secret part's work is the same whatever the text's length. */
+PASARELA_INTERNAL void pasarela_sign(unsigned cpu, const uint8_t *plaintext, size_t n, pasarela_sealing_keys *keys,
+                                     void *scratch, char signature_hex[PASARELA_SIGNATURE_HEX_LEN]);
 /* *keys = the keys of (c, timestamp): ws's cache when it holds them (or can: c->id != 0 and ws->keys
  * set), else derived into *local, which the caller wipes when *keys == local. */
 PASARELA_INTERNAL int pasarela_sealing_keys_for(const pasarela_credentials *c, pasarela_workspace *ws,

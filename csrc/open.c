@@ -68,10 +68,10 @@ int pasarela_decrypt_data(const pasarela_credentials *c, uint64_t timestamp, con
     return rc;
 }
 
-static int signature_matches(unsigned cpu, const pasarela_derived *d, const uint8_t *canonical, size_t n,
+static int signature_matches(unsigned cpu, pasarela_sealing_keys *keys, const uint8_t *canonical, size_t n,
                              void *scratch, const char *signature_hex) {
     char expected[PASARELA_SIGNATURE_HEX_LEN];
-    pasarela_sign(cpu, canonical, n, d, scratch, expected);
+    pasarela_sign(cpu, canonical, n, keys, scratch, expected);
     int equal = pasarela_ct_equal(expected, signature_hex, sizeof expected);
     pasarela_wipe(expected, sizeof expected); /* the signature of a text the caller may not have sent */
     return equal ? PASARELA_OK : PASARELA_E_SIGNATURE;
@@ -88,7 +88,7 @@ int pasarela_verify(const pasarela_credentials *c, pasarela_workspace *ws, uint6
     if (n < 2 || canonical[0] != '{' || canonical[n - 1] != '}') return PASARELA_E_JSON_NOT_OBJECT;
     if (ws->scratch_cap < PASARELA_SEAL_SCRATCH_SIZE(n)) return PASARELA_E_BUFFER_TOO_SMALL;
     rc = pasarela_sealing_keys_for(c, ws, timestamp, &local, &keys);
-    if (rc == PASARELA_OK) rc = signature_matches(c->cpu, &keys->derived, canonical, n, ws->scratch, signature_hex);
+    if (rc == PASARELA_OK) rc = signature_matches(c->cpu, keys, canonical, n, ws->scratch, signature_hex);
     if (keys == &local) pasarela_wipe(&local, sizeof local);
     return rc;
 }
@@ -99,7 +99,7 @@ int pasarela_verify(const pasarela_credentials *c, pasarela_workspace *ws, uint6
  * padding oracle): the text is canonicalized (and, refused, checked for UTF-8), the canonical text (or, when
  * the text is refused, all n bytes) signed, the signature compared in constant time, and only then is the
  * status chosen. */
-static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_workspace *ws, size_t n,
+static int open_decrypted(unsigned cpu, pasarela_sealing_keys *keys, pasarela_workspace *ws, size_t n,
                           const char *signature_hex) {
     const uint8_t *text = (const uint8_t *)ws->out;
     uint32_t bad_padding;
@@ -122,16 +122,15 @@ static int open_decrypted(unsigned cpu, const pasarela_derived *d, pasarela_work
     if (json_rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_KEY)) json_rc = PASARELA_E_KEY_MEMBER;
     if (json_rc == PASARELA_OK && (facts & PASARELA_JSON_FACT_PROTO)) json_rc = PASARELA_E_PROTO_MEMBER;
     int signature_rc = json_rc == PASARELA_OK
-        ? signature_matches(cpu, d, ws->plaintext, ws->plaintext_len, ws->scratch, signature_hex)
-        : signature_matches(cpu, d, text, n, ws->scratch, signature_hex);
+        ? signature_matches(cpu, keys, ws->plaintext, ws->plaintext_len, ws->scratch, signature_hex)
+        : signature_matches(cpu, keys, text, n, ws->scratch, signature_hex);
     int rc;
     if (json_rc == PASARELA_E_JSON_UNSUPPORTED) { /* the caller's slower path does the rest, padding or not */
         rc = json_rc;
-        ws->json_facts = bad_padding ? PASARELA_OPEN_BAD_PADDING : 0;
-    } else if (bad_padding) {
-        rc = PASARELA_E_BAD_PADDING;
-    } else {
-        rc = json_rc != PASARELA_OK ? json_rc : signature_rc;
+        ws->json_facts = PASARELA_OPEN_BAD_PADDING & bad_padding;
+    } else { /* the padding's verdict taken by a mask, not a branch: the same instructions either way */
+        uint32_t refusal = (uint32_t)(json_rc != PASARELA_OK ? json_rc : signature_rc);
+        rc = (int)(((uint32_t)PASARELA_E_BAD_PADDING & bad_padding) | (refusal & ~bad_padding));
     }
     if (rc == PASARELA_OK) ws->json_facts = facts;
     if (rc == PASARELA_OK || rc == PASARELA_E_JSON_UNSUPPORTED) {
@@ -161,14 +160,14 @@ static void hash_zero_blocks(unsigned cpu, size_t k) {
  * work whatever the bytes: a valid padding shortens the text signed, and the SHA-512 blocks that saves are hashed
  * anyway (a block more or less would time the padding's validity: a CBC padding oracle); only the verdict, which
  * needs the key, decides what follows. */
-static int signed_as_sent(unsigned cpu, const pasarela_derived *d, pasarela_workspace *ws, size_t n,
+static int signed_as_sent(unsigned cpu, pasarela_sealing_keys *keys, pasarela_workspace *ws, size_t n,
                           const char *signature_hex) {
     const uint8_t *text = (const uint8_t *)ws->out;
     uint32_t bad_padding;
     size_t text_len = n - padding_length(text, n, &bad_padding);
     size_t too_short = (size_t)0 - (size_t)(text_len < 2); /* all ones when it is */
     size_t signed_len = (text_len & ~too_short) | (n & too_short);
-    int matches = signature_matches(cpu, d, text, signed_len, ws->scratch, signature_hex) == PASARELA_OK;
+    int matches = signature_matches(cpu, keys, text, signed_len, ws->scratch, signature_hex) == PASARELA_OK;
     hash_zero_blocks(cpu, signing_blocks(n) - signing_blocks(signed_len));
     if (!matches || bad_padding || too_short) return 0;
     ws->out_len = text_len;
@@ -196,10 +195,10 @@ static int open_data(const pasarela_credentials *c, pasarela_workspace *ws, uint
         (ws->plaintext_cap < PASARELA_JSON_OUT_MAX(ct) || ws->scratch_cap < PASARELA_WORKSPACE_SCRATCH_SIZE(ct)))
         rc = PASARELA_E_BUFFER_TOO_SMALL;
     if (rc == PASARELA_OK) rc = decrypt_blocks(c->cpu, &keys->schedule, data, data_len, (uint8_t *)ws->out, ws->out_cap, &n);
-    if (rc == PASARELA_OK && as_sent && signed_as_sent(c->cpu, &keys->derived, ws, n, signature_hex))
+    if (rc == PASARELA_OK && as_sent && signed_as_sent(c->cpu, keys, ws, n, signature_hex))
         rc = PASARELA_SIGNED_AS_SENT;
     else if (rc == PASARELA_OK)
-        rc = open_decrypted(c->cpu, &keys->derived, ws, n, signature_hex);
+        rc = open_decrypted(c->cpu, keys, ws, n, signature_hex);
     if (keys == &local) pasarela_wipe(&local, sizeof local);
     return rc;
 }

@@ -29,7 +29,9 @@ App = Callable[[Mapping[str, Any], Receive, Send], Awaitable[None]]
 
 
 class LocalServer:
-    def __init__(self, app: App, *, max_lifetime: float = 60.0) -> None:
+    def __init__(self, app: App, *, max_lifetime: float = 60.0, http: str = "auto") -> None:
+        """``http`` is uvicorn's parser: "h11" takes any token as a method, where httptools answers 400 to one it
+        does not know."""
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else keep-alive answers wait ~40 ms
@@ -37,7 +39,8 @@ class LocalServer:
         self._socket.listen(64)
         self.port: int = self._socket.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2,
+                                http=http)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
         self._deadline = threading.Timer(max_lifetime, self.stop)

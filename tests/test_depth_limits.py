@@ -1,5 +1,6 @@
-"""The nesting limit (MAX_DEPTH, 1000 levels) of webhook bodies, the sandbox's request bodies and audit records is
-pasarela's own count, made before any recursive parser: the same on every CPython (json's recursive scanner
+"""The nesting limit (MAX_DEPTH, 1000 levels) of webhook bodies, the sandbox's access log and audit records, and
+the closer one of the sandbox's request bodies (MAX_BODY_DEPTH, 64 levels, before jsonschema), is pasarela's own
+count, made before any recursive parser or validator: the same on every CPython (json's recursive scanner
 refused near 990 levels on 3.10 and 3.11, parsed 1400 on 3.12 and 5000 on 3.13) and under a raised recursion
 limit. Payloads and terminal requests: tests/test_deep_stack.py. Plain tests, no @given: Hypothesis raises the
 recursion limit inside its tests, which would hide what these check."""
@@ -21,7 +22,7 @@ from pasarela.http.redaction import REDACTED, redact_json
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.sandbox.endpoint import parse_json
 from pasarela.sandbox.errors import SandboxError
-from pasarela.sandbox.jsontext import dumps, loads
+from pasarela.sandbox.jsontext import MAX_BODY_DEPTH, dumps, loads
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import body_signature
 from recursion_limit import recursion_limit
@@ -116,14 +117,15 @@ def test_redaction_walks_any_depth_from_any_caller(levels: int, frames: int) -> 
     assert leaf == {"pan": "424242******4242", "cvv": REDACTED}
 
 
-@pytest.mark.parametrize("levels", LEVELS)
+@pytest.mark.parametrize("levels", [MAX_BODY_DEPTH, MAX_BODY_DEPTH + 1, *LEVELS])
 @pytest.mark.parametrize("frames", [0, 600])
-def test_the_sandbox_reads_a_body_up_to_1000_levels_from_any_caller(levels: int, frames: int) -> None:
-    """Every sandbox request body goes through parse_json (amounts as Decimal): within MAX_DEPTH it is read whole
-    from a shallow or a deep caller, beyond it refused by the count."""
+def test_the_sandbox_reads_a_body_up_to_64_levels_from_any_caller(levels: int, frames: int) -> None:
+    """Every sandbox request body goes through parse_json (amounts as Decimal): within MAX_BODY_DEPTH it is read
+    whole from a shallow or a deep caller, beyond it refused by the count (jsonschema never sees it)."""
+    assert MAX_BODY_DEPTH == 64
     body = b'{"amount":1.10,"x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
-    if levels > MAX_DEPTH:
-        with pytest.raises(SandboxError, match="nests deeper than 1000 levels"):
+    if levels > MAX_BODY_DEPTH:
+        with pytest.raises(SandboxError, match="nests deeper than 64 levels"):
             _at_depth(frames, lambda: parse_json(body))
         return
     parsed = _at_depth(frames, lambda: parse_json(body))
@@ -148,14 +150,14 @@ def sandbox() -> Iterator[TestClient]:
             yield client
 
 
-@pytest.mark.parametrize("levels", [1001, 100_000])
-def test_the_sandbox_refuses_a_body_beyond_1000_levels_by_its_count(sandbox: TestClient, levels: int) -> None:
+@pytest.mark.parametrize("levels", [65, 999, 1000, 1001, 100_000])
+def test_the_sandbox_refuses_a_body_beyond_64_levels_by_its_count(sandbox: TestClient, levels: int) -> None:
     body = b'{"currency":"USD","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
     with recursion_limit(5000):  # the count, not the interpreter's recursion, refuses it
         answer = sandbox.post("/transfer/v1/tokens", content=body,
                               headers={"Public-Merchant-Id": "pk-depth", "Content-Type": "application/json"})
     assert answer.status_code == 400
-    assert answer.json()["message"] == "body: nests deeper than 1000 levels"
+    assert answer.json()["message"] == "body: nests deeper than 64 levels"
 
 
 @pytest.mark.parametrize("levels", [999, 1000])
@@ -201,16 +203,20 @@ def test_a_jsonl_audit_log_writes_a_record_within_1000_levels_from_any_caller(tm
     assert written["request_headers"] == {"Content-Type": "application/json"} and written["status"] == 201
 
 
-@pytest.mark.parametrize("levels", [999, 1000])
-def test_the_sandbox_access_log_records_a_body_within_1000_levels(sandbox: TestClient, levels: int) -> None:
-    """The sandbox's audited request path: a body it received within MAX_DEPTH is recorded parsed and redacted (it
-    had been the placeholder on 3.11), stored and listed whole."""
+@pytest.mark.parametrize("levels", [MAX_BODY_DEPTH, 999, 1000])
+def test_the_sandbox_access_log_records_a_body_as_the_handlers_read_it(sandbox: TestClient, levels: int) -> None:
+    """The sandbox's audited request path: a body within MAX_BODY_DEPTH is recorded parsed and redacted, stored and
+    listed whole; a deeper one, which the handlers refuse, as its length and type (the dashboard renders every
+    record with json's recursive writer: 1000 levels had made a transfer's page a 500)."""
     body = b'{"currency":"USD","cvv":"987","x":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
     sandbox.post("/transfer/v1/tokens", content=body,
                  headers={"Public-Merchant-Id": "pk-depth", "Content-Type": "application/json"})
     listed = sandbox.get("/sandbox/v1/requests", params={"limit": 1}, headers={"Private-Merchant-Id": "sk-depth"})
     assert listed.status_code == 200
-    with recursion_limit(5000):  # the listing nests the body 3 levels deeper: read back by json, given the room
-        recorded = listed.json()["items"][0]["body"]
+    recorded = listed.json()["items"][0]["body"]
+    if levels > MAX_BODY_DEPTH:
+        assert recorded == f"({len(body)} bytes of application/json, not recorded: the body nests deeper than " \
+                           "64 levels)"
+        return
     assert recorded != TOO_DEEP and recorded["cvv"] == REDACTED
     assert _innermost(recorded["x"]) == ([], levels - 2)

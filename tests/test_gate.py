@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from pasarela.errors import BAD_PADDING, NOT_JSON, AuthError
+from pasarela.errors import NOT_VERIFIED, AuthError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
@@ -198,11 +198,12 @@ def test_a_padding_result_is_in_bounds_only_within_both_limits(bad: float, valid
 @pytest.mark.parametrize("entry", padding_timing.ENTRIES)
 def test_the_forgery_is_refused_by_every_entry_for_its_padding_or_as_text(entry: str, size: int) -> None:
     """The probes are the attack's: the bad one refused for its padding, the valid one for the garbage block before
-    it (checked here through Terminal.open's reasons), and every entry refuses both."""
+    it (as the key's holder tells them apart), Terminal.open giving both the one reason, and every entry refuses
+    both."""
     headers, probes = padding_timing.forged_probes(size)
+    assert padding_timing.probe_causes(headers, probes) == {"bad": "bad_padding", "valid": "not_utf8"}
     terminal_open = padding_timing.opener("Terminal.open")
-    assert padding_timing._refusal(terminal_open, headers, probes["bad"]) == BAD_PADDING
-    assert padding_timing._refusal(terminal_open, headers, probes["valid"]).startswith(f"{NOT_JSON} (invalid UTF-8")
+    assert {padding_timing._refusal(terminal_open, headers, body) for body in probes.values()} == {NOT_VERIFIED}
     open_ = padding_timing.opener(entry)
     for body in probes.values():
         with pytest.raises(AuthError):

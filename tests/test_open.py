@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from node_envelope import NodeEnvelope
-from pasarela import AuthError, reference
-from pasarela.errors import AUTH_001_BODY, BAD_DATA, PROTO_IN_PLAINTEXT, SIGNATURE_FORMAT
+from pasarela import AuthError, diagnose, reference
+from pasarela.errors import AUTH_001_BODY, BAD_DATA, NOT_VERIFIED, SIGNATURE_FORMAT
 from pasarela.terminal import reference as primitives
 from strategies import sealable_objects
 
@@ -301,7 +301,7 @@ def _refusal_cases() -> list[tuple[str, str, dict[str, str], Any, Any, str]]:
                          ("129 hex", signature + "0"), ("not hex", signature[:-1] + "g")]:
         cases.append((label, "POST", {**headers, "Authorization": "Basic " + value}, body, None, "hex"))
     wrong = ("0" if signature[0] != "0" else "1") + signature[1:]
-    cases.append(("wrong signature", "POST", {**headers, "Authorization": "Basic " + wrong}, body, None, "signature"))
+    cases.append(("wrong signature", "POST", {**headers, "Authorization": "Basic " + wrong}, body, None, NOT_VERIFIED))
     for label, value, word in [
         ("bad hex", f"{iv_hex}:{ct_hex[:-1]}z", "hex"), ("odd hex", f"{iv_hex}:{ct_hex}0", "hex"),
         ("no colon", iv_hex + ct_hex, "hex"), ("two colons", f"{iv_hex}:{ct_hex}:00", "hex"),
@@ -320,17 +320,17 @@ def _refusal_cases() -> list[tuple[str, str, dict[str, str], Any, Any, str]]:
     cases.append(("GET with data twice", "GET", headers, None, {"data": [data, data]}, "data"))
     cases.append(("DELETE", "DELETE", headers, body, None, "method"))
     padless_headers, padless = _forged(b'{"a":"' + b"x" * 24 + b'"}', pad=False)  # 32 bytes, ends in "}"
-    cases.append(("bad padding", "POST", padless_headers, {"data": padless}, None, "padding"))
-    for label, plaintext, word in [("non-JSON plaintext", b"amount=100", "JSON"),
-                                   ("Python repr plaintext", b"{'amount': 100}", "JSON"),
-                                   ("array plaintext", b"[1,2]", "object"), ("string plaintext", b'"{}"', "object"),
-                                   ("empty plaintext", b"", "JSON"), ("invalid UTF-8", b'{"a":"\xff"}', "JSON")]:
+    # after decryption, one reason for every cause (errors.NOT_VERIFIED: a forger must not tell them apart)
+    cases.append(("bad padding", "POST", padless_headers, {"data": padless}, None, NOT_VERIFIED))
+    for label, plaintext in [("non-JSON plaintext", b"amount=100"), ("Python repr plaintext", b"{'amount': 100}"),
+                             ("array plaintext", b"[1,2]"), ("string plaintext", b'"{}"'), ("empty plaintext", b""),
+                             ("invalid UTF-8", b'{"a":"\xff"}')]:
         forged_headers, forged = _forged(plaintext, sign_over=b"{}")
-        cases.append((label, "POST", forged_headers, {"data": forged}, None, word))
+        cases.append((label, "POST", forged_headers, {"data": forged}, None, NOT_VERIFIED))
     key_headers, key_data = _forged(b'{"amount":100,"key":"x"}')
-    cases.append(("plaintext with key", "POST", key_headers, {"data": key_data}, None, "key"))
+    cases.append(("plaintext with key", "POST", key_headers, {"data": key_data}, None, NOT_VERIFIED))
     proto_headers, proto_data = _forged(PROTO_PLAINTEXT)
-    cases.append(("plaintext with __proto__", "POST", proto_headers, {"data": proto_data}, None, "__proto__"))
+    cases.append(("plaintext with __proto__", "POST", proto_headers, {"data": proto_data}, None, NOT_VERIFIED))
     return cases
 
 
@@ -345,7 +345,9 @@ REFUSALS = _refusal_cases()
                          ids=[case[0] for case in REFUSALS])
 def test_open_refuses(impl: Any, method: str, headers: dict[str, str], body: Any, params: Any, word: str) -> None:
     err = _refused(impl(BUSINESS_CODE, SERIAL), method, headers, body, params)
-    if impl is reference.Terminal:  # the reason is for operators; the C path may word it differently
+    if word == NOT_VERIFIED:  # decided after decryption: the one reason, in every implementation
+        assert err.reason == NOT_VERIFIED
+    elif impl is reference.Terminal:  # the reason is for operators; the C path may word it differently
         assert word.lower() in err.reason.lower(), err.reason
 
 
@@ -353,9 +355,11 @@ def test_open_refuses(impl: Any, method: str, headers: dict[str, str], body: Any
 @pytest.mark.parametrize("signed", [PROTO_PLAINTEXT, b'{"amount":100}'], ids=["obj.key=", "Object.assign"])
 def test_open_refuses_top_level_proto_whatever_was_signed(impl: Any, signed: bytes) -> None:
     # signed as a server keeping the member (obj.key = ...) or dropping it (Object.assign({}, obj)) would:
-    # either way the request is refused, and the reason says why
+    # either way the request is refused, with the one reason of a refusal after decryption; diagnose says why
     headers, data = _forged(PROTO_PLAINTEXT, sign_over=signed)
-    assert _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, {"data": data}).reason == PROTO_IN_PLAINTEXT
+    assert _refused(impl(BUSINESS_CODE, SERIAL), "POST", headers, {"data": data}).reason == NOT_VERIFIED
+    verdict = diagnose("POST", headers, {"data": data}, business_code=BUSINESS_CODE, terminal_serial=SERIAL, now=NOON)
+    assert verdict.cause == "proto_in_payload"
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=IMPL_IDS)

@@ -29,7 +29,7 @@ import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL, Captured
 from otel_sdk import Sdk, installed
 from pasarela import AuthError, _binding, reference
-from pasarela.errors import AUTH_001_BODY, BAD_PADDING
+from pasarela.errors import AUTH_001_BODY, NOT_VERIFIED
 from pasarela.terminal import envelope
 from pasarela.terminal.replay import InMemoryReplayStore, Verifier
 from pasarela.terminal.stringify import stringify
@@ -287,4 +287,4 @@ def test_open_bytes_with_pasarela_no_fastcall() -> None:
     answer = json.loads(result.stdout)
     assert answer["cffi"] is True
     assert answer["opened"] == '{"amount":1.5,"items":[null],"n":1152921504606847000}'
-    assert answer["refusal"] == BAD_PADDING  # another timestamp: another key
+    assert answer["refusal"] == NOT_VERIFIED  # another timestamp: another key

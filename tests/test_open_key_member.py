@@ -22,7 +22,7 @@ import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from pasarela import AuthError, reference
 from pasarela.asgi import TerminalAuthMiddleware
-from pasarela.errors import AUTH_001_BODY, KEY_IN_PLAINTEXT
+from pasarela.errors import AUTH_001_BODY, NOT_VERIFIED
 from pasarela.terminal import reference as primitives
 from pasarela.terminal.replay import Verifier
 
@@ -104,5 +104,5 @@ def _routes(text: bytes) -> dict[str, Callable[[], object]]:
 def test_open_refuses_a_top_level_key_signed_by_splicing(text: bytes, route: str) -> None:
     with pytest.raises(AuthError) as refused:
         _routes(text)[route]()
-    assert refused.value.reason == KEY_IN_PLAINTEXT
+    assert refused.value.reason == NOT_VERIFIED  # (the one reason after decryption; diagnose says key_in_payload)
     assert refused.value.body == AUTH_001_BODY

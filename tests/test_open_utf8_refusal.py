@@ -1,10 +1,12 @@
-"""A plaintext that is not UTF-8 is refused as such, at its first bad byte, whatever else is wrong with it.
+"""A plaintext that is not UTF-8 is refused, whatever else is wrong with it, and the C core finds its first bad byte.
 
 The C core canonicalizes the decrypted text first and looks for bad UTF-8 only in a text it refused (a text it
 accepts is UTF-8: it checks every byte of its strings, and reads nothing else but ASCII). So the refusal must be the
 same when the canonicalizer stops for another reason before the bad byte (a syntax error, a control byte), declines
 the text (a duplicate key, an unsafe integer, a number out of range) or never reaches it (bytes after the value):
-open and open_bytes, on the C paths (pasarela._fastcall and cffi), answer as the reference does.
+open and open_bytes, on the C paths (pasarela._fastcall and cffi), answer as the reference does, with the one
+reason of every refusal after decryption (errors.NOT_VERIFIED: where the bad byte lies is no forger's business);
+the C core's workspace says where the first bad byte is.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from pasarela import AuthError, _binding, reference
-from pasarela.errors import not_utf8
+from pasarela.errors import NOT_VERIFIED
 from test_open import _forged
 
 TEXTS = [
@@ -52,7 +54,11 @@ def _reason(call: Callable[[], Any]) -> str:
 def test_a_plaintext_that_is_not_utf8_is_refused_at_its_first_bad_byte(path: str, plaintext: bytes) -> None:
     headers, data = _forged(plaintext, sign_over=b"{}")
     body = b'{"data":"' + data.encode("ascii") + b'"}'
-    expected = not_utf8(_first_bad_byte(plaintext))
+    expected = NOT_VERIFIED
+    ours = pasarela.Terminal(BUSINESS_CODE, SERIAL)
+    assert _reason(lambda: _binding.open_request(ours._native, NOON, data.encode("ascii"),
+                                                 headers["Authorization"][6:].encode("ascii"))) == expected
+    assert _binding._workspace.buffers.ws.error_offset == _first_bad_byte(plaintext)
     theirs = reference.Terminal(BUSINESS_CODE, SERIAL)
     assert _reason(lambda: theirs.open("POST", headers, body, now=NOON)) == expected
     assert _reason(lambda: theirs.open_bytes("POST", headers, body, now=NOON)) == expected

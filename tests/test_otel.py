@@ -22,6 +22,7 @@ import pasarela._telemetry as telemetry
 from local_server import LocalServer
 from otel_sdk import Sdk, delta, installed, key
 from pasarela import Terminal
+from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.errors import StoreUnavailableError, TransportError
 from pasarela.http import RetryPolicy, ServiceConfig
 from pasarela.httpx import TerminalClient
@@ -176,6 +177,24 @@ def test_a_webhook_that_is_no_post_is_counted_over_asgi(sdk: Sdk) -> None:
     with LocalServer(receiver, max_lifetime=30) as server:  # type: ignore[arg-type]
         assert httpx.get(server.base_url + "/hooks").status_code == 405
     assert verdicts(sdk, before) == {"not_post": 1}
+
+
+def test_a_method_the_client_made_up_is_other_on_the_verify_span(sdk: Sdk) -> None:
+    """Issue 53 item 7: ``http.request.method`` is the method when it is a known one, else ``_OTHER`` (the HTTP
+    semantic conventions): a client choosing a new method per request must not add a value of the attribute each."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # never reached: every request here is refused
+        raise AssertionError("a refused request reached the app")
+
+    gateway = TerminalAuthMiddleware(app, Terminal("bc-otel-1", "serial-otel-1"))
+    made_up = [f"BREW{index}" for index in range(20)] + ["get", "PROPFIND", "X-CUSTOM"]
+    sdk.spans.clear()
+    with LocalServer(gateway, max_lifetime=30, http="h11") as server:  # type: ignore[arg-type]
+        for method in [*made_up, "POST", "PUT"]:
+            assert httpx.request(method, server.base_url + "/terminal").status_code == 401
+    seen = [str((span.attributes or {})["http.request.method"]) for span in sdk.spans.get_finished_spans()
+            if span.name == "pasarela.terminal.verify"]
+    assert sorted(seen) == sorted(["_OTHER"] * (len(made_up) - 1) + ["GET", "POST", "PUT"])
 
 
 def test_a_redis_store_failing_closed_is_counted_by_store(sdk: Sdk) -> None:

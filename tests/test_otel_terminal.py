@@ -134,7 +134,7 @@ def test_the_cffi_path_in_the_c_functions_place_counts_itself(sdk: Sdk, monkeypa
         terminal.open("POST", {**one.headers, "Authorization": "Basic " + "0" * 128}, one.body, now=one.timestamp)
     changed = delta(before, sdk.points())
     assert changed[key("pasarela.terminal.seals", method="POST")] == 1
-    assert opened(sdk, before) == {"ok": 1, "signature_mismatch": 1}
+    assert opened(sdk, before) == {"ok": 1, "not_verified": 1}
 
 
 def test_an_open_whose_workspace_grows_is_counted_once(sdk: Sdk) -> None:
@@ -153,13 +153,13 @@ def test_an_open_whose_workspace_grows_is_counted_once(sdk: Sdk) -> None:
 
 FAULTY: list[tuple[str, Callable[[], Captured]]] = [
     ("ok", lambda: SpecClient().request({"amount": 1})),
-    ("wrong_credentials", lambda: WrongCredentialsClient().request({"amount": 1})),
+    ("not_verified", lambda: WrongCredentialsClient().request({"amount": 1})),
     ("clock_skew", lambda: SkewedClockClient(3600).request({"amount": 1})),
     ("malformed_timestamp", lambda: MillisecondsClient().request({"amount": 1})),
     ("missing_basic_prefix", lambda: NoBasicPrefixClient().request({"amount": 1})),
     ("malformed_signature", lambda: UppercaseHexClient().request({"amount": 1})),
-    ("signature_mismatch", lambda: ReserializingClient(indent=2).request({"amount": 1})),
-    ("key_in_payload", lambda: KeyInPayloadClient().request({"amount": 1})),
+    ("not_verified", lambda: ReserializingClient(indent=2).request({"amount": 1})),
+    ("not_verified", lambda: KeyInPayloadClient().request({"amount": 1})),
 ]
 
 
@@ -235,10 +235,10 @@ def test_the_middleware_makes_a_span_per_request_with_its_outcome(sdk: Sdk, capl
                     _call(app, SpecClient().request({"amount": 2}, iv=bytes(16)),
                           {**good.headers, "X-Request-ID": "req-42"})]  # refused unopened
     assert statuses == [200, 401, 401, 401, 401]
-    assert opened(sdk, before) == {"ok": 1, "replayed": 1, "wrong_credentials": 2, "rate_limited": 1}
+    assert opened(sdk, before) == {"ok": 1, "replayed": 1, "not_verified": 2, "rate_limited": 1}
     spans = [span for span in sdk.spans.get_finished_spans() if span.name == "pasarela.terminal.verify"]
     assert [span.attributes["pasarela.terminal.outcome"] for span in spans if span.attributes] == [
-        "ok", "replayed", "wrong_credentials", "wrong_credentials", "rate_limited"]
+        "ok", "replayed", "not_verified", "not_verified", "rate_limited"]
     assert all(span.kind.name == "INTERNAL" and span.name == "pasarela.terminal.verify" for span in spans)
     refusal = caplog.records[-1]
     fields = refusal.pasarela  # type: ignore[attr-defined]

@@ -151,7 +151,7 @@ def test_secrets_from_the_environment_give_no_warning() -> None:
 
 def test_every_secret_option_on_the_command_line_is_warned_about() -> None:
     result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", ":memory:", "--private-key", "k1",
-                             "--webhook-secret", "k2", "--business-code", "k3", "--port", "-1"],
+                             "--webhook-secret", "k2", "--business-code", "k3", "--public-url", "nowhere"],
                             capture_output=True, text=True, timeout=60)
     for option, variable in (("--private-key", "PASARELA_SANDBOX_PRIVATE_KEY"),
                              ("--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),

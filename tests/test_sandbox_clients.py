@@ -436,9 +436,10 @@ def test_payer_page_decline_and_unknown_token(start: Start, merchant: Merchant) 
         token, _ = start_transfer(client, *colombia(5000))
         with httpx.Client(base_url=running.base_url, timeout=10) as browser:
             form = page_token(browser.get(f"/sandbox/pay/{token}").text)
+            second_tab = page_token(browser.get(f"/sandbox/pay/{token}").text)
             declined = browser.post(f"/sandbox/pay/{token}", data={"action": "decline", **form})
             assert declined.status_code == 200 and "rejected" in declined.text
-            assert browser.post(f"/sandbox/pay/{token}", data={"action": "pay", **form}).status_code == 409
+            assert browser.post(f"/sandbox/pay/{token}", data={"action": "pay", **second_tab}).status_code == 409
             assert browser.get("/sandbox/pay/nope").status_code == 404
         assert merchant.wait_for_event(token).state is TransferState.REJECTED
 
@@ -562,7 +563,7 @@ def test_unknown_routes_wrong_methods_and_schema_errors(start: Start) -> None:
         missing = client.get("/transfer/v2/tokens")
         assert (missing.status_code, missing.json()["code"]) == (404, "NOT_FOUND")
         wrong = client.get("/transfer/v1/tokens", headers={"Public-Merchant-Id": PUBLIC})
-        assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+        assert wrong.status_code == 405 and wrong.headers["allow"] == "OPTIONS, POST"  # OPTIONS: its CORS preflight
         keys = {"Public-Merchant-Id": PUBLIC}
         bad = client.post("/transfer/v1/tokens", json={"currency": "COP", "amount": {
             "subtotalIva": 0, "subtotalIva0": "10000", "iva": 0}}, headers=keys)

@@ -22,17 +22,12 @@ from .errors import (
     BAD_DATA,
     BAD_LENGTH,
     BAD_PADDING,
-    KEY_IN_PLAINTEXT,
     KEY_REASON,
-    NOT_JSON,
-    NOT_OBJECT,
     NOT_OBJECT_REASON,
-    PROTO_IN_PLAINTEXT,
     AuthError,
     NativeError,
     PayloadError,
     TimestampError,
-    not_utf8,
     signature_refusal,
 )
 
@@ -631,38 +626,27 @@ def _requests_py(out: Any, out_lens: list[int], buffer_bytes: int, shared_reques
     return buffers, starts
 
 
-_REFUSALS = {
-    lib.PASARELA_E_BAD_HEX: BAD_DATA,
-    lib.PASARELA_E_BAD_LENGTH: BAD_LENGTH,
-    lib.PASARELA_E_BAD_PADDING: BAD_PADDING,
-    lib.PASARELA_E_JSON_SYNTAX: NOT_JSON,
-    lib.PASARELA_E_JSON_NOT_OBJECT: NOT_OBJECT,
-    lib.PASARELA_E_KEY_MEMBER: KEY_IN_PLAINTEXT,
-    lib.PASARELA_E_PROTO_MEMBER: PROTO_IN_PLAINTEXT,
-}
-_REFUSED_AS_SUCH = frozenset([*_REFUSALS, lib.PASARELA_E_JSON_NOT_UTF8])
-"""The statuses _refuse answers with their reason (the others: a timestamp, or a misuse)."""
+_NOT_VERIFIED_STATUSES = frozenset({
+    lib.PASARELA_E_BAD_PADDING, lib.PASARELA_E_JSON_NOT_UTF8, lib.PASARELA_E_JSON_SYNTAX,
+    lib.PASARELA_E_JSON_NOT_OBJECT, lib.PASARELA_E_KEY_MEMBER, lib.PASARELA_E_PROTO_MEMBER, _SIGNATURE_MISMATCH,
+})
+"""The refusals decided after decryption: one reason for all (errors.NOT_VERIFIED; a malformed signature apart)."""
+_DATA_REFUSALS = {lib.PASARELA_E_BAD_HEX: BAD_DATA, lib.PASARELA_E_BAD_LENGTH: BAD_LENGTH}
+"""The refusals of data whose form is wrong, which its bytes alone decide."""
 
 
-def _refuse(status: int, timestamp: int, signature: bytes, error_offset: int) -> NoReturn:
-    """The AuthError of a refused request (or the NativeError of a misuse), made by the same work whatever the
-    refusal: which one it is must not show in the time a refusal takes. (A CBC padding oracle's probe fails either
-    as a padding or, its padding valid, as the garbage block before it: as text that is not UTF-8. The C core takes
-    the same time for both; here a bad padding had read the headers again and built the signature's refusal, which
-    a text that was not UTF-8 skipped: 1.33x the time through Terminal.open at 256 B.) error_offset: where the text
-    stops being UTF-8 (PASARELA_E_JSON_NOT_UTF8)."""
-    signature_error = signature_refusal(signature.decode("ascii"))  # (used for a mismatch)
-    # A new string for every refusal, the default formatted for every one: a constant reason (its hash known) made
-    # what reads it later (the middleware's and the telemetry's refusal_cause) faster for a bad padding than for
-    # the text that is not UTF-8, whose reason is new (padding_timing through the middleware: 0.97 at 256 B, the
-    # bad padding slower in 17% of rounds).
-    reason = "".join((_REFUSALS.get(status, not_utf8(error_offset)), ""))
-    if status == _SIGNATURE_MISMATCH:
-        raise signature_error
-    if status not in _REFUSED_AS_SUCH:  # (one set lookup whatever the status: no second test for some)
-        _check_timestamp(status, timestamp)
-        raise _fail(status)
-    raise AuthError(reason)
+def _refuse(status: int, timestamp: int, signature: bytes) -> NoReturn:
+    """The AuthError of a refused request (or the NativeError of a misuse). Every refusal decided after decryption
+    is the same one, made by the same work (signature_refusal): which of them it was must show neither in the reason
+    nor in the time a refusal takes. (A CBC padding oracle's probe fails either as a padding or, its padding valid,
+    as the garbage block before it: as text that is not UTF-8.)"""
+    if status in _NOT_VERIFIED_STATUSES:
+        raise signature_refusal(signature.decode("ascii"))
+    reason = _DATA_REFUSALS.get(status)
+    if reason is not None:
+        raise AuthError(reason)
+    _check_timestamp(status, timestamp)
+    raise _fail(status)
 
 
 class Opened(NamedTuple):
@@ -676,8 +660,8 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
     on whether the padding was valid.
 
     verified: the canonical text. Not verified: the decrypted text, whose canonical form needs the
-    pure-Python path (then verify it with verify(), and refuse with BAD_PADDING if bad_padding, after
-    doing that work). Refusals raise AuthError. In buffers held until the text is copied out (as seal).
+    pure-Python path (then verify it with verify(), and refuse it if bad_padding, after doing that work).
+    Refusals raise AuthError. In buffers held until the text is copied out (as seal).
     """
     n = len(data)
     with _workspace.hold() as held:
@@ -688,8 +672,7 @@ def open_request(credentials: Credentials, timestamp: int, data: bytes, signatur
             return Opened(True, ffi.unpack(b.plaintext_text, ws.plaintext_len), False)
         if status == _JSON_UNSUPPORTED:
             return Opened(False, ffi.unpack(b.out, ws.out_len), bool(ws.json_facts & lib.PASARELA_OPEN_BAD_PADDING))
-        error_offset = ws.error_offset
-    _refuse(status, timestamp, signature, error_offset)
+    _refuse(status, timestamp, signature)
 
 
 _READ_THE_SLOWER_WAY = frozenset({
@@ -757,7 +740,7 @@ def settle_open_post(credentials: Credentials, headers: Mapping[str, str], body:
         status = out
     if status in _READ_THE_SLOWER_WAY:
         return None
-    _refuse(status, 0, cast("tuple[bytes, bytes]", _post_headers(headers))[1][6:], _workspace.buffers.ws.error_offset)
+    _refuse(status, 0, cast("tuple[bytes, bytes]", _post_headers(headers))[1][6:])
 
 
 def _post_headers(headers: Mapping[str, str]) -> Optional[tuple[bytes, bytes]]:
@@ -778,16 +761,17 @@ def verify(credentials: Credentials, timestamp: int, canonical: bytes, signature
     status = lib.pasarela_verify(credentials.struct, _buffers(len(canonical)).ws, timestamp, canonical, len(canonical),
                                  signature)
     if status != _OK:
-        _refuse(status, timestamp, signature, 0)
+        _refuse(status, timestamp, signature)
 
 
 def decrypt_data(credentials: Credentials, timestamp: int, data: bytes) -> bytes:
-    """The plaintext of ``<iv_hex>:<ct_hex>`` under the aesKey of (credentials, timestamp)."""
+    """The plaintext of ``<iv_hex>:<ct_hex>`` under the aesKey of (credentials, timestamp): a client decrypting
+    the answer to its own request, which names a bad padding (its own key, or an answer not meant for it)."""
     out = ffi.new("uint8_t[]", max(len(data) // 2, 1))
     out_len = ffi.new("size_t *")
     status = lib.pasarela_decrypt_data(credentials.struct, timestamp, data, len(data), out, len(out), out_len)
     if status != _OK:
-        reason = _REFUSALS.get(status)
+        reason = BAD_PADDING if status == lib.PASARELA_E_BAD_PADDING else _DATA_REFUSALS.get(status)
         if reason is None:
             raise _fail(status)
         raise AuthError(reason)

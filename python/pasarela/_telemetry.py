@@ -20,27 +20,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _binding
-from .errors import (
-    BAD_DATA,
-    BAD_LENGTH,
-    BAD_PADDING,
-    KEY_IN_PLAINTEXT,
-    NOT_JSON,
-    NOT_OBJECT,
-    PROTO_IN_PLAINTEXT,
-    SIGNATURE_FORMAT,
-    SIGNATURE_MISMATCH,
-    AuthError,
-)
+from .errors import BAD_DATA, BAD_LENGTH, NOT_VERIFIED, SIGNATURE_FORMAT, AuthError
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["ENABLED", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION", "WEBHOOK_VERDICTS",
-           "ClientCall",
-           "client_call", "clock", "middleware_refused", "next_open", "next_seal", "open_failed", "open_refused",
-           "open_took", "refusal_cause", "seal_took", "sealed_many", "span_ids", "store_error", "tracing",
-           "verify_span", "webhook_verdict"]
+__all__ = ["ENABLED", "KNOWN_METHODS", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION",
+           "WEBHOOK_VERDICTS", "ClientCall", "client_call", "clock", "http_method", "middleware_refused", "next_open",
+           "next_seal", "open_failed", "open_refused", "open_took", "refusal_cause", "seal_took", "sealed_many",
+           "span_ids", "store_error", "tracing", "verify_span", "webhook_verdict"]
 
 
 def _load_otel() -> Optional[ModuleType]:
@@ -102,48 +90,36 @@ if FAST_PATHS_COUNTED:
 
 OPEN_OUTCOMES = (
     "ok", "clock_skew", "malformed_timestamp", "missing_header", "malformed_header", "missing_basic_prefix",
-    "malformed_signature", "signature_mismatch", "wrong_credentials", "malformed_data", "malformed_plaintext",
-    "key_in_payload", "proto_in_payload", "unsupported_method", "replayed", "rate_limited", "error",
+    "malformed_signature", "not_verified", "malformed_data", "unsupported_method", "replayed", "rate_limited", "error",
 )
-"""Every ``outcome`` of ``pasarela.terminal.opens``: ``ok`` or the refusal's cause, in the words of
-:data:`pasarela.terminal.diagnose.CAUSES` where the verifier can tell the same thing (``clock_skew``,
-``wrong_credentials`` for a bad padding: the key is wrong, ...), plus what only a verifier sees
-(``signature_mismatch``, ``replayed``, ``rate_limited``); ``error`` is an exception that is no AuthError."""
+"""Every ``outcome`` of ``pasarela.terminal.opens``: ``ok`` or the refusal's cause. ``not_verified`` is every refusal
+decided after decryption (a bad padding, a plaintext that is not UTF-8, not JSON, not an object, with a top-level
+``key`` or ``__proto__``, a signature that does not match: errors.NOT_VERIFIED), one outcome because a forger
+chooses between them and any difference would be a padding oracle; the others are decided from what the request
+shows (its headers, its timestamp, its data's form, its method) or after it verified (``replayed``), and tell a
+forger nothing it did not send. ``error`` is an exception that is no AuthError."""
 
 _EXACT_CAUSES = {
-    BAD_PADDING: "wrong_credentials", NOT_OBJECT: "malformed_plaintext", KEY_IN_PLAINTEXT: "key_in_payload",
-    PROTO_IN_PLAINTEXT: "proto_in_payload", SIGNATURE_MISMATCH: "signature_mismatch", BAD_DATA: "malformed_data",
-    BAD_LENGTH: "malformed_data", SIGNATURE_FORMAT: "malformed_signature",
+    NOT_VERIFIED: "not_verified", BAD_DATA: "malformed_data", BAD_LENGTH: "malformed_data",
+    SIGNATURE_FORMAT: "malformed_signature",
     "no timestamp header": "missing_header", "no Authorization header": "missing_header",
     "Authorization does not start with 'Basic '": "missing_basic_prefix", "body is not JSON": "malformed_data",
     "no data string in the request": "malformed_data", "GET request without a data query parameter": "malformed_data",
     "query parameters beside data: they would travel unsigned and unencrypted": "malformed_data",
 }
 _PREFIX_CAUSES = (  # the reasons with a detail after a fixed beginning (inbound.py, asgi.py, replay.py)
-    ("timestamp is ", "clock_skew"), ("timestamp header ", "malformed_timestamp"), (NOT_JSON, "malformed_plaintext"),
-    ("IV is ", "malformed_data"), ("ciphertext is ", "malformed_data"), ("method ", "unsupported_method"),
-    ("the ", "malformed_header"), ("repeated ", "malformed_header"), ("replayed request", "replayed"),
-    ("too many AUTH-001 failures", "rate_limited"),
+    ("timestamp is ", "clock_skew"), ("timestamp header ", "malformed_timestamp"), ("IV is ", "malformed_data"),
+    ("ciphertext is ", "malformed_data"), ("method ", "unsupported_method"), ("the ", "malformed_header"),
+    ("repeated ", "malformed_header"), ("replayed request", "replayed"), ("too many AUTH-001 failures", "rate_limited"),
 )
 
 
-_PROBE_ANSWERS = {BAD_PADDING[:len(NOT_JSON)]: "wrong_credentials", NOT_JSON: "malformed_plaintext"}
-"""The two answers to a padding-oracle probe (a bad padding; valid padding over text that is not UTF-8, whose reason
-is NOT_JSON with a detail), by their first len(NOT_JSON) characters: no other reason begins as BAD_PADDING does, and
-every one that begins with NOT_JSON is malformed_plaintext (as _PREFIX_CAUSES says)."""
-
-
 def refusal_cause(reason: Optional[str]) -> str:
-    """The cause (one of :data:`OPEN_OUTCOMES`) of an ``AuthError.reason``; None (not an AuthError): ``error``."""
+    """The cause (one of :data:`OPEN_OUTCOMES`) of an ``AuthError.reason``; None (not an AuthError): ``error``.
+    Every refusal after decryption has the one reason NOT_VERIFIED, a new string each time: the same lookup, the
+    same time, whichever it was."""
     if reason is None:
         return "error"
-    # The two answers to a padding-oracle probe take the same steps: a head of the same length, one lookup.
-    # (Through the exact and prefixed matches below, the text that is not UTF-8 took about 45 ns longer, its prefix
-    # matched and kept: padding_timing through the middleware, the bad padding slower in only 27-44% of rounds.)
-    probe_answer = _PROBE_ANSWERS.get(reason[:len(NOT_JSON)])
-    if probe_answer is not None:
-        return probe_answer
-    # Any other reason: no probe's answer, so its time tells nothing (the exact match, then the prefixed ones).
     exact = _EXACT_CAUSES.get(reason)
     if exact is not None:
         return exact
@@ -302,6 +278,18 @@ def _client_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
         return dict(_client_calls)
 
 
+KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "QUERY"})
+"""The HTTP methods an ``http.request.method`` attribute names as they are (the semantic conventions' list)."""
+
+
+def http_method(method: str) -> str:
+    """The value of ``http.request.method``: the method when it is a known one, else ``_OTHER``, as the HTTP semantic
+    conventions say. The method is the client's choice, so a value of its own would let any client add a value of
+    the attribute per request (an unbounded set, for the tracing backend and for whoever reads it); the conventions'
+    ``http.request.method_original`` is left out for the same reason (the server's access log has it)."""
+    return method if method in KNOWN_METHODS else "_OTHER"
+
+
 TERMINAL_OPERATION = "terminal.request"
 """The ``operation`` of the terminal clients' calls (pasarela.httpx, pasarela.requests_adapter)."""
 
@@ -322,7 +310,7 @@ class ClientCall:
 
     def attributes(self) -> dict[str, str]:
         status = "error" if self.status is None else f"{self.status // 100}xx"
-        return {"operation": self.operation, "http.request.method": self.method, "status_class": status,
+        return {"operation": self.operation, "http.request.method": http_method(self.method), "status_class": status,
                 "retried": "true" if self.attempts > 1 else "false"}
 
 
@@ -340,7 +328,7 @@ def client_call(method: str, operation: str, template: str, base_url: str) -> It
 
     url = urlsplit(base_url)
     start = clock()
-    attributes = {"http.request.method": method, "server.address": url.hostname or "",
+    attributes = {"http.request.method": http_method(method), "server.address": url.hostname or "",
                   "server.port": url.port or (443 if url.scheme == "https" else 80), "pasarela.operation": operation}
     if template:  # (the terminal clients' paths are the caller's: no template, and the span is named by the method)
         attributes["url.template"] = template
@@ -401,7 +389,7 @@ def verify_span(method: str) -> Iterator[Any]:
         yield None
         return
     with _otel_module.tracer.start_as_current_span("pasarela.terminal.verify", attributes={
-            "http.request.method": method}, record_exception=False) as span:
+            "http.request.method": http_method(method)}, record_exception=False) as span:
         yield span
 
 

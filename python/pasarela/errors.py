@@ -188,20 +188,22 @@ class AuthError(PasarelaError):
 
 # Why a request was refused, for the operator (AuthError.reason), and why a payload cannot be sealed
 # (PayloadError.reason): shared by the C path (whose status codes _binding maps to them) and the reference.
+NOT_VERIFIED = ("the request does not verify under these credentials (its signature, its padding or what it "
+                "decrypts to: pasarela diagnose, given the credentials, tells which)")
+"""The one reason of every refusal decided after decryption and before the signature verified: a bad padding, a
+valid padding over bytes that are not UTF-8, not JSON, not a JSON object, or with a top-level "key" or "__proto__"
+member, and a signature that does not match. A forger chooses between those classes with the bytes it sends, and
+whichever of them it met would tell it something of the plaintext (the padding-oracle attack reads a whole request,
+a byte at a time, from that one bit), so AuthError.reason, the logs, the metrics and the spans say the same for
+all of them. Refusals decided from the request's visible parts alone (a header, the timestamp, the data's hex, the
+signature's format) keep their own reasons: they tell a forger only what it sent. The detailed cause is
+pasarela.terminal.diagnose's, which holds the credentials and decrypts the request itself."""
 BAD_PADDING = "bad padding after decryption: the key is wrong (credentials, timestamp or aesKey)"
-NOT_JSON = "plaintext is not JSON"
-NOT_OBJECT = "plaintext is not a JSON object"
-KEY_IN_PLAINTEXT = "plaintext has a key member: requestData must be encrypted without it"
-SIGNATURE_MISMATCH = "signature does not match the payload"
 BAD_DATA = "data is not <iv hex>:<ciphertext hex>"
 BAD_LENGTH = "ciphertext is not a non-zero multiple of 16 bytes"
 SIGNATURE_FORMAT = "Authorization is not 'Basic ' and 128 lowercase hex digits"
 KEY_REASON = 'a top-level "key" member is reserved: the signature adds its own "key" field'
 NOT_OBJECT_REASON = "the payload must be a JSON object (a dict), or None for an empty payload"
-PROTO_IN_PLAINTEXT = (
-    'plaintext has a top-level "__proto__" member: what the server signs then depends on how it adds key '
-    "(obj.key = ... keeps it, Object.assign({}, obj) drops it), so no signature can be checked against it"
-)
 PROTO_REASON = (
     'a top-level "__proto__" member is refused: JSON.parse makes it an own property of the object, and whether '
     'the text the server signs keeps it depends on how the server adds "key" (obj.key = ... and spread keep it, '
@@ -209,16 +211,12 @@ PROTO_REASON = (
 )
 
 
-def not_utf8(offset: int) -> str:
-    """The reason of a plaintext that is not UTF-8 (the first bad byte at offset): the same words as
-    canonicalize_text's refusal, which the pure-Python path reports."""
-    return f"{NOT_JSON} (invalid UTF-8 at byte offset {offset})"
-
-
 _SIGNATURE = re.compile(r"[0-9a-f]{128}")
 
 
 def signature_refusal(signature: str) -> AuthError:
-    """The refusal of a 128-character signature that did not match: a malformed one is named as such
-    (read_request checks only the length and ASCII, so the hex check costs nothing on accepted requests)."""
-    return AuthError(SIGNATURE_MISMATCH if _SIGNATURE.fullmatch(signature) else SIGNATURE_FORMAT)
+    """The refusal of a 128-character signature whose request did not verify, whatever failed after decryption
+    (NOT_VERIFIED): a malformed one is named as such, which its bytes alone decide (read_request checks only the
+    length and ASCII, so the hex check costs nothing on accepted requests). A new string each time, for every
+    refusal alike: a constant's hash, cached, would make what reads the reason later faster for some."""
+    return AuthError("".join((NOT_VERIFIED if _SIGNATURE.fullmatch(signature) else SIGNATURE_FORMAT, "")))

@@ -17,20 +17,21 @@ MAX_DEPTH = 1000
 _STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 
-def nesting_too_deep(s: str) -> Optional[int]:
-    """The index in JSON text *s* of the bracket that opens a level deeper than MAX_DEPTH, or None: counted
+def nesting_too_deep(s: str, limit: int = MAX_DEPTH) -> Optional[int]:
+    """The index in JSON text *s* of the bracket that opens a level deeper than ``limit`` (MAX_DEPTH unless a
+    caller bounds its own input closer, as the sandbox does its request bodies), or None: counted
     without recursion (brackets inside strings skipped), so that a recursive parser (json's C scanner, which
     counts against Python's recursion limit and overflows the C stack when that limit is raised) only ever
-    sees text within the limit, and the limit is the same at any caller depth. Text with at most MAX_DEPTH
+    sees text within the limit, and the limit is the same at any caller depth. Text with at most ``limit``
     brackets in all is answered by two counts."""
-    if s.count("[") + s.count("{") <= MAX_DEPTH:
+    if s.count("[") + s.count("{") <= limit:
         return None
     depth = 0
     for m in _STRING_OR_BRACKET.finditer(s):
         c = m.group()
         if c == "[" or c == "{":
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > limit:
                 return m.start()
         elif c == "]" or c == "}":
             depth -= 1

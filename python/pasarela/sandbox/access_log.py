@@ -1,13 +1,19 @@
 """The access log: every request the sandbox answers, as a line on stderr and as a record the dashboard and
 ``GET /sandbox/v1/requests`` show.
 
-An ASGI middleware around the whole application times each request and keeps what crossed the wire, redacted:
-the headers without the private key or the terminal's signature (:func:`pasarela.http.redaction.redact_headers`),
-the bodies with card numbers masked and CVVs, cryptograms and keys replaced
-(:func:`pasarela.http.audit.recordable_body`), up to :data:`RECORDED_BODY_BYTES` each. The line on stderr,
+An ASGI middleware around the whole application times each request and keeps what crossed the wire, redacted
+(:class:`pasarela.http.redaction.Redactor`) whatever shape the caller gave it: the headers by an allow-list (any
+other, the private key's and the terminal's signature among them, by name only); a body the sandbox reads as JSON
+(:func:`.jsontext.parse_body`, as the handlers read it) with secret members replaced (CVVs under any name,
+cryptograms, keys) and card numbers masked, and any other body (truncated, a trailing comma, a comment, not
+UTF-8, a form, multipart, free text) as its length and media type only, never its text; the configured secrets
+(private key, webhook secret, business code) replaced wherever they appear, the path included, and every card
+number in any text masked. Bodies up to :data:`RECORDED_BODY_BYTES` each. A record that cannot be made or
+stored is dropped, counted (:attr:`.store.Store.dropped_requests`) and logged, and never fails the request nor
+blocks the store. The line on stderr,
 ``POST /transfer/v1/init 201 3.1 ms key=private``, goes to the ``pasarela.sandbox.access`` logger (the format of
 the sandbox's other log lines); it names which merchant key the request carried, never its value, and the path
-as sent (percent-encoded, so no line break or control character of a path reaches the log).
+redacted and percent-encoded (so no line break or control character of a path reaches the log).
 
 A terminal request refused with AUTH-001 is recorded with the cause :func:`pasarela.diagnose` finds (the
 sandbox knows the business code; the cause names no secret), a valid one as ``valid``. The dashboard's own
@@ -23,16 +29,16 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any, Optional
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote, unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import PasarelaError
-from ..http.audit import recordable_body
-from ..http.redaction import redact_headers
+from ..http.redaction import Redactor
 from ..terminal.diagnose import diagnose
 from .auth import PRIVATE_HEADER, PUBLIC_HEADER, same_key
 from .context import Context
+from .jsontext import BodyError, parse_body
 from .store import NewRequest
 
 __all__ = ["ACCESS_LOGGER", "RECORDED_BODY_BYTES", "AccessLog", "is_dashboard_path"]
@@ -41,10 +47,12 @@ ACCESS_LOGGER = "pasarela.sandbox.access"
 RECORDED_BODY_BYTES = 16 * 1024
 _DIAGNOSED_BODY_BYTES = 1 << 20
 _LOGGED_PATH_CHARACTERS = 512
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PATH_CHARACTERS_KEPT = "/:@!$&'()*+,;=-._~[]"
+"""What a path keeps unescaped: RFC 3986's characters of a path, and the brackets of [REDACTED]."""
 _TOKEN_SEGMENT = re.compile(r"/([0-9a-f]{32})(?:/|$)")
 _TOKEN_MEMBER = re.compile(r'^\{"token":"([0-9a-f]{32})"')
 """The answer of a token request (the sandbox writes compact JSON, token first when it is the answer's subject)."""
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
 _log = logging.getLogger(ACCESS_LOGGER)
 
 
@@ -65,10 +73,12 @@ def _kind(path: str) -> str:
     return "api"
 
 
-def _path_as_sent(scope: Scope) -> str:
-    raw = scope.get("raw_path") or str(scope["path"]).encode("utf-8")
-    text = bytes(raw).split(b"?", 1)[0].decode("ascii", "backslashreplace")  # ASCII from here on
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)[:_LOGGED_PATH_CHARACTERS]
+def _recorded_path(scope: Scope, redactor: Redactor) -> str:
+    """The path percent-decoded, redacted (a card number or a key spelled with escapes is found too) and
+    percent-encoded again: ASCII, so no line break or control character of a path reaches the log."""
+    raw = bytes(scope.get("raw_path") or str(scope["path"]).encode("utf-8")).split(b"?", 1)[0]
+    decoded = unquote_to_bytes(raw).decode("utf-8", "replace")
+    return quote(redactor.text(decoded), safe=_PATH_CHARACTERS_KEPT)[:_LOGGED_PATH_CHARACTERS]
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -103,9 +113,28 @@ def _too_large(content: bytes) -> Optional[str]:
     return f"({len(content)} bytes, not recorded)" if len(content) > RECORDED_BODY_BYTES else None
 
 
-def _recordable(content: bytes) -> Any:
-    """A request body, redacted: the caller may have sent a card number or a key."""
-    return _too_large(content) or recordable_body(content)
+def _media_type(headers: Mapping[str, str]) -> str:
+    """The body's media type as a record may name it: ``text/plain`` (parameters dropped), else a placeholder."""
+    given = headers.get("content-type")
+    if given is None:
+        return "no Content-Type"
+    media = given.split(";", 1)[0].strip().lower()
+    return media if _MEDIA_TYPE.fullmatch(media) else "an unreadable Content-Type"
+
+
+def _recordable(content: bytes, headers: Mapping[str, str], redactor: Redactor) -> Any:
+    """A request body as the log keeps it: JSON as the handlers read it (:func:`.jsontext.parse_body`: what the
+    dashboard shows is never deeper than they take), redacted; anything else, whose text could hold a card number
+    or a key in a shape no redaction can know, as its length and media type only, and why it was not read."""
+    if not content:
+        return None
+    of_type = f"{len(content)} bytes of {_media_type(headers)}"
+    if len(content) > RECORDED_BODY_BYTES:
+        return f"({of_type}, not recorded: over {RECORDED_BODY_BYTES} bytes)"
+    try:
+        return redactor.json(parse_body(content))
+    except BodyError as exc:
+        return redactor.text(f"({of_type}, not recorded: the body {exc.reason})")
 
 
 def _unrecorded_answer(method: str, path: str, kind: str) -> Optional[str]:
@@ -116,9 +145,10 @@ def _unrecorded_answer(method: str, path: str, kind: str) -> Optional[str]:
     return {"page": "(a page: not recorded)", "cdn": "(a script: not recorded)"}.get(kind)
 
 
-def _recordable_answer(content: bytes) -> str:
-    """An answer of the sandbox, as text: it holds no secret to redact (the sandbox keeps none to answer with)."""
-    return _too_large(content) or content.decode("utf-8", "replace")
+def _recordable_answer(content: bytes, redactor: Redactor) -> str:
+    """An answer of the sandbox, as text: it holds no card data (the sandbox keeps none to answer with), but may
+    name a member the caller sent, which could be a secret (``{"<private key>": 1}`` is refused by name)."""
+    return _too_large(content) or redactor.secrets(content.decode("utf-8", "replace"))
 
 
 class AccessLog:
@@ -127,6 +157,8 @@ class AccessLog:
     def __init__(self, app: ASGIApp, context: Context) -> None:
         self._app = app
         self._context = context
+        config = context.config
+        self._redactor = Redactor((config.private_key, config.webhook_secret, config.business_code))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -159,23 +191,27 @@ class AccessLog:
             await self._app(scope, receiving, sending)
         finally:
             milliseconds = (time.perf_counter() - started) * 1000
-            self._record(scope, answer["status"], milliseconds, b"".join(sent_body), b"".join(answer_body))
+            path, method = _recorded_path(scope, self._redactor), str(scope["method"])
+            headers = _headers(scope)
+            key = key_used(headers, self._context)
+            _log.info("%s %s %d %.1f ms key=%s", method, path, answer["status"], milliseconds, key)
+            if not is_dashboard_path(str(scope["path"])):
+                try:
+                    self._record(scope, method, path, headers, key, answer["status"], milliseconds,
+                                 b"".join(sent_body), b"".join(answer_body))
+                except Exception as exc:  # a record lost, never the answer (already sent) nor the store
+                    self._context.store.count_dropped_request(exc)
 
-    def _record(self, scope: Scope, status: int, milliseconds: float, body: bytes, response: bytes) -> None:
-        path, method = _path_as_sent(scope), str(scope["method"])
-        headers = _headers(scope)
-        key = key_used(headers, self._context)
-        _log.info("%s %s %d %.1f ms key=%s", method, path, status, milliseconds, key)
-        if is_dashboard_path(str(scope["path"])):
-            return
+    def _record(self, scope: Scope, method: str, path: str, headers: Mapping[str, str], key: str, status: int,
+                milliseconds: float, body: bytes, response: bytes) -> None:
         kind = _kind(path)
         verdict = self._verdict(method, headers, body, scope, status) if kind == "terminal" else None
-        recorded_body = _recordable(body)
-        recorded_response = _unrecorded_answer(method, path, kind) or _recordable_answer(response)
+        recorded_body = _recordable(body, headers, self._redactor)
+        recorded_response = _unrecorded_answer(method, path, kind) or _recordable_answer(response, self._redactor)
         self._context.store.record_request(NewRequest(
             self._context.clock.now(), kind, method, path, status, round(milliseconds, 2), key,
-            _token(path, recorded_body, recorded_response), redact_headers(headers), recorded_body, recorded_response,
-            verdict))
+            _token(path, recorded_body, recorded_response), self._redactor.headers(headers), recorded_body,
+            recorded_response, verdict))
 
     def _verdict(self, method: str, headers: Mapping[str, str], body: bytes, scope: Scope, status: int) -> str:
         """``valid``, or why the terminal request got AUTH-001 (the real clock: the terminal's window is real)."""

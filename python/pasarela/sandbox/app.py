@@ -2,9 +2,12 @@
 
 The terminal API is mounted under ``/terminal`` behind the envelope middleware (:mod:`.terminal`).
 Every other route is an operation of :mod:`.endpoint` (key, body, schema, handler) listed by its
-module. The CORS middleware answers browsers' preflights (origins from the configuration). Every
-refusal, including Starlette's own 404 and 405, is one JSON shape ``{"code", "message"[, "field"]}``;
-an unexpected exception is logged and answered 500 ``SANDBOX_ERROR``.
+module; only the public key's routes send CORS headers (:func:`.endpoint.api_route`). Every
+refusal, including Starlette's own 404 and 405, is one JSON shape ``{"code", "message"[, "field"]}``
+that repeats nothing the caller chose (not the path, not the method); an unexpected exception is logged
+and answered 500 ``SANDBOX_ERROR``. Every answer carries ``X-Content-Type-Options: nosniff``, and a path
+that differs from a route's by its trailing slash is redirected by a relative ``Location`` (Starlette's own
+redirect names the host the ``Host`` header gave).
 """
 
 from __future__ import annotations
@@ -15,13 +18,12 @@ from contextlib import asynccontextmanager
 from typing import Callable, Optional
 
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import Receive, Scope, Send
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import Message, Receive, Scope, Send
 
 from . import bank_page, cards, cdn, dashboard, listings, simulator, transfers
 from .access_log import AccessLog
@@ -51,10 +53,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     headers = dict(exc.headers or {})
     if exc.status_code == 404:
-        message = f"no route {request.method} {request.url.path}: see /openapi.json"
+        redirect = _slash_redirect(request)
+        if redirect is not None:
+            return redirect
+        message = "no route has this path: /openapi.json lists them"
     elif exc.status_code == 405:
         headers["Allow"] = _allowed_methods(request)
-        message = f"{request.url.path} answers {headers['Allow']} only"
+        message = f"this path answers {headers['Allow']} only"
     else:
         message = exc.detail
     code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
@@ -69,6 +74,30 @@ def _allowed_methods(request: Request) -> str:
                if isinstance(route, Route) and route.methods and route.path_regex.fullmatch(path)
                for method in route.methods}
     return ", ".join(sorted(methods))
+
+
+def _slash_redirect(request: Request) -> Optional[Response]:
+    """Starlette's ``redirect_slashes`` (``/sandbox`` -> ``/sandbox/``), its Location relative: Starlette's own
+    makes an absolute URL of the ``Host`` header, which the caller chooses. A Location starting with a route's
+    path cannot lead to another site (``//evil.test`` matches no route)."""
+    path = str(request.scope["path"])
+    if path == "/":
+        return None
+    other = path.rstrip("/") if path.endswith("/") else path + "/"
+    scope = {**request.scope, "path": other}
+    if not any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes):
+        return None
+    query = bytes(request.scope.get("query_string", b"")).decode("latin-1")
+    return RedirectResponse(other + (f"?{query}" if query else ""), status_code=307)
+
+
+def _nosniff(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            MutableHeaders(scope=message).setdefault("X-Content-Type-Options", "nosniff")
+        await send(message)
+
+    return sending
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
@@ -98,12 +127,11 @@ class SandboxApp:
         routes.append(Mount("/terminal", app=terminal_app(context.config)))
         self.starlette = Starlette(
             routes=routes,
-            middleware=[Middleware(CORSMiddleware, allow_origins=list(context.config.cors_origins),
-                                   allow_methods=["*"], allow_headers=["*"], max_age=600)],
             exception_handlers={SandboxError: _sandbox_error, HTTPException: _http_error,
                                 ClientDisconnect: _client_gone, Exception: _failure},
             lifespan=self._lifespan,
         )
+        self.starlette.router.redirect_slashes = False  # _slash_redirect instead
         self._served = AccessLog(self.starlette, context)
 
     @asynccontextmanager
@@ -117,4 +145,4 @@ class SandboxApp:
                 hook()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._served(scope, receive, send)
+        await self._served(scope, receive, _nosniff(send) if scope["type"] == "http" else send)

@@ -7,10 +7,10 @@ deep link opens (Ecuador wallet), and the page a Colombia QR points to.
 (:mod:`.payments`, webhook included) and the payer is sent back by a 303 to
 ``callbackUrl?token=<token>`` (spec 3, rule 2), or shown the result when the token request had no
 callbackUrl. The token in the address is the only credential, as for a real portal; the form also carries a
-per-page token (:mod:`.page_token`), so a page on another site cannot pay or decline by posting to this one
-(403), and the page may not be framed (clickjacking). Its CSP lets the form reach the page itself and the
-origin of the transfer's callbackUrl, no other (:func:`callback_source`); a callbackUrl no CSP source can name
-gets a link instead of the 303.
+per-page token (:mod:`.page_token`, good for one post), so a page on another site cannot pay or decline by
+posting to this one (403), and the page may not be framed (clickjacking). Its CSP lets the form reach the page
+itself and the origin of the transfer's callbackUrl, no other (:func:`callback_source`); a callbackUrl no CSP
+source can name gets a link instead of the 303.
 """
 
 from __future__ import annotations
@@ -146,9 +146,10 @@ class PayerPage:
         action = fields.get("action")
         cross_site = call.request.headers.get("sec-fetch-site", "").lower() == "cross-site"
         # The page token's own clock is the real one: moving the sandbox clock must not expire open pages.
-        if cross_site or not self._tokens.is_valid(call.params["token"], fields.get(_FORM_TOKEN), time.time()):
+        if cross_site or not self._tokens.redeem(call.params["token"], fields.get(_FORM_TOKEN), time.time()):
             return _page(403, "Payment not completed", "<p>This form did not come from this payer page (or the page"
-                                                       " is too old): open the payment page again.</p>")
+                                                       " is too old, or was posted already): open the payment page "
+                                                       "again.</p>")
         try:
             if action not in _ACTIONS:
                 raise SandboxError.invalid("action", "must be pay or decline")

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from ..cards.models import Card, NetworkTokenData
 from ..cards.validation import NETWORK_TOKEN_CAPABILITY
 from .auth import KeyRule
-from .context import Context, digits, new_token
+from .context import Context, digits, new_token, ticket_number
 from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
 from .store import Charge, Tx
@@ -74,7 +74,7 @@ def network_info(card: Mapping[str, Any], capabilities: tuple[str, ...]) -> Opti
 def _approve(tx: Tx, kind: str, network: Optional[dict[str, Any]], amount: dict[str, Any],
              now: float) -> dict[str, Any]:
     answer: dict[str, Any] = {
-        "ticketNumber": digits(18),
+        "ticketNumber": ticket_number(),
         "transactionReference": str(uuid.uuid4()),
         "approvalCode": digits(6),
         "transactionStatus": "APPROVAL",
@@ -134,7 +134,7 @@ class CardApi:
         with self._context.store.write() as tx:
             charge = _standing_charge(tx, ticket)
             kind = "VOID" if now - charge.created < VOID_WINDOW_SECONDS else "REFUND"
-            reversal = {"ticketNumber": digits(18), "transactionReference": str(uuid.uuid4()),
+            reversal = {"ticketNumber": ticket_number(), "transactionReference": str(uuid.uuid4()),
                         "transactionStatus": "APPROVAL", "transactionType": kind, "created": int(now * 1000)}
             if not tx.reverse_charge(ticket, reversal):
                 raise _already_reversed()

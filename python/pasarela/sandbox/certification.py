@@ -98,6 +98,13 @@ def _refused_field(record: RequestRecord) -> str:
     return str(response.get("field") or "")
 
 
+def _refused_for_absence(record: RequestRecord) -> bool:
+    """A 400 saying its field is missing: ``<field>: is required`` (the schema's words), with or without why
+    (``email: is required in Mexico: ...``, the client's rules)."""
+    field = _refused_field(record)
+    return bool(field) and str(record.response.get("message", "")).startswith(f"{field}: is required")
+
+
 def _posts(records: Sequence[RequestRecord], path: str) -> list[RequestRecord]:
     return [record for record in records if record.method == "POST" and record.path == path]
 
@@ -204,8 +211,7 @@ def _required(records: Sequence[RequestRecord], tokens: Sequence[TransferToken],
             names.update(missing)
             record = by_token.get(token.token)
             lacking.append(f"request:{record.id}" if record is not None else f"transfer:{token.token}")
-    refused = [record for record in _posts(records, _TOKENS) + _posts(records, _INIT)
-               if _refused_field(record) and str(record.response.get("message", "")).endswith("is required")]
+    refused = [record for record in _posts(records, _TOKENS) + _posts(records, _INIT) if _refused_for_absence(record)]
     for record in refused:
         names.add(_refused_field(record))
     evidence = (*lacking, *_request_ids(refused))

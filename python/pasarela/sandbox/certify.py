@@ -3,8 +3,10 @@
 Asks ``GET /sandbox/v1/certification`` (the private key from ``--private-key``, else
 ``$PASARELA_SANDBOX_PRIVATE_KEY``, else the documented default) and prints the table, or the JSON answer with
 ``--output json``. Exit status 1 when any rule fails, 0 otherwise (``not_observed`` and ``check_yourself`` do not
-fail), 2 when the sandbox cannot be asked (unreachable, key refused, an answer that is not the verdicts). Only
-the standard library: a merchant's CI needs no more than ``pip install pasarela`` to run it.
+fail), 2 when the sandbox cannot be asked (unreachable, key refused, a redirect, an answer that is not the
+verdicts). A redirect is refused, never followed: the request carries the private key, which must go to the
+address given and nowhere else (urllib would carry it to any host a ``Location`` names). Only the standard
+library: a merchant's CI needs no more than ``pip install pasarela`` to run it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,27 @@ class CertifyError(Exception):
     """The verdicts could not be had; the message says why (never the key)."""
 
 
+class _Redirected(urllib.error.URLError):
+    def __init__(self, status: int, location: str) -> None:
+        super().__init__(f"HTTP {status} redirect")
+        self.status = status
+        self.location = location
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib's redirect handler, refusing instead of following (and of copying the headers to the next host)."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> Optional[urllib.request.Request]:
+        raise _Redirected(code, newurl)
+
+    # CPython 3.10's handler has no 308 (3.11 added it): without this a 308 surfaced as a plain HTTP error.
+    http_error_308 = urllib.request.HTTPRedirectHandler.http_error_302
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
+
+
 def _printable(value: object) -> str:
     """A value from the answer as one line of plain text: no terminal escape or line break gets through."""
     return "".join(ch if ch.isprintable() else "?" for ch in str(value))
@@ -56,8 +79,13 @@ def fetch_verdicts(url: str, private_key: str, timeout: float = 10.0) -> list[di
     request = urllib.request.Request(url.rstrip("/") + _PATH,  # noqa: S310 (http(s) only, checked above)
                                      headers={"Private-Merchant-Id": private_key})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 (http(s) only, checked above)
+        with _OPENER.open(request, timeout=timeout) as answer:
             text = answer.read(_MAX_ANSWER_BYTES + 1)
+    except _Redirected as exc:
+        where = _printable(exc.location)[:200]
+        raise CertifyError(f"the address {url} answered HTTP {exc.status}, a redirect to {where}: not followed, so "
+                           "that the private key goes nowhere else; give --url the sandbox's own address (the one "
+                           "its banner printed)") from None
     except urllib.error.HTTPError as exc:
         refused = "the private key was refused (--private-key or $PASARELA_SANDBOX_PRIVATE_KEY)" \
             if exc.code == 401 else f"HTTP {exc.code}"

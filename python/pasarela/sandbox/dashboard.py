@@ -7,10 +7,13 @@ cause :func:`pasarela.diagnose` names), the access log and the certification ver
 decline or expire a transfer that is pending, redeliver a webhook, advance the clock.
 
 Like the payer page, it needs no key (the sandbox listens on 127.0.0.1) and defends itself as a page on the
-internet would: every form carries a per-page token (:mod:`.page_token`), posts marked
-``Sec-Fetch-Site: cross-site`` are refused, the CSP allows only the sandbox's own style sheet and script
-(``default-src 'none'``), framing is refused, and a request whose ``Host`` is not the sandbox's own address is
-refused (421), so a site rebinding its DNS name to 127.0.0.1 cannot read the dashboard.
+internet would: no page sends a CORS header, so another origin's script cannot read one (nor its page token);
+every form carries a per-page token (:mod:`.page_token`), good for one post; a post whose ``Origin`` is not the
+sandbox's own, or that the browser marks other than ``Sec-Fetch-Site: same-origin`` (another port of
+127.0.0.1 is same-site, not same-origin), is refused before its token is looked at; the CSP allows only the
+sandbox's own style sheet and script (``default-src 'none'``), framing is refused, and a request whose ``Host``
+is not the sandbox's own address is refused (421, by :func:`.endpoint.api_route` for every path under
+``/sandbox/``), so a site rebinding its DNS name to 127.0.0.1 cannot read the dashboard.
 The pages update by themselves: the script polls ``/sandbox/changes`` (:mod:`.dashboard_assets`).
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from typing import Any, Optional
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -61,8 +64,10 @@ __all__ = ["POLICY", "routes"]
 
 POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-_HEADERS = {"Content-Security-Policy": POLICY, "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+_HEADERS = {"Content-Security-Policy": POLICY, "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
             "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+"""``same-origin``, not ``no-referrer``: under ``no-referrer`` a browser sends ``Origin: null`` with the page's own
+form posts, and the actions check Origin. The pages link nowhere else, so no referrer leaves the sandbox either."""
 _TOKEN_SUBJECT = "dashboard"  # noqa: S105 (what the page tokens are bound to, not a secret)
 _PAGE_SIZE = 50
 _STATUSES = tuple(status.value for status in TransferStatus)
@@ -76,14 +81,14 @@ class Dashboard:
         self._tokens = PageTokens()
 
     # --- shared
-    def _check_host(self, request: Request) -> None:
-        """Only the sandbox's own address: 127.0.0.1 or localhost on its port, or the configured public URL."""
-        host, port = request.scope.get("server") or ("127.0.0.1", 80)
-        allowed = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
-        if self._context.config.public_url is not None:
-            allowed.add(urlsplit(self._context.config.public_url).netloc.lower())
-        if request.headers.get("host", "").lower() not in allowed:
-            raise SandboxError(421, "MISDIRECTED_REQUEST", "the dashboard answers at the sandbox's own address only")
+    def _from_own_page(self, request: Request) -> bool:
+        """Whether the browser says the post comes from a page of the sandbox's own origin: ``Origin`` (sent with
+        every POST by today's browsers) one of them, and ``Sec-Fetch-Site``, when sent, ``same-origin``. A client
+        that sends neither (curl, a test) still needs a page token."""
+        origin = request.headers.get("origin")
+        if origin is not None and origin.lower() not in self._context.own_origins(request.scope).values():
+            return False
+        return request.headers.get("sec-fetch-site", "same-origin").lower() == "same-origin"
 
     def _version(self) -> str:
         return f"{self._context.store.version}.{self._context.clock.offset:g}"
@@ -111,7 +116,6 @@ class Dashboard:
         return Response(SCRIPT, media_type="text/javascript; charset=utf-8", headers={"Cache-Control": "no-cache"})
 
     async def changes(self, call: Call) -> Response:
-        self._check_host(call.request)
         self._context.store.flush_requests()  # what a page would show counts as a change
         return json_reply(200, {"version": self._version()}, {"Cache-Control": "no-store"})
 
@@ -120,7 +124,6 @@ class Dashboard:
 
     # --- pages
     async def transfers(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {"status": _STATUSES, "country": COUNTRIES,
                                                     "flow": TRANSFER_FLOWS})
         settle_due(self._context)
@@ -143,7 +146,6 @@ class Dashboard:
         return self._page(call.request, "Transfers", "/sandbox/", body)
 
     async def transfer(self, call: Call) -> Response:
-        self._check_host(call.request)
         token = call.params["token"]
         settle_due(self._context, token)
         with self._context.store.read(recorded_requests=True) as tx:
@@ -170,7 +172,6 @@ class Dashboard:
         return self._page(call.request, f"Transfer {token}", "/sandbox/", body)
 
     async def charges(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {"kind": CHARGE_KINDS})
         with self._context.store.read() as tx:
             found = tx.charges(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
@@ -190,7 +191,6 @@ class Dashboard:
         return self._page(call.request, "Charges", "/sandbox/charges", body)
 
     async def webhooks(self, call: Call) -> Response:
-        self._check_host(call.request)
         with self._context.store.read() as tx:
             entries = tx.outbox(_PAGE_SIZE)
             attempts = tx.attempts([entry.id for entry in entries])
@@ -202,7 +202,6 @@ class Dashboard:
                           intro + _webhooks(items, self._issue(), "/sandbox/webhooks"))
 
     async def terminal(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {})
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind="terminal")
@@ -216,17 +215,18 @@ class Dashboard:
         return self._page(call.request, "Terminal requests", "/sandbox/terminal", body)
 
     async def requests(self, call: Call) -> Response:
-        self._check_host(call.request)
         query = listing(_chosen(call.request), {"kind": REQUEST_KINDS})
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
-        body = (filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
+        dropped = self._context.store.dropped_requests
+        lost = (f"<p class=notice>{dropped} request(s) since start could not be recorded (see the sandbox's log); "
+                "the others were.</p>" if dropped else "")
+        body = (lost + filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
                 + _requests_table([request_item(record) for record in found.items], with_bodies=False)
                 + next_page("/sandbox/requests", found.next_cursor, query.filters))
         return self._page(call.request, "Access log", "/sandbox/requests", body)
 
     async def request(self, call: Call) -> Response:
-        self._check_host(call.request)
         wanted = call.params["id"]
         with self._context.store.read(recorded_requests=True) as tx:
             found = tx.request(int(wanted)) if wanted.isascii() and wanted.isdigit() and len(wanted) <= 18 else None
@@ -244,7 +244,6 @@ class Dashboard:
         return self._page(call.request, f"Request {wanted}", "/sandbox/requests", body)
 
     async def certification(self, call: Call) -> Response:
-        self._check_host(call.request)
         with self._context.store.read(recorded_requests=True) as tx:
             verdicts = [verdict.to_json() for verdict in certification(tx, self._context.config.webhook_url)]
         rows = []
@@ -262,19 +261,18 @@ class Dashboard:
     # --- actions
     async def _checked_form(self, call: Call) -> tuple[Optional[dict[str, str]], str]:
         """The form, or ``None`` when it did not come from a dashboard page; and where to go back to."""
-        self._check_host(call.request)
         fields = await form(call.request)
         back = fields.get("back", "/sandbox/")
         if not back.startswith("/sandbox/") or back.startswith("//") or "\\" in back:
             back = "/sandbox/"
-        cross_site = call.request.headers.get("sec-fetch-site", "").lower() == "cross-site"
-        if cross_site or not self._tokens.is_valid(_TOKEN_SUBJECT, fields.get(FORM_TOKEN), time.time()):
+        if not self._from_own_page(call.request) or not self._tokens.redeem(_TOKEN_SUBJECT, fields.get(FORM_TOKEN),
+                                                                             time.time()):
             return None, back
         return fields, back
 
     def _refused(self, back: str) -> Response:
         return self._message(403, "Action refused", "This form did not come from a dashboard page (or the page is too "
-                                                    "old): open the page again.", back)
+                                                    "old, or was posted already): open the page again.", back)
 
     async def transfer_action(self, call: Call) -> Response:
         fields, back = await self._checked_form(call)

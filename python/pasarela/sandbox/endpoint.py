@@ -3,28 +3,29 @@
 A request to an operation is handled in this order (the route itself was matched by Starlette, which
 answers 404 and 405): the merchant key (401: which key a call needs depends on the route), the media
 type of the body (415 unless ``application/json``), its size (413 past :data:`MAX_BODY_BYTES`), JSON
-(400) and the schema of :mod:`.openapi` (400 naming the field, :mod:`.body_schema`). The handler gets a
-:class:`Call` and answers a Starlette response.
+(400: not UTF-8 JSON, NaN or Infinity, a number beyond a double, nesting past
+:data:`~.jsontext.MAX_BODY_DEPTH`) and the schema of :mod:`.openapi` (400 naming the field,
+:mod:`.body_schema`). The handler gets a :class:`Call` and answers a Starlette response.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs
 
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ..http.json_depth import MAX_DEPTH, nesting_too_deep
 from .auth import KeyRule, check_key
 from .body_schema import check_body
 from .context import Context
 from .errors import SandboxError
-from .jsontext import dumps, loads
+from .jsontext import BodyError, dumps, parse_body
 
 __all__ = ["MAX_BODY_BYTES", "Call", "Handler", "api_route", "empty", "form", "html_reply", "json_reply", "redirect"]
 
@@ -93,14 +94,12 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 
 
 def parse_json(body: bytes) -> Any:
-    """The body as JSON, numbers with a fraction as Decimal (amounts keep their digits)."""
+    """The body as JSON (:func:`.jsontext.parse_body`: numbers with a fraction as Decimal, nesting at most
+    MAX_BODY_DEPTH, counted before jsonschema sees it); a 400 naming why not."""
     try:
-        text = body.decode("utf-8")
-        if nesting_too_deep(text) is None:  # counted before json's recursive scanner, the same on every CPython
-            return loads(text, parse_float=Decimal)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise SandboxError.invalid("body", "is not valid JSON") from None
-    raise SandboxError.invalid("body", f"nests deeper than {MAX_DEPTH} levels")
+        return parse_body(body)
+    except BodyError as exc:
+        raise SandboxError.invalid("body", exc.reason) from None
 
 
 async def form(request: Request) -> dict[str, str]:
@@ -128,11 +127,32 @@ async def _json_body(request: Request, schema: str, optional: bool) -> Any:
 
 def api_route(context: Context, method: str, path: str, keys: KeyRule, handler: Handler, schema: str = "", *,
               optional_body: bool = False) -> Route:
-    """A Starlette route for ``method path``; ``schema`` names the component the JSON body is checked against."""
+    """A Starlette route for ``method path``; ``schema`` names the component the JSON body is checked against.
+
+    A call made with the public key is one the merchant's front end makes from the payer's browser (token
+    creation, the bank list): its route alone answers CORS preflights and sends CORS headers, for the configured
+    origins (Starlette's CORSMiddleware on the route). Every other route sends none, so that no other origin's
+    page can read what it answers (the dashboard, the listings, a transfer's status).
+
+    The sandbox's own routes (under ``/sandbox/``: the dashboard, the simulator and its listings, the payer page)
+    answer only a ``Host`` that is the sandbox's own address (421 otherwise): a page whose site rebinds its DNS
+    name to 127.0.0.1 is same-origin with what it fetches there, and CORS cannot stop it reading."""
+
+    own_address_only = path.startswith("/sandbox/")
 
     async def endpoint(request: Request) -> Response:
+        if request.method == "OPTIONS":  # not a preflight (CORSMiddleware answers those): what the path allows
+            return Response(status_code=204, headers={"Allow": f"OPTIONS, {method}"})
+        if own_address_only and not context.is_own_host(request.scope, request.headers.get("host", "")):
+            raise SandboxError(421, "MISDIRECTED_REQUEST", "the sandbox's own pages and API answer at its own "
+                                                            "address only (127.0.0.1 or localhost on its port, or "
+                                                            "--public-url)")
         check_key(request.headers, keys, context.config)
         body = await _json_body(request, schema, optional_body) if schema else None
         return await handler(Call(request, body, context))
 
-    return Route(path, endpoint, methods=[method], name=f"{method} {path}")
+    if keys is not KeyRule.PUBLIC:
+        return Route(path, endpoint, methods=[method], name=f"{method} {path}")
+    cors = Middleware(CORSMiddleware, allow_origins=list(context.config.cors_origins), allow_methods=[method],
+                      allow_headers=["*"], max_age=600)
+    return Route(path, endpoint, methods=[method, "OPTIONS"], name=f"{method} {path}", middleware=[cors])

@@ -1,15 +1,76 @@
 """JSON text for answers and storage: compact, ASCII (a lone surrogate a caller sent stays an escape, which
-SQLite and UTF-8 can carry), Decimals written as the number they hold; and read back at any caller depth."""
+SQLite and UTF-8 can carry), Decimals written as the number they hold; and read back at any caller depth.
+
+:func:`parse_body` is the one reading of a request body, for the handlers (:mod:`.endpoint`) and the access log
+(:mod:`.access_log`) alike: UTF-8 JSON, no NaN or Infinity, every number within a double's range, nesting
+bounded by a count made before any recursive code sees the value."""
 
 from __future__ import annotations
 
 import json
+import sys
 from decimal import Decimal
 from typing import Any, Callable, Optional, Union
 
 from ..http import json_tree
+from ..http.json_depth import nesting_too_deep
 
-__all__ = ["dumps", "loads", "number", "plain"]
+__all__ = ["MAX_BODY_DEPTH", "BodyError", "dumps", "loads", "number", "parse_body", "plain"]
+
+MAX_BODY_DEPTH = 64
+"""Deepest nesting of a request body the handlers take (the outermost object is level 1). The deepest shape of
+the API is 3 levels (``amount.extraTaxes``) and merchant ``metadata`` is free-form: 64 leaves it room. Counted
+before jsonschema, whose messages ``repr`` the value recursively: a body 999 levels deep overflowed Python's
+stack inside it (a 500 on every JSON POST route, each with a traceback)."""
+_LARGEST = sys.float_info.max
+_LARGEST_DECIMAL = Decimal(_LARGEST)
+_LARGEST_INT = int(_LARGEST)
+_LARGEST_INT_DIGITS = len(str(_LARGEST_INT)) + 1  # with a sign
+
+
+class BodyError(ValueError):
+    """A request body that is not JSON the sandbox reads; ``reason`` says why, never quoting the body."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_OUT_OF_RANGE = "holds a number too large for a double (beyond 1.8e308)"
+
+
+def _decimal(text: str) -> Decimal:
+    value = Decimal(text)
+    if abs(value) > _LARGEST_DECIMAL:  # 1e400: JavaScript reads Infinity, which JSON cannot write back
+        raise BodyError(_OUT_OF_RANGE)
+    return value
+
+
+def _integer(text: str) -> int:
+    if len(text) > _LARGEST_INT_DIGITS:  # (before int(): past 4300 digits it raises a ValueError of its own)
+        raise BodyError(_OUT_OF_RANGE)
+    value = int(text)
+    if abs(value) > _LARGEST_INT:
+        raise BodyError(_OUT_OF_RANGE)
+    return value
+
+
+def parse_body(body: bytes, max_depth: int = MAX_BODY_DEPTH) -> Any:
+    """A request body as JSON: numbers with a fraction or an exponent as Decimal (amounts keep their digits),
+    integers as int. :class:`BodyError` when it is not UTF-8 JSON (NaN and Infinity are not JSON), nests deeper
+    than ``max_depth`` (by a count, the same at any caller depth) or holds a number a double cannot hold."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BodyError("is not valid JSON (not UTF-8)") from None
+    if nesting_too_deep(text, max_depth) is not None:
+        raise BodyError(f"nests deeper than {max_depth} levels")
+    try:
+        return json_tree.loads(text, parse_int=_integer, parse_float=_decimal, parse_constant=json_tree.refuse_constant)
+    except BodyError:
+        raise
+    except (ValueError, RecursionError):
+        raise BodyError("is not valid JSON") from None
 
 
 def number(value: Any) -> Union[int, float]:

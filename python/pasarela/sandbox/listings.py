@@ -124,7 +124,8 @@ class Listings:
         token = call.request.query_params.get("token")
         with self._context.store.read(recorded_requests=True) as tx:
             page = tx.requests(query.limit, query.cursor, token=token, **query.filters)
-        return json_reply(200, _page([request_item(record) for record in page.items], page))
+        return json_reply(200, {**_page([request_item(record) for record in page.items], page),
+                                "notRecorded": self._context.store.dropped_requests})
 
 
 def routes(context: Context) -> list[Route]:

@@ -360,8 +360,12 @@ COMPONENTS: dict[str, Any] = {
                     "description": "which merchant key it carried, never its value"},
             "token": {"type": "string", "nullable": True},
             "headers": {"type": "object", "additionalProperties": {"type": "string"},
-                        "description": "Private-Merchant-Id and Authorization redacted"},
-            "body": {"description": "JSON as received with card data redacted, or text; null when empty"},
+                        "description": "values kept for an allow-list of headers (Content-Type, User-Agent, "
+                                       "Public-Merchant-Id, ...), any other one [REDACTED] (Private-Merchant-Id, "
+                                       "Authorization, X-Api-Key, ...); the configured secrets redacted everywhere"},
+            "body": {"description": "JSON the sandbox reads, secrets redacted and card numbers masked; any other "
+                                    "body as a note of its length and media type (never its text); null when "
+                                    "empty"},
             "response": {"description": "the answer's body, likewise (not kept for the simulator's listings)"},
             "verdict": {"type": "string", "description": "terminal requests: valid, or the AUTH-001 cause"},
         },
@@ -419,7 +423,12 @@ COMPONENTS.update({
 COMPONENTS.update({
     "TransferPage": _page_of("TransferListItem"),
     "ChargePage": _page_of("ChargeListItem"),
-    "RequestPage": _page_of("RecordedRequest"),
+    "RequestPage": _object(
+        {**_page_of("RecordedRequest")["properties"],
+         "notRecorded": {"type": "integer", "minimum": 0,
+                         "description": "requests since start whose record could not be stored: each dropped alone "
+                                        "(the sandbox's log says so), never blocking the others"}},
+        ("items", "nextCursor", "notRecorded"), closed=True),
     "TransferDetail": _object(
         {"transfer": _ref("TransferListItem"),
          "tokenRequest": {"type": "object", "nullable": True, "description": "the token request as accepted"},
@@ -779,6 +788,38 @@ _PATHS: dict[str, Any] = {
     "/terminal/v1/async/abort": _terminal_get("terminalAsyncAbort", "Abort; identifier inside the payload, or {}"),
     "/terminal/v1/print/status": _terminal_get("terminalPrintStatus", "Print job status; printJobId inside"),
 }
+
+
+def _preflight(operation: dict[str, Any]) -> dict[str, Any]:
+    """The OPTIONS of a call the payer's browser makes (the public key's): the only CORS the sandbox answers."""
+    header = [{"name": name, "in": "header", "required": False, "schema": {"type": "string"}}
+              for name in ("Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers")]
+    return {"operationId": f"{operation['operationId']}Preflight", "security": [], "tags": operation.get("tags", []),
+            "summary": "CORS preflight (only the calls made with the public key, from the browser, answer one)",
+            "parameters": header, "responses": {
+                "200": {"description": "a preflight from an allowed origin: the Access-Control-Allow-* headers"},
+                "204": {"description": "not a preflight: the Allow header"},
+                "400": {"description": "a preflight from an origin, or for a method or header, not allowed",
+                        "content": {"text/plain": {"schema": {"type": "string"}}}}}}
+
+
+def _add_preflights(paths: dict[str, Any]) -> None:
+    for item in paths.values():
+        public = [operation for operation in item.values() if operation.get("security") == _PUBLIC]
+        if public:
+            item["options"] = _preflight(public[0])
+
+
+def _add_misdirected(paths: dict[str, Any]) -> None:
+    """Every route under /sandbox/ answers only at the sandbox's own address (pasarela.sandbox.endpoint)."""
+    for path, item in paths.items():
+        if path.startswith("/sandbox/"):
+            for operation in item.values():
+                operation["responses"].setdefault("421", _MISDIRECTED)
+
+
+_add_preflights(_PATHS)
+_add_misdirected(_PATHS)
 
 
 def document() -> dict[str, Any]:

@@ -21,11 +21,13 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
-from typing import Any, Optional, TextIO
+from typing import Any, NoReturn, Optional, TextIO
 
 from .._version import __version__
 from ..errors import ConfigurationError
@@ -56,6 +58,23 @@ def _settle_after(text: str) -> Optional[float]:
     return seconds
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text}: a TCP port is a whole number from 0 to 65535 (0 picks a free one)")
+    return port
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad option is one line on stderr, naming it and what to give (the usage is 30 lines: ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 DOCS_URL = "https://pasarela.github.io/pasarela/sandbox.html"
 _EPILOG = f"""\
 Once started, open http://127.0.0.1:PORT/ in a browser: the dashboard (transfers, charges, webhook
@@ -65,14 +84,14 @@ The guide: {DOCS_URL} (docs/sandbox.md in the source distribution)."""
 
 
 def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
         description="A local, stateful simulator of the payment service on 127.0.0.1.",
         epilog=_EPILOG.format(prog=prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    add("--port", type=int, default=DEFAULT_PORT, help=f"TCP port; 0 picks a free one (default {DEFAULT_PORT})")
+    add("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port; 0 picks a free one (default {DEFAULT_PORT})")
     add("--db", default=DEFAULT_DB, help=f"SQLite file, or :memory: (default {DEFAULT_DB})")
     add("--public-key", default=_DEFAULTS.public_key, help=f"public merchant key (default {_DEFAULTS.public_key})")
     add("--private-key", help="private merchant key (default: $PASARELA_SANDBOX_PRIVATE_KEY, else the documented one)")
@@ -150,6 +169,26 @@ def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
     return config, {option: secrets[attribute][1] for attribute, option, _ in _SECRETS}
 
 
+def _db_problem(db: str) -> Optional[str]:
+    """What is wrong with ``--db`` before SQLite is asked (it would only say "unable to open database file")."""
+    if db == ":memory:":
+        return None
+    path = Path(db)
+    if path.is_dir():
+        return f"--db {db} is a folder: give a file in it, e.g. --db {path / DEFAULT_DB}"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"--db {db}: the folder {folder} does not exist: create it, or give a file in an existing folder"
+    return None
+
+
+def _db_refused(db: str, exc: sqlite3.Error) -> str:
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+        return (f"--db {db} is not a SQLite database: give a new file name, or a database an earlier sandbox "
+                "wrote")
+    return f"--db {db} cannot be opened ({exc}): give a file this user can write, or :memory:"
+
+
 def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str, str]) -> None:
     url = f"http://{HOST}:{port}"
     lines = [
@@ -213,12 +252,25 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
     except ImportError as exc:
         print(f"{prog}: error: {exc.name or exc} is missing: pip install 'pasarela[sandbox]'", file=sys.stderr)
         return 2
+    problem = _db_problem(args.db)
+    if problem is not None:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
+        return 2
     try:
         config, secrets = _config(args)
         sandbox = Sandbox(config, db=args.db)
-        listener = _listen(args.port)
-    except (ConfigurationError, OSError, ValueError) as exc:
+    except (ConfigurationError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:
+        print(f"{prog}: error: {_db_refused(args.db, exc)}", file=sys.stderr)
+        return 2
+    try:
+        listener = _listen(args.port)
+    except OSError as exc:
+        sandbox.close()
+        print(f"{prog}: error: --port {args.port}: cannot listen on {HOST} ({exc.strerror or exc}): pick another "
+              "port, or 0 for a free one", file=sys.stderr)
         return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Its own level: the access log is on (or off) whatever --log-level says of the other lines.

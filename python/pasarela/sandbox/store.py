@@ -9,6 +9,7 @@ promises. A state change and the webhook it causes are written in one transactio
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -22,7 +23,7 @@ from .jsontext import dumps, loads
 from .states import PaymentWindow, TransferStatus
 
 __all__ = ["Attempt", "CardToken", "Charge", "HistoryEntry", "NewRequest", "OutboxEntry", "Page", "RequestRecord",
-           "Store", "Transfer", "TransferToken", "Tx"]
+           "Store", "Transfer", "TransferToken", "Tx", "request_row"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfer_tokens (
@@ -117,6 +118,7 @@ CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at) WHERE delivere
 CREATE INDEX IF NOT EXISTS charges_ticket ON charges (ticket_number);
 CREATE INDEX IF NOT EXISTS outbox_pending_by_transfer ON outbox (token, created) WHERE delivered_at IS NULL;
 """
+_log = logging.getLogger("pasarela.sandbox")
 _SETTLE_INDEX = "CREATE INDEX IF NOT EXISTS transfers_settle ON transfers (settle_at) WHERE settle_at IS NOT NULL"
 _NEW_COLUMNS = (("transfers", "settle_at", "REAL"), ("charges", "amount", "TEXT"), ("charges", "reversal", "TEXT"))
 """Columns added since the first release: a database written by it gains them when opened."""
@@ -332,6 +334,17 @@ def _answer(text: Optional[str]) -> Any:
 def _charge(row: tuple[Any, ...]) -> Charge:
     return Charge(row[0], row[1], row[2], loads(row[3]), row[4],
                   None if row[5] is None else loads(row[5]), None if row[6] is None else loads(row[6]))
+
+
+_INSERT_REQUEST = (f"INSERT INTO requests ({_REQUEST_COLUMNS.removeprefix('id, ')})"  # noqa: S608
+                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def request_row(record: NewRequest) -> tuple[Any, ...]:
+    """The row of ``record``, its JSON written now: ValueError (or TypeError) when a value cannot be written."""
+    return (float(record.at), record.kind, record.method, record.path, int(record.status), float(record.ms),
+            record.key, record.token, dumps(dict(record.headers)), None if record.body is None else dumps(record.body),
+            record.response, record.verdict)
 
 
 def _cursor_value(cursor: Optional[str]) -> Optional[int]:
@@ -565,13 +578,10 @@ class Tx:
         return [_attempt(row) for row in rows]
 
     # --- the access log
-    def add_request(self, record: NewRequest) -> int:
-        cursor = self._db.execute(
-            f"INSERT INTO requests ({_REQUEST_COLUMNS.removeprefix('id, ')})"  # noqa: S608
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (record.at, record.kind, record.method, record.path, record.status, record.ms, record.key, record.token,
-             dumps(dict(record.headers)), None if record.body is None else dumps(record.body),
-             record.response, record.verdict))
+    def add_request(self, row: tuple[Any, ...]) -> int:
+        """Insert a row :func:`request_row` made; every :data:`_PRUNE_EVERY` rows, drop those past the newest
+        :data:`MAX_RECORDED_REQUESTS`."""
+        cursor = self._db.execute(_INSERT_REQUEST, row)
         new_id = int(cursor.lastrowid or 0)
         if new_id % _PRUNE_EVERY == 0:
             self._db.execute("DELETE FROM requests WHERE id <= ?", (new_id - MAX_RECORDED_REQUESTS,))
@@ -605,7 +615,9 @@ class Store:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._closed = False
-        self._unwritten: list[NewRequest] = []
+        self._unwritten: list[tuple[Any, ...]] = []
+        self.dropped_requests = 0
+        """Access-log records that could not be stored since start: each dropped alone, never blocking the rest."""
         self.version = 0
         """Counts the write transactions committed: a page showing the state knows when it is stale."""
         self._db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
@@ -636,8 +648,11 @@ class Store:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 tx = Tx(self._db)
-                for record in self._unwritten:
-                    tx.add_request(record)
+                for row in self._unwritten:
+                    try:  # a failed INSERT undoes itself only: the transaction goes on
+                        tx.add_request(row)
+                    except (sqlite3.Error, ValueError, OverflowError) as exc:  # e.g. text SQLite cannot encode
+                        self._drop(exc)
                 yield tx
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -660,16 +675,37 @@ class Store:
             with self.write():
                 pass
 
-    def record_request(self, record: NewRequest) -> None:
+    def record_request(self, record: NewRequest) -> bool:
         """Add ``record`` to the access log: kept in memory until the next write transaction, a read of the
-        log, or :data:`_REQUEST_BATCH` of them (a sandbox killed loses at most those, never state)."""
+        log, or :data:`_REQUEST_BATCH` of them (a sandbox killed loses at most those, never state).
+
+        Its row is made now: a record that cannot be written (a value JSON cannot hold) is dropped here, counted
+        in :attr:`dropped_requests` and logged, and False returned; it never reaches, hence never blocks, the
+        transactions of the state (a record that failed there once failed every write after it)."""
+        try:
+            row = request_row(record)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            self.count_dropped_request(exc)
+            return False
         with self._lock:
             if self._closed:  # a request answered while the sandbox shut down
-                return
-            self._unwritten.append(record)
+                return False
+            self._unwritten.append(row)
             full = len(self._unwritten) >= _REQUEST_BATCH
         if full:
             self.flush_requests()
+        return True
+
+    def count_dropped_request(self, exc: BaseException) -> None:
+        """A record of the access log could not even be made (``exc``): counted and logged as one dropped."""
+        with self._lock:
+            self._drop(exc)
+
+    def _drop(self, exc: BaseException) -> None:
+        """(Under the lock.) One record of the access log is lost: counted and said, its content never."""
+        self.dropped_requests += 1
+        _log.warning("an access-log record could not be stored (%s): dropped, %d so far", type(exc).__name__,
+                     self.dropped_requests)
 
     def close(self) -> None:
         """Close the database; a file's write-ahead log is checkpointed into it first (no -wal left behind)."""

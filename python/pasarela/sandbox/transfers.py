@@ -22,7 +22,7 @@ from starlette.routing import Route
 from ..http.path import path_segment
 from .auth import KeyRule
 from .clabe import SANDBOX_BANK, make_clabe
-from .context import Context, digits, new_token
+from .context import Context, digits, new_token, ticket_number
 from .endpoint import Call, api_route, empty, json_reply
 from .errors import SandboxError
 from .jsontext import plain
@@ -132,7 +132,7 @@ class TransferApi:
             status=TransferStatus.INITIALIZED,
             currency=currency,
             amount=amount_wire,
-            ticket_number=digits(18),
+            ticket_number=ticket_number(),
             created=now,
             updated=now,
             window=PaymentWindow(

@@ -17,16 +17,7 @@ from typing import Any, Optional, Union, cast
 import orjson
 
 from .. import _binding, _telemetry
-from ..errors import (
-    BAD_DATA,
-    BAD_LENGTH,
-    BAD_PADDING,
-    KEY_IN_PLAINTEXT,
-    NOT_JSON,
-    PROTO_IN_PLAINTEXT,
-    AuthError,
-    PayloadError,
-)
+from ..errors import BAD_DATA, BAD_LENGTH, AuthError, PayloadError, signature_refusal
 from . import reference
 from .exact_text import ORJSON_OPTIONS as _ORJSON_OPTIONS
 from .exact_text import compact_json, exact_text, finite, vouch
@@ -319,27 +310,26 @@ class Terminal:
             opened = _binding.open_request(self._native, timestamp, data, signature)
         text = opened.text
         if not opened.verified:  # a plaintext whose JSON.stringify form the C path leaves to the reference
-            refusal: Optional[AuthError] = None
+            refused = opened.bad_padding  # decided only at the end, the same work done as for a valid padding
             payload: Optional[dict[str, Any]] = None
             try:
                 text = canonicalize_text(text)
-            except PayloadError as exc:
-                refusal = AuthError(f"{NOT_JSON} ({exc.reason})")
+            except PayloadError:
+                refused = True
             else:
                 if text.startswith(b"{"):  # a top-level "key" or "__proto__": refused whatever was signed, as the
-                    payload = _parse_canonical(text)  # C path and the reference do (a splicing client signs it)
-                    if "key" in payload:
-                        refusal = AuthError(KEY_IN_PLAINTEXT)
-                    elif "__proto__" in payload:
-                        refusal = AuthError(PROTO_IN_PLAINTEXT)
+                    try:  # C path and the reference do (a splicing client signs it)
+                        payload = _parse_canonical(text)
+                    except AuthError:
+                        refused = True
+                    else:
+                        refused |= "key" in payload or "__proto__" in payload
                 try:
                     _binding.verify(self._native, timestamp, text, signature)
-                except AuthError as exc:
-                    refusal = refusal or exc
-            if opened.bad_padding:  # decided only now, the same work done as for a valid padding
-                raise AuthError(BAD_PADDING)
-            if refusal is not None:
-                raise refusal
+                except AuthError:
+                    refused = True
+            if refused:  # every refusal after decryption is the same one (errors.NOT_VERIFIED)
+                raise signature_refusal(signature.decode("ascii"))
             return text if as_bytes else cast("dict[str, Any]", payload)  # verified: JSON object text
         return text if as_bytes else _parse_canonical(text)
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..errors import BAD_DATA, NOT_JSON, SIGNATURE_FORMAT, AuthError, PayloadError
+from ..errors import BAD_DATA, NOT_VERIFIED, SIGNATURE_FORMAT, AuthError, PayloadError
 from .stringify import loads
 
 __all__ = [
@@ -80,8 +80,8 @@ def parse_payload(canonical: bytes) -> dict[str, Any]:
     """
     try:  # at any caller depth (stringify.loads: json.loads within its recursion, else the non-recursive parser)
         payload: dict[str, Any] = loads(canonical, parse_int=_json_int)
-    except PayloadError as exc:  # deeper than MAX_DEPTH: no canonical text is
-        raise AuthError(f"{NOT_JSON} ({exc.reason})") from None
+    except PayloadError:  # deeper than MAX_DEPTH: no canonical text is, so no signature can match
+        raise AuthError(NOT_VERIFIED) from None
     return payload
 
 

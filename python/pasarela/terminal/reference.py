@@ -15,12 +15,8 @@ from typing import Any, NamedTuple, Optional, Union
 
 from ..errors import (
     BAD_PADDING,
-    KEY_IN_PLAINTEXT,
     KEY_REASON,
-    NOT_JSON,
-    NOT_OBJECT,
     NOT_OBJECT_REASON,
-    PROTO_IN_PLAINTEXT,
     AuthError,
     CredentialsError,
     PayloadError,
@@ -165,7 +161,7 @@ def _verify_padded(padded: bytes, encoded_key: str, signature: str) -> tuple[byt
         opened = _verify(bytes(memoryview(padded)[:len(padded) - pad]), encoded_key, signature, padded)
     except AuthError as exc:
         refusal = exc
-    padding_refusal = AuthError(BAD_PADDING)  # made either way, raised the same way as the other refusal
+    padding_refusal = signature_refusal(signature)  # made either way, raised the same way as the other refusal
     if not valid:
         raise padding_refusal
     if refusal is not None:
@@ -186,28 +182,27 @@ def verify(plaintext: bytes, encoded_key: str, signature: str, *,
 def _verify(plaintext: bytes, encoded_key: str, signature: str, fallback_signed: Optional[bytes]
             ) -> tuple[bytes, dict[str, Any]]:
     """verify()'s work: (the verified canonical text, its payload)."""
-    refusal: Optional[str] = None
+    refused = False  # every refusal here is the same one (errors.NOT_VERIFIED), chosen after the same work
     signed = plaintext if fallback_signed is None else fallback_signed
     payload: dict[str, Any] = {}
     try:
         signed = canonicalize_text(plaintext)
-    except PayloadError as exc:
-        refusal = f"{NOT_JSON} ({exc.reason})"
+    except PayloadError:
+        refused = True
     else:
         if not signed.startswith(b"{"):
-            refusal = NOT_OBJECT
+            refused = True
         else:
-            payload = parse_payload(signed)
-            if "key" in payload:
-                refusal = KEY_IN_PLAINTEXT
-            elif "__proto__" in payload:
-                refusal = PROTO_IN_PLAINTEXT
+            try:
+                payload = parse_payload(signed)
+            except AuthError:
+                refused = True
+            else:
+                refused = "key" in payload or "__proto__" in payload
     matches = hmac.compare_digest(sign(signed, encoded_key), signature)
-    mismatch = signature_refusal(signature)
-    if refusal is not None:
-        raise AuthError(refusal)
-    if not matches:
-        raise mismatch
+    refusal = signature_refusal(signature)
+    if refused or not matches:
+        raise refusal
     return signed, payload
 
 

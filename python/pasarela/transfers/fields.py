@@ -22,7 +22,9 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 
 
 def text(value: object, field: str) -> str:
-    """A required string with something other than blanks in it."""
+    """A required string with something other than blanks in it (``None``: the field is missing)."""
+    if value is None:
+        raise ValidationError(field, "is required")
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if not value.strip():
