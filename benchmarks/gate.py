@@ -122,7 +122,7 @@ where that is higher). Issue 42's goal 2: Terminal.open_bytes in at most 0.8x th
 (seal's time / open_bytes's at least 1.25), and where the hash both share puts that beyond reach (string-heavy),
 beside that hash (BESIDE_THE_HASH); open_bytes at least 6x the Node.js verify. Goal 1: open at least 4x it. Those two
 up to 1 KiB, and items-heavy open_bytes at 16 KiB too (its ceiling there 9-10x; measured 6.2x and 6.5x on the AVX-512
-class, 5.9x on the AVX2 class: README, Speed): at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x
+class, 5.9x on the AVX2 class: docs/performance.md): at 16 KiB MD5 and SHA-512 alone leave open_bytes at most 4.6-4.9x
 string-heavy, and open, which makes the payload's objects, 3.1-3.5x items-heavy and 3.9-4.0x string-heavy (gate.py
 --node-verify prints those ceilings)."""
 

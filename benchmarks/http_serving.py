@@ -13,6 +13,8 @@ Each server runs in a process of its own on a loopback port, one worker, and Deb
 - ``exact``: the same as ``middleware`` with ``exact_body=True`` (the app reads the verified bytes: a forwarding
   gateway);
 - ``redis``: the same behind the middleware with the Redis replay store on a real redis-server;
+- ``postgres`` (benchmarks/postgres_stores.py's, which starts a PostgreSQL for it; not one of this script's): the
+  same with the asyncio PostgreSQL replay store (``--serve postgres PORT CONNINFO``);
 - ``node``: a Node.js ``http`` server running benchmarks/node_verify.js's verify (benchmarks/node_verify_server.js);
 - ``redis-set`` (not run unless asked): the bare app doing one ``SET key value PX ms NX`` on Redis per request with
   redis-py's asyncio client, nothing else: the bound a replay store on redis-py sets (one round trip per request).
@@ -68,6 +70,7 @@ TITLES = {"bare": "bare ASGI app (uvicorn, uvloop, httptools)",
           "memory": "behind TerminalAuthMiddleware (in-memory replay store)",
           "exact": "behind TerminalAuthMiddleware(exact_body=True) (no replay store)",
           "redis": "behind TerminalAuthMiddleware (Redis replay store)",
+          "postgres": "behind TerminalAuthMiddleware (PostgreSQL replay store)",
           "node": "Node.js http server, node_verify.js's verify",
           "redis-set": "bare ASGI app + one Redis SET per request (redis-py asyncio)"}
 RATIOS = [("middleware", "bare", 0.9), ("bare+open", "bare", None), ("middleware", "bare+open", None),
@@ -145,7 +148,9 @@ def opening_app(terminal: pasarela.Terminal) -> Any:
 
 
 def served_app(kind: str, redis_url: str) -> Any:
-    """The ASGI app of one kind of server (the Redis store declared complete at startup: a fresh prefix)."""
+    """The ASGI app of one kind of server (the Redis store declared complete at startup: a fresh prefix; the
+    PostgreSQL store's pool opened at startup, its schema created by the caller; ``redis_url`` is then the
+    server's conninfo)."""
     from pasarela.asgi import TerminalAuthMiddleware
     from pasarela.terminal.replay import InMemoryReplayStore
 
@@ -158,6 +163,8 @@ def served_app(kind: str, redis_url: str) -> Any:
         return TerminalAuthMiddleware(echo_app, terminal, exact_body=kind == "exact")
     if kind == "memory":
         return TerminalAuthMiddleware(echo_app, terminal, replay_store=InMemoryReplayStore(max_entries=1_000_000))
+    if kind == "postgres":
+        return _postgres_app(terminal, redis_url)
     import redis.asyncio
 
     if kind == "redis-set":
@@ -173,7 +180,8 @@ def served_app(kind: str, redis_url: str) -> Any:
 
     from pasarela.terminal.replay_redis import AsyncRedisReplayStore
 
-    store = AsyncRedisReplayStore(redis.asyncio.Redis.from_url(redis_url), prefix=f"bench:{os.getpid()}:")
+    client = redis.asyncio.Redis.from_url(redis_url)
+    store = AsyncRedisReplayStore(client, prefix=f"bench:{os.getpid()}:")
     guarded = TerminalAuthMiddleware(echo_app, terminal, replay_store=store)
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -181,6 +189,31 @@ def served_app(kind: str, redis_url: str) -> Any:
             while (await receive())["type"] != "lifespan.shutdown":
                 await store.declare_memory_complete()
                 await send({"type": "lifespan.startup.complete"})
+            await client.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await guarded(scope, receive, send)
+
+    return app
+
+
+def _postgres_app(terminal: pasarela.Terminal, conninfo: str) -> Any:
+    """The middleware with the asyncio PostgreSQL replay store on a pool of its own (autocommit: one round trip a
+    batch of checks), opened at startup and closed at shutdown."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from pasarela.asgi import TerminalAuthMiddleware
+    from pasarela.terminal.replay_postgres import AsyncPostgresReplayStore
+
+    pool = AsyncConnectionPool(conninfo, min_size=1, max_size=4, open=False, kwargs={"autocommit": True})
+    guarded = TerminalAuthMiddleware(echo_app, terminal, replay_store=AsyncPostgresReplayStore(pool))
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await pool.open(wait=True)
+                await send({"type": "lifespan.startup.complete"})
+            await pool.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
         await guarded(scope, receive, send)
@@ -209,17 +242,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def distinct_requests(count: int) -> list[pasarela.Sealed]:
-    """count distinct requests of a PAYLOAD_BYTES payload (the ref differs), sealed now."""
+def distinct_requests(count: int, first: int = 0) -> list[pasarela.Sealed]:
+    """count distinct requests of a PAYLOAD_BYTES payload (the ref differs: first, first + 1, ...), sealed now."""
     base = payload_of_size(PAYLOAD_BYTES)
     digits = len(base["ref"]) - len("ord-")
     terminal = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-    return terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(count))
+    return terminal.seal_many(dict(base, ref=f"ord-{i:0{digits}d}") for i in range(first, first + count))
 
 
-def write_requests(path: Path, count: int) -> None:
-    """distinct_requests(count), one per line."""
-    sealed = distinct_requests(count)
+def write_requests(path: Path, count: int, first: int = 0) -> None:
+    """distinct_requests(count, first), one per line."""
+    sealed = distinct_requests(count, first)
     with path.open("wb") as out:
         for request in sealed:
             headers = request.headers
@@ -282,6 +315,21 @@ def wrk(port: int, script: Path, requests: Path, first: int, last: int, seconds:
     return float(rate.group(1)), int(count.group(1))
 
 
+def asgi_requests(count: int, first: int = 0) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """distinct_requests(count, first) as uvicorn hands them to an app: each one's scope and its one body message."""
+    requests = []
+    for request in distinct_requests(count, first):
+        assert request.body is not None
+        headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                   *((name.lower().encode(), value.encode()) for name, value in request.headers.items()),
+                   (b"content-length", b"%d" % len(request.body))]
+        scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+                 "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "http", "method": "POST",
+                 "root_path": "", "path": "/", "raw_path": b"/", "query_string": b"", "headers": headers, "state": {}}
+        requests.append((scope, {"type": "http.request", "body": request.body, "more_body": False}))
+    return requests
+
+
 IN_PROCESS = ["bare", "bare+open", "middleware", "memory", "exact"]
 IN_PROCESS_REQUESTS = 20_000
 
@@ -293,16 +341,7 @@ def in_process(rounds: int) -> int:
 
     import uvloop
 
-    requests = []
-    for request in distinct_requests(IN_PROCESS_REQUESTS):
-        assert request.body is not None
-        headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
-                   *((name.lower().encode(), value.encode()) for name, value in request.headers.items()),
-                   (b"content-length", b"%d" % len(request.body))]
-        scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-                 "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "http", "method": "POST",
-                 "root_path": "", "path": "/", "raw_path": b"/", "query_string": b"", "headers": headers, "state": {}}
-        requests.append((scope, {"type": "http.request", "body": request.body, "more_body": False}))
+    requests = asgi_requests(IN_PROCESS_REQUESTS)
 
     async def drive(app: Any) -> float:
         statuses: list[int] = []

@@ -3,8 +3,8 @@
  * OS CSPRNG gives afresh for every fill.
  *
  * Why not the OS's bytes themselves: the pool (4,096 bytes, the IVs of 256 seals) was filled by os.urandom,
- * and on the 2-vCPU AMD EPYC VM of 2026-11-25 getrandom gave 320 MB/s (its ChaCha20 in the kernel): 12.8 us a
- * fill, 50 ns a seal, as much as copying a batch's requests out. Here 48 bytes from the OS (a 256-bit key and
+ * whose kernel ChaCha20 runs far slower than AES with hardware instructions, and on a VM took as long per seal as
+ * copying a batch's requests out. Here 48 bytes from the OS (a 256-bit key and
  * a 128-bit nonce) key AES-256, and eight CBC chains over zero bytes, run side by side by
  * pasarela_aes256_cbc_encrypt_many, write the pool: chain j starts from the nonce with its last byte XORed
  * with j, and its final block is the PKCS#7 one (16 bytes of 0x10 XORed into the chain).

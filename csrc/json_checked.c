@@ -24,8 +24,8 @@
  * The classes come from SSE2, AVX2, or AVX-512 BW, whose compares give a class's 64-bit mask in one instruction.
  * AVX-512 on every CPU that has it, Intel's too (unlike Base64's, PASARELA_CPU_AVX512_SHORT): its
  * 512-bit work here is compares, not the multiplies and permutes that slow an Intel core's clock most, and measured
- * whole there it pays: Terminal.open_bytes 0.97x the time with the AVX2 check at 1 KiB and 16 KiB items-heavy, seal
- * after it unchanged (benchmarks/compare_trees.py, 20 rounds, docs/performance.md).
+ * whole there (benchmarks/compare_trees.py) it pays, the seal after it unchanged (docs/performance.md, "Intel's
+ * AVX-512 in short work").
  * The fuzz target and the tests hold it to the token by token pass: same result on every text it says yes to.
  */
 #include <string.h>
@@ -40,8 +40,8 @@
 #include <immintrin.h>
 
 #define HOT static inline __attribute__((always_inline))
-/* (BMI1 and BMI2 with AVX2: PASARELA_CPU_AVX2 requires them. andn, blsr, tzcnt, shlx and bzhi took the check's
- * instructions from about 247,000 to 228,000 at 16 KiB items-heavy, 10.2 to 9.6 us.) */
+/* (BMI1 and BMI2 with AVX2: PASARELA_CPU_AVX2 requires them. andn, blsr, tzcnt, shlx and bzhi each do in one
+ * instruction what the mask arithmetic of the rules otherwise takes two or three for.) */
 #define AVX2_FN __attribute__((target("avx2,bmi,bmi2")))
 #define AVX512_FN __attribute__((target("avx512f,avx512bw,avx2,bmi,bmi2")))
 

@@ -238,7 +238,7 @@ static int open_request(const pasarela_credentials *c, pasarela_workspace *ws, c
         memcmp(authorization, basic, basic_len) != 0 || body == NULL || body_len < open_len + close_len ||
         memcmp(body, body_open, open_len) != 0 || memcmp(body + body_len - close_len, body_close, close_len) != 0)
         return PASARELA_E_REQUEST_FORM;
-    /* the signature's bytes ASCII: 8 at a time (its 128 one by one took about 40 ns of an open) */
+    /* the signature's bytes ASCII: 8 at a time (every request's 128 are tested) */
     uint64_t high = 0, word;
     for (size_t i = 0; i < PASARELA_SIGNATURE_HEX_LEN; i += 8) {
         memcpy(&word, authorization + basic_len + i, 8);

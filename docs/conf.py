@@ -26,19 +26,17 @@ release = version = pasarela.__version__
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.intersphinx"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
-myst_heading_anchors = 3  # the README's links to its own sections (#speed, ...)
+exclude_patterns = ["_build", "_inventories"]
+myst_heading_anchors = 3  # links to a page's sections (performance.md#threads, ...)
 
 autodoc_typehints = "description"  # parameters and return types from the annotations, beside their text
 autodoc_member_order = "bysource"
 # every name of a module's __all__, with a docstring or not (constants, type aliases)
 autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}
-# Python's own inventory: Debian's python3-doc where it is installed (scripts/setup docs installs it: this machine
-# and CI reach no site but the package registries), else docs.python.org (the docs workflow on GitHub)
-PYTHON_INVENTORY = Path("/usr/share/doc/python3/html/objects.inv")
-intersphinx_mapping = {
-    "python": ("https://docs.python.org/3", str(PYTHON_INVENTORY) if PYTHON_INVENTORY.exists() else None),
-}
+# Python's own inventory, kept in the repository (docs/_inventories/README.md says whence): this machine and CI
+# reach no site but the package registries, and a system package for it (python3-doc) upgraded the system's Python
+PYTHON_INVENTORY = Path(__file__).parent / "_inventories" / "python-3.11.objects.inv"
+intersphinx_mapping = {"python": ("https://docs.python.org/3", str(PYTHON_INVENTORY))}
 
 html_theme = "furo"
 html_title = f"pasarela {release}"
@@ -65,7 +63,15 @@ PUBLIC_MODULES = [
     "pasarela.transfers",
     "pasarela.transfers.pending_redis",
     "pasarela.transfers.webhook_dedup_redis",
+    "pasarela.postgres",
+    "pasarela.terminal.replay_postgres",
+    "pasarela.transfers.webhook_dedup_postgres",
+    "pasarela.transfers.inbox_postgres",
+    "pasarela.transfers.pending_postgres",
     "pasarela.sandbox",
+    "pasarela.testing",
+    "pasarela.testing.plugin",
+    "pasarela.testing.conformance",
 ]
 
 

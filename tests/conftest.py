@@ -18,7 +18,13 @@ from node_envelope import NodeEnvelope
 from node_oracle import NodeOracle, NodeUnavailableError
 
 if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scripts/wheel-check) have no redis
+    import httpx
+
+    from pasarela.testing import LiveSandbox
+    from postgres_server import PostgresServer
     from redis_server import RedisServer
+
+pytest_plugins = ("pytester",)  # tests/test_testing_plugin.py runs inner pytest sessions
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
@@ -119,3 +125,44 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def live(pasarela_sandbox: LiveSandbox) -> LiveSandbox:
+    """The test kit's own ``pasarela_sandbox`` (the plugin, loaded by its entry point): the sandbox's tests use it as
+    a merchant's suite would, one served sandbox per worker, reset before each test."""
+    return pasarela_sandbox
+
+
+@pytest.fixture
+def live_http(live: LiveSandbox) -> Iterator[httpx.Client]:
+    """A plain HTTP client of ``live`` (no key: each test sends the headers it means)."""
+    import httpx
+
+    with httpx.Client(base_url=live.url, timeout=10) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server (initdb in a temporary directory, run as an unprivileged user) on a free
+    loopback port for the session (fails, never skips, without PostgreSQL's server programs)."""
+    from postgres_server import PostgresServer
+
+    try:
+        server = PostgresServer()
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_schema(postgres_server: PostgresServer) -> str:
+    """A schema of the stores' tables of its own for the test (created by pasarela.postgres.create_schema)."""
+    from postgres_server import fresh_schema
+
+    return fresh_schema(postgres_server)

@@ -9,7 +9,7 @@
 - :func:`faults_meanwhile`: busy, refusing, paused, busy past the client's retries, over and over while a
   test runs.
 
-:func:`retrying_client` makes the clients the README recommends: a short ``socket_timeout`` and
+:func:`retrying_client` makes the clients docs/multi-node.md recommends: a short ``socket_timeout`` and
 redis-py's retries on (on timeouts too). :func:`calls` reads Redis's own count of commands run, so a
 test can show that the fault did make the client send a command again.
 """
@@ -48,7 +48,7 @@ _STARTED = 0.15
 
 
 def retrying_client(server: RedisServer, kind: str = "sync") -> Any:
-    """A client as the README configures one: short timeouts, retries on (redis-py retries timeouts too)."""
+    """A client as docs/multi-node.md configures one: short timeouts, retries on (redis-py retries timeouts too)."""
     options: dict[str, Any] = {"port": server.port, "socket_timeout": SOCKET_TIMEOUT,
                                "socket_connect_timeout": SOCKET_TIMEOUT}
     if kind == "sync":

@@ -1,4 +1,4 @@
-"""A terminal gateway as the README's "Operating it" recipe sets it up, for tests/test_refusal_channels.py: uvicorn
+"""A terminal gateway as docs/operating.md's recipe sets it up, for tests/test_refusal_channels.py: uvicorn
 serving TerminalAuthMiddleware (an in-memory replay store) in front of an echo app, the OpenTelemetry SDK with the
 Prometheus exporter (prometheus_client's own HTTP server on loopback) and a span exporter writing each finished span
 as a JSON line, and pasarela's JSON log lines, each channel to where an operator (or whoever can read it) reads it.

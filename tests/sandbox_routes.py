@@ -98,6 +98,10 @@ class RouteProbes:
                                                                        PRIVATE_KEY),
             ("GET", "/sandbox/v1/charges"): lambda: self.get("/sandbox/v1/charges", PRIVATE_KEY),
             ("GET", "/sandbox/v1/requests"): lambda: self.get("/sandbox/v1/requests", PRIVATE_KEY),
+            ("GET", "/sandbox/v1/feed"): lambda: self.get("/sandbox/v1/feed?requestsAfter=0&attemptsAfter=0",
+                                                          PRIVATE_KEY),
+            ("PUT", "/sandbox/v1/webhook-url"): self._webhook_url_kept,
+            ("DELETE", "/sandbox/v1/webhook-url"): self._webhook_url_cleared_then_kept,
             ("GET", "/sandbox/pay/{token}"): lambda: self.get(f"/sandbox/pay/{pending}"),
             ("POST", "/sandbox/pay/{token}"): self._pay_on_the_page,
             ("GET", "/sandbox/"): lambda: self.get("/sandbox/"),
@@ -108,6 +112,7 @@ class RouteProbes:
             ("GET", "/sandbox/requests"): lambda: self.get("/sandbox/requests"),
             ("GET", "/sandbox/requests/{id}"): lambda: self.get("/sandbox/requests/1"),
             ("GET", "/sandbox/certification"): lambda: self.get("/sandbox/certification"),
+            ("GET", "/sandbox/search"): lambda: self.get(f"/sandbox/search?q={self.ticket}"),
             ("GET", "/sandbox/assets/dashboard.css"): lambda: self.get("/sandbox/assets/dashboard.css"),
             ("GET", "/sandbox/assets/dashboard.js"): lambda: self.get("/sandbox/assets/dashboard.js"),
             ("GET", "/sandbox/changes"): lambda: self.get("/sandbox/changes"),
@@ -118,6 +123,9 @@ class RouteProbes:
                 "/sandbox/webhooks", f"/sandbox/actions/webhooks/{self.webhook}/redeliver", own),
             ("POST", "/sandbox/actions/clock"): lambda: self._action("/sandbox/", "/sandbox/actions/clock", own,
                                                                      seconds="1"),
+            ("POST", "/sandbox/actions/webhook-url"): lambda: self._action(
+                "/sandbox/webhooks", "/sandbox/actions/webhook-url", own, url=self._configured_webhook_url()),
+            ("GET", "/cdn/"): lambda: self.get("/cdn/"),
             ("GET", "/cdn/kushki.min.js"): lambda: self.get("/cdn/kushki.min.js"),
             ("GET", "/cdn/kushki-checkout.js"): lambda: self.get("/cdn/kushki-checkout.js"),
             ("POST", TERMINAL_POST): self._terminal_post,
@@ -178,6 +186,21 @@ class RouteProbes:
         target = action if action.startswith("/") else f"/sandbox/actions/transfers/{page.rsplit('/', 1)[1]}/{action}"
         return self.http.post(target, data={"page_token": page_token, "back": "/sandbox/", **fields},
                               headers=headers)
+
+    def _configured_webhook_url(self) -> str:
+        url = self.bench.sandbox.config.webhook_url
+        assert url is not None  # the bench's receiver
+        return url
+
+    def _webhook_url_kept(self) -> httpx.Response:
+        """Set to the URL the bench delivers to already: its other tests keep their receiver."""
+        return self.http.put("/sandbox/v1/webhook-url", json={"url": self._configured_webhook_url()},
+                             headers=PRIVATE_KEY)
+
+    def _webhook_url_cleared_then_kept(self) -> httpx.Response:
+        cleared = self.http.delete("/sandbox/v1/webhook-url", headers=PRIVATE_KEY)
+        self._webhook_url_kept()
+        return cleared
 
     def _terminal_post(self) -> httpx.Response:
         sealed = self.terminal.seal({"amount": 7}, method="POST")

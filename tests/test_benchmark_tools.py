@@ -43,8 +43,8 @@ def test_it_stops_on_text_the_c_core_refuses(seal_speed: Path, tmp_path: Path, t
 
 
 def test_heap_trim_shows_the_batch_faulting_its_memory_in_again_unless_the_process_keeps_it() -> None:
-    """What README (Speed: batches and glibc's heap) says of glibc: a batch of 16 KiB payloads dropped, the next one
-    faults its pages in again (about 2,900 per batch of 256); with the tunables the script sets, it does not. Linux
+    """What docs/performance.md (Batches and glibc's heap) says of glibc: a batch of 16 KiB payloads dropped, the next
+    one faults its pages in again (about 2,900 per batch of 256); with the tunables the script sets, it does not. Linux
     with glibc, as CI and scripts/hardening."""
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "heap_trim.py"), "--pairs", "1", "--rounds", "1",
                           "--case", "seal_many 16 KiB"], capture_output=True, text=True, check=True)

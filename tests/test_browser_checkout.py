@@ -180,6 +180,22 @@ def test_a_hosted_checkout_obtains_a_token_in_the_browser_and_the_transfer_is_pa
     assert created["body"]["documentNumber"] == "1710034065" and created["key"] == "public"
 
 
+def test_the_cdn_index_says_what_is_there_and_links_each_stand_in(browser: Browser, shop: Shop) -> None:
+    """``/cdn/``, the start-up banner's link (issue 58: it was a JSON 404)."""
+    browser.driver.get(shop.merchant.cdn_url + "/")
+    browser.wait_for_title("Sandbox CDN stand-ins")
+    text = browser.text()
+    assert f"CheckoutV2(...).render('{shop.merchant.cdn_url}', action=...)" in text
+    browser.screenshot("cdn_index")
+    for name in ("kushki.min.js", "kushki-checkout.js"):
+        browser.driver.get(shop.merchant.cdn_url + "/")
+        browser.wait_for_title("Sandbox CDN stand-ins")
+        browser.driver.find_element(By.LINK_TEXT, name).click()
+        WebDriverWait(browser.driver, 10).until(lambda driver, name=name: driver.current_url.endswith(name))
+        assert "sandbox" in browser.text().lower()  # the script itself, as text
+    assert not [line for line in browser.console() if "SEVERE" in line]
+
+
 def test_the_hosted_checkout_shows_a_refusal_and_lets_the_payer_try_again(browser: Browser, shop: Shop) -> None:
     browser.driver.get(shop.url("/v2"))
     browser.wait_loaded()
@@ -189,7 +205,9 @@ def test_the_hosted_checkout_shows_a_refusal_and_lets_the_payer_try_again(browse
     browser.driver.find_element(By.XPATH, "//button[normalize-space()='Pay by transfer']").click()
     alert = browser.driver.find_element(By.CSS_SELECTOR, "[role=alert]")
     WebDriverWait(browser.driver, 10).until(lambda driver: alert.text)
-    assert "documentNumber" in alert.text and "(INVALID_REQUEST)" in alert.text
+    # in the form's words (issue 58: "documentNumber: must match \\S (INVALID_REQUEST)")
+    assert alert.text == "Document number: must not be blank"
+    assert alert.get_attribute("data-code") == "INVALID_REQUEST"
     assert browser.driver.find_element(By.XPATH, "//button[normalize-space()='Pay by transfer']").is_enabled()
     assert len(shop.merchant.posted) == posts  # nothing reached the merchant
     browser.screenshot("checkout_v2_refused")

@@ -1,8 +1,8 @@
-"""The code blocks of the documentation run as written. The README's (the documentation site's first page): its
-Python snippets in order, in one session, and its shell block with the package's console script. Those of
-docs/cards-and-transfers.md and docs/sandbox.md: in order, in one session each, against the sandbox with its
-documented defaults (served on a free port instead of 8790, the one change made). A guide's other blocks are not
-code to run: JSON samples (each must parse) and printed output; docs/sandbox.md's one shell block installs from
+"""The code blocks of the reference pages run as written (the README and the task guides: tests/test_guides.py).
+docs/terminal.md's: its Python snippets in order, in one session, and its shell block with the package's console
+script. Those of docs/cards-and-transfers.md and docs/sandbox.md: in order, in one session each, against the sandbox
+with its documented defaults (served on a free port instead of 8790, the one change made). A page's other blocks are
+not code to run: JSON samples (each must parse) and printed output; docs/sandbox.md's one shell block installs from
 PyPI and starts the sandbox until stopped (tests/test_sandbox_cli.py starts it). The API reference's: the examples
 in the docstrings it shows (``>>>`` lines and ``::`` blocks), each docstring's in one session."""
 
@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from doc_blocks import blocks, snippets
 from local_server import LocalServer
 from pasarela import Terminal
 from pasarela.asgi import TerminalAuthMiddleware
@@ -36,11 +37,8 @@ from pasarela.transfers import TransferState
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 DOCUMENTED_SANDBOX = "http://127.0.0.1:8790"  # `pasarela sandbox` with its default port
-DOCUMENTED_TERMINAL = "https://terminal.example"  # the README's terminal gateway
-
-
-def snippets(path: Path, language: str = "python") -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", path.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+DOCUMENTED_TERMINAL = "https://terminal.example"  # the terminal reference's gateway
+TERMINAL_PAGE = DOCS / "terminal.md"
 
 
 def python_snippets(path: Path) -> list[str]:
@@ -48,17 +46,17 @@ def python_snippets(path: Path) -> list[str]:
 
 
 async def your_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """The README's `app`, "your ASGI application", which its middleware snippets wrap."""
+    """The terminal reference's `app`, "your ASGI application", which its middleware snippets wrap."""
     await send({"type": "http.response.start", "status": 204, "headers": []})
     await send({"type": "http.response.body", "body": b""})
 
 
-def test_the_readme_python_snippets_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_terminal_reference_snippets_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In one session, as a reader types them, with the one name the text supposes (`app`); the terminal gateway
-    is a local server that opens the requests with the README's own terminal and answers them sealed."""
+    is a local server that opens the requests with the page's own terminal and answers them sealed."""
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, Any] = {"__name__": "__readme__", "app": your_application}
-    blocks = python_snippets(ROOT / "README.md")
+    namespace: dict[str, Any] = {"__name__": "__terminal__", "app": your_application}
+    blocks = python_snippets(TERMINAL_PAGE)
     assert sum(block.count(DOCUMENTED_TERMINAL) for block in blocks) == 1
     with contextlib.ExitStack() as stack:
         for number, block in enumerate(blocks, 1):
@@ -66,17 +64,17 @@ def test_the_readme_python_snippets_run_in_order(tmp_path: Path, monkeypatch: py
                 terminal: Terminal = namespace["terminal"]
                 gateway = stack.enter_context(LocalServer(TerminalAuthMiddleware(TerminalEcho(terminal), terminal)))
                 block = block.replace(DOCUMENTED_TERMINAL, gateway.base_url)
-            exec(compile(block, f"README.md snippet {number}", "exec"), namespace)  # noqa: S102 (our own README)
+            exec(compile(block, f"terminal.md snippet {number}", "exec"), namespace)  # noqa: S102 (our own docs)
     assert namespace["sealed"].plaintext == b'{"amount":100,"currency":"COP"}'  # as the first snippet says
     assert namespace["payload"] == {"amount": 100, "currency": "COP"}  # opened, then verified once
     assert namespace["verdict"].cause == "valid"
     assert isinstance(namespace["app"], TerminalAuthMiddleware)
 
 
-def test_the_readme_shell_block_runs_with_the_console_script() -> None:
+def test_the_terminal_reference_shell_block_runs_with_the_console_script() -> None:
     """Each line as a shell runs it, the package's own `pasarela` first on the PATH; each diagnosis is the one
     its comment gives (exit status 0 when valid, 1 for a diagnosed fault)."""
-    [block] = snippets(ROOT / "README.md", "sh")
+    [block] = snippets(TERMINAL_PAGE, "sh")
     scripts = str(Path(sys.executable).parent)  # where this interpreter's console scripts are
     environment = {name: value for name, value in os.environ.items() if not name.startswith("PASARELA_")}
     environment["PATH"] = scripts + os.pathsep + environment["PATH"]
@@ -165,11 +163,10 @@ class PayersReturn:
 
 
 def test_the_sandbox_guide_has_no_other_kind_of_block() -> None:
-    text = (DOCS / "sandbox.md").read_text("utf-8")
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
-    assert {language for language, _ in blocks} <= {"python", "json", "sh", ""}
-    assert [language for language, _ in blocks].count("sh") == 1
-    for language, block in blocks:
+    found = blocks(DOCS / "sandbox.md")
+    assert {language for language, _ in found} <= {"python", "json", "sh", ""}
+    assert [language for language, _ in found].count("sh") == 1
+    for language, block in found:
         if language == "json":
             json.loads(block)
 
@@ -215,9 +212,9 @@ def test_cards_and_transfers_snippets_run_as_written(sandbox_url: str, tmp_path:
     assert (tmp_path / "pending.sqlite3").exists()
 
 
-def test_the_captured_example_is_what_the_readme_says_it_is() -> None:
-    """examples/captured.json: the output of the `pasarela seal` command the README gives, with the method."""
-    command = re.search(r"`(pasarela seal --timestamp 1763812800 [^`]+)`", (ROOT / "README.md").read_text("utf-8"))
+def test_the_captured_example_is_what_the_terminal_reference_says_it_is() -> None:
+    """examples/captured.json: the output of the `pasarela seal` command docs/terminal.md gives, with the method."""
+    command = re.search(r"`(pasarela seal --timestamp 1763812800 [^`]+)`", TERMINAL_PAGE.read_text("utf-8"))
     assert command is not None
     environment = {**os.environ, "PASARELA_BUSINESS_CODE": "demo-business-code",
                    "PASARELA_TERMINAL_SERIAL": "DEMO-0001"}

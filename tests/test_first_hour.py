@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _readme_commands() -> dict[str, str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("## Commands", 1)[1].split("\n\n", 2)[1]
+    table = readme.split("## The two commands", 1)[1].split("\n\n", 2)[1]
     return dict(re.findall(r"^\| (.+?) \| `(.+?)` \|$", table, flags=re.MULTILINE))
 
 
@@ -59,8 +59,8 @@ def test_the_sandbox_database_is_ignored_by_git(suffix: str) -> None:
     assert result.returncode == 0, f"{name} would show up as untracked"
 
 
-def test_the_readme_lists_as_refused_nothing_that_seal_accepts() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+def test_the_terminal_reference_lists_as_refused_nothing_that_seal_accepts() -> None:
+    readme = " ".join((ROOT / "docs" / "terminal.md").read_text(encoding="utf-8").split())
     refused = readme.split("Anything else —", 1)[1].split("— raises", 1)[0]
     assert "UUID" not in refused
     value = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -81,3 +81,17 @@ def test_the_scripts_install_python_packages_only_into_a_virtual_environment() -
     for script, python in calls:
         assert python in ('"$PY"', '"$venv/bin/python"'), f"{script}: {python} -m pip install"
     assert 'PY=$VENV/bin/python' in (ROOT / "scripts" / "setup").read_text()
+
+
+def test_the_docs_install_no_system_package() -> None:
+    """scripts/setup docs calls apt for nothing (python3-doc had upgraded eight of Debian's python3.11 packages): the
+    docs' links into Python's documentation read the inventory kept in docs/_inventories/."""
+    setup = (ROOT / "scripts" / "setup").read_text()
+    blocks = re.findall(r"^if wants docs; then(.*?)\bfi$", setup, flags=re.MULTILINE | re.DOTALL)
+    assert blocks  # the docs extra is set up somewhere
+    for block in blocks:
+        assert not re.search(r"\b(apt_install|apt-get|system_packages|system_commands)\b", block), block
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    [inventory] = re.findall(r'^PYTHON_INVENTORY = Path\(__file__\)\.parent / "_inventories" / "([^"]+)"$', conf,
+                             flags=re.MULTILINE)
+    assert (ROOT / "docs" / "_inventories" / inventory).read_bytes().startswith(b"# Sphinx inventory version 2\n")

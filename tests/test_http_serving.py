@@ -1,7 +1,8 @@
 """benchmarks/http_serving.py's servers do the work they are timed for (issue 42, goal 4): each, started as the
 benchmark starts it, answers a sealed request 200 with its payload, and the verifying ones refuse a tampered
 signature with AUTH-001 and a replay with AUTH-001 (a server that accepted everything, or refused everything, would
-time fast). Real processes: uvicorn, node, redis-server; a missing one fails the test."""
+time fast). Real processes: uvicorn, node, redis-server, PostgreSQL (benchmarks/postgres_stores.py's server); a missing
+one fails the test."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -29,6 +31,19 @@ def redis_url() -> str:
         yield server.url  # type: ignore[misc]
 
 
+@pytest.fixture(scope="module")
+def postgres_conninfo() -> Iterator[str]:
+    """A PostgreSQL of this module's own with the stores' schema where the benchmark's server looks (the default
+    one, which the session's shared server leaves to the tests that check it is never created unasked)."""
+    from pasarela.postgres import create_schema
+    from postgres_server import PostgresServer
+
+    with PostgresServer() as server:
+        with server.connect() as admin:
+            create_schema(admin)
+        yield server.conninfo
+
+
 def _sealed(ref: str) -> tuple[dict[str, str], bytes, dict[str, object]]:
     payload = dict(http_serving.payload_of_size(http_serving.PAYLOAD_BYTES), ref=ref)
     sealed = pasarela.Terminal(http_serving.BUSINESS_CODE, http_serving.SERIAL).seal(payload)
@@ -36,13 +51,15 @@ def _sealed(ref: str) -> tuple[dict[str, str], bytes, dict[str, object]]:
     return sealed.headers, sealed.body, payload
 
 
-@pytest.mark.parametrize("kind", ["bare+open", "middleware", "memory", "exact", "redis", "node"])
-def test_a_verifying_server_accepts_once_and_refuses_a_tampered_signature(kind: str, redis_url: str) -> None:
+@pytest.mark.parametrize("kind", ["bare+open", "middleware", "memory", "exact", "redis", "node", "postgres"])
+def test_a_verifying_server_accepts_once_and_refuses_a_tampered_signature(kind: str, redis_url: str,
+                                                                          request: pytest.FixtureRequest) -> None:
     assert shutil.which("node"), "`node` is not installed"
     headers, body, payload = _sealed(f"ord-{kind}")
     signature = headers["Authorization"]
     tampered = {**headers, "Authorization": signature[:-1] + ("0" if signature[-1] != "0" else "1")}
-    with tempfile.TemporaryFile() as log, http_serving.server(kind, redis_url, log) as (port, _):
+    store = request.getfixturevalue("postgres_conninfo") if kind == "postgres" else redis_url
+    with tempfile.TemporaryFile() as log, http_serving.server(kind, store, log) as (port, _):
         url = f"http://127.0.0.1:{port}/"
         refused = httpx.post(url, headers=tampered, content=body)
         accepted = httpx.post(url, headers=headers, content=body)
@@ -50,7 +67,7 @@ def test_a_verifying_server_accepts_once_and_refuses_a_tampered_signature(kind: 
     assert (refused.status_code, refused.json()) == (401, AUTH_001_BODY)
     assert accepted.status_code == 200
     assert json.loads(accepted.content) == payload
-    if kind in ("memory", "redis"):  # the others keep no replay store (as node_verify.js's verify)
+    if kind in ("memory", "redis", "postgres"):  # the others keep no replay store (as node_verify.js's verify)
         assert (again.status_code, again.json()) == (401, AUTH_001_BODY)
     else:
         assert again.status_code == 200

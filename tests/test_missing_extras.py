@@ -39,6 +39,8 @@ def run_without(blocked: str, code: str) -> subprocess.CompletedProcess[str]:
             from pasarela.http import ServiceConfig
             CardClient(ServiceConfig(base_url="http://127.0.0.1:9", public_merchant_id="p", private_merchant_id="q"))
             """, 'pip install "pasarela[http]"'),
+        ("starlette", "from pasarela.testing import LiveSandbox", 'pip install "pasarela[testing]"'),
+        ("uvicorn", "from pasarela.testing import ServedApp; ServedApp()", 'pip install "pasarela[testing]"'),
     ],
 )
 def test_a_missing_extra_names_its_pip_install(blocked: str, code: str, command: str) -> None:

@@ -13,8 +13,9 @@ Every route into ``open`` must give that verdict: ``Terminal.open`` of a POST bo
 PUT and of a GET's query, ``pasarela.reference.Terminal.open``, and ``TerminalAuthMiddleware`` (in process,
 through httpx's ASGI transport). What one accepts, resealed by ``canonical_json``, is the server's
 ``JSON.stringify`` of what it parsed, byte for byte. pasarela refuses on purpose, whatever the server
-says, a top-level ``"key"`` or ``"__proto__"`` member and nesting beyond ``MAX_DEPTH`` (README: "Why exact"
-and "Security notes"): the server's side reports those facts of the payload it parsed.
+says, a top-level ``"key"`` or ``"__proto__"`` member and nesting beyond ``MAX_DEPTH`` (docs/terminal.md, "Why
+exact", and docs/security.md, "Notes on the implementation"): the server's side reports those facts of the payload
+it parsed.
 """
 
 from __future__ import annotations

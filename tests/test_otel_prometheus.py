@@ -22,7 +22,7 @@ from test_sandbox_cli import sandbox_process
 
 CODE = "bc-prometheus-1"
 SERIAL = "SN-PROM-1"
-README = Path(__file__).resolve().parent.parent / "README.md"
+OPERATING = Path(__file__).resolve().parent.parent / "docs" / "operating.md"
 ENVIRONMENT = {"PASARELA_BUSINESS_CODE": CODE, "PASARELA_TERMINAL_SERIAL": SERIAL}
 
 
@@ -86,10 +86,12 @@ def test_metrics_without_the_sdk_is_a_clear_error() -> None:
     assert 'error: --metrics needs opentelemetry-api (pip install "pasarela[otel]")' in result.stderr
 
 
-def test_the_readme_recipe_serves_the_metrics_to_prometheus() -> None:
-    """The README's Prometheus recipe (its one ``py`` block), as written but on a free port, in a process of its own;
-    then a seal and an open there, and its /metrics scraped over HTTP."""
-    [recipe] = re.findall(r"^```py\n(.*?)^```$", README.read_text("utf-8"), flags=re.MULTILINE | re.DOTALL)
+def test_the_operating_guides_recipe_serves_the_metrics_to_prometheus() -> None:
+    """The start-up recipe of docs/operating.md (its ``observe.py`` up to what the application then does), as written
+    but on a free port, in a process of its own; then seals and opens there, and its /metrics scraped over HTTP."""
+    [observe] = re.findall(r"^```python\n(# observe\.py.*?)^```$", OPERATING.read_text("utf-8"),
+                           flags=re.MULTILINE | re.DOTALL)
+    recipe = observe.split("# --- what your application then does", 1)[0]
     assert 'start_http_server(9464, addr="127.0.0.1")' in recipe  # loopback: it has no authentication
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

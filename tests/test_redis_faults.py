@@ -1,4 +1,4 @@
-"""The three Redis stores under faults short of Redis's death, with the clients the README recommends
+"""The three Redis stores under faults short of Redis's death, with the clients docs/multi-node.md recommends
 (short ``socket_timeout``, redis-py's retries on): a slow Redis (a long Lua script ahead of ours), a paused
 one (``CLIENT PAUSE``), one refusing commands in the middle of a script (BUSY), one restarted empty.
 

@@ -305,3 +305,23 @@ def test_every_store_notes_a_memory_loss_on_a_redis_cluster(kind: str) -> None:
                 await client.aclose()
 
         asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_redis_never_declared_refuses_naming_the_call_that_ends_it(kind: str, server: RedisServer) -> None:
+    """Every store on a new Redis refuses its first claims as after a loss: the message names
+    declare_memory_complete(), which ends it (issue 58: it said "memory lost" alone)."""
+    async def body(client: Any) -> None:
+        clock = Clock(NOON)
+        claims = [lambda: REPLAY[kind](client, clock=clock).first_use(SIGNATURE, NOON + 300),
+                  lambda: GUARD[kind](client, clock=clock).reserve("order-1", "tok-1"),
+                  lambda: LEDGER[kind](client, clock=clock).claim(EventKey("ref-1", "PAID", final=True), "undated")]
+        for claim in claims:
+            with pytest.raises(StoreUnavailableError) as refused:
+                await settle(claim())
+            assert "memory lost" in str(refused.value)
+            assert refused.value.reason.endswith(
+                "A new Redis, or one you know lost nothing: call the store's declare_memory_complete() once, before "
+                "its first request (never at every start-up: that would hide a loss)"), refused.value.reason
+
+    run_with(kind, server, body)

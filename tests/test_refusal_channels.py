@@ -6,7 +6,7 @@ or the captured headers with another signature. Whatever such a request decrypts
 signature verifies; which refusal it met would be a padding oracle (one bit a probe, a whole request read back a byte
 at a time). So every channel a holder of no credentials may read must be identical between those classes: the HTTP
 answer (status, body, headers), the log line and its structured fields, the metrics as Prometheus serves them, and the
-spans. The gateway here is the README's recipe, in a process of its own (tests/refusal_channels_server.py): uvicorn,
+spans. The gateway is docs/operating.md's recipe, in a process of its own (tests/refusal_channels_server.py): uvicorn,
 TerminalAuthMiddleware, the real OpenTelemetry SDK with the real Prometheus exporter, pasarela's JSON log lines.
 
 Two refusals keep causes of their own and are checked to be what they are: a stale timestamp (``clock_skew``) and a

@@ -10,9 +10,11 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from local_server import LocalServer
 from test_sandbox_workbench import PRIVATE, Bench, bench, colombia_qr, mexico, wait_for
 
 
@@ -149,3 +151,45 @@ def test_certify_says_why_it_cannot_judge(workbench: Bench) -> None:
     unreachable = _certify("--url", f"http://127.0.0.1:{port}")
     assert unreachable.returncode == 2 and "cannot reach the sandbox" in unreachable.stderr
     assert _certify("--url", "file:///etc/passwd").returncode == 2
+
+
+@pytest.mark.parametrize(("status", "body"), [(401, b'{"message":"Unauthorized"}'), (404, b"Not Found"),
+                                              (200, b"<html>a shop</html>"), (200, b'{"rules": "none"}')])
+def test_certify_says_when_the_address_is_not_a_sandbox(status: int, body: bytes) -> None:
+    """Another server at --url (the merchant's own back end, a proxy) is named as such, not as a sandbox that refused
+    the key (issue 58: "...answered the private key was refused")."""
+    async def not_a_sandbox(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+
+    with LocalServer(not_a_sandbox) as server:
+        run = _certify("--url", server.base_url)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == (f"pasarela sandbox certify: error: {server.base_url} is not a pasarela sandbox (its "
+                          "/openapi.json is not the sandbox's): give --url the address `pasarela sandbox` printed "
+                          "when it started, e.g. http://127.0.0.1:8790\n")
+
+
+def test_the_counts_agree_when_the_access_log_keeps_only_its_newest_records(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 1 counts every init accepted as rule 8 counts every token request, whatever the log kept (issue 58:
+    "1687 init(s) accepted" beside "5054 token request(s)", rule 1 counting the records kept)."""
+    import pasarela.sandbox.store
+
+    monkeypatch.setattr(pasarela.sandbox.store, "MAX_RECORDED_REQUESTS", 100)  # pruned every 100 records
+    with bench() as workbench:
+        tokens = [workbench.start(mexico(document_number=f"{number:09d}")) for number in range(120)]
+        rules = workbench.certification()
+        kept = workbench.get("/sandbox/v1/requests", limit=200)["items"]
+    assert len(kept) < 2 * len(tokens)  # the log forgot the oldest tokens and inits
+    assert rules[1]["summary"].startswith("120 init(s) accepted")
+    assert rules[8]["summary"].startswith("120 token request(s)")
+
+
+def test_the_page_links_the_first_20_pieces_of_evidence_and_counts_the_rest(workbench: Bench) -> None:
+    for _ in range(23):  # one payer, each transfer started while the previous one is initialized: rule 6 fails
+        workbench.start(mexico(document_number="777"))
+    rule = workbench.certification()[6]
+    assert rule["verdict"] == "fail" and len(rule["evidence"]) == 22
+    page = workbench.http.get("/sandbox/certification").text
+    assert page.count('href="/sandbox/transfers/') == 20 and "and 2 more (all in /sandbox/v1/certification)" in page

@@ -150,9 +150,11 @@ def test_secrets_from_the_environment_give_no_warning() -> None:
 
 
 def test_every_secret_option_on_the_command_line_is_warned_about() -> None:
-    result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", ":memory:", "--private-key", "k1",
-                             "--webhook-secret", "k2", "--business-code", "k3", "--public-url", "nowhere"],
+    # a --db in no folder: refused once the options are read (and warned about), before anything starts
+    result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", "/nowhere/at/all.sqlite3",
+                             "--private-key", "k1", "--webhook-secret", "k2", "--business-code", "k3"],
                             capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--db /nowhere/at/all.sqlite3" in result.stderr
     for option, variable in (("--private-key", "PASARELA_SANDBOX_PRIVATE_KEY"),
                              ("--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),
                              ("--business-code", "PASARELA_BUSINESS_CODE")):
@@ -173,10 +175,10 @@ def test_sandbox_listens_on_127_0_0_1_only() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [(["--ecuador-processor", "card"], "invalid choice"),
-     (["--webhook-url", "ftp://example"], "webhook_url must be an absolute http(s) URL"),
-     (["--timeout-delay", "-1"], "timeout_delay must be non-negative"),
+     (["--webhook-url", "ftp://example"], "argument --webhook-url: ftp://example: give an absolute http(s) URL"),
+     (["--timeout-delay", "-1"], "argument --timeout-delay: -1: give a number of seconds, 0 or more"),
      (["--settle-after", "soon"], "expected a number of seconds or 'never'"),
-     (["--public-url", "sandbox.example"], "public_url must be an absolute http(s) URL")],
+     (["--public-url", "sandbox.example"], "argument --public-url: sandbox.example: give an absolute http(s) URL")],
 )
 def test_sandbox_refuses_bad_options(options: list[str], message: str) -> None:
     result = subprocess.run([sys.executable, "-m", "pasarela", "sandbox", "--db", ":memory:", *options],

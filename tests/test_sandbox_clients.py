@@ -204,7 +204,10 @@ def test_colombia_10000_is_paid_with_a_webhook_and_cannot_be_cancelled(start: St
         assert event.state is TransferState.APPROVED and event.status == "approvedTransaction"
         assert event.transaction_reference == answer.transaction_reference
         assert event.raw["ticketNumber"].isdigit() and event.raw["amount"]["subtotalIva0"] == 10000
-        assert client.status(token).state is TransferState.APPROVED
+        status = client.status(token)
+        assert status.state is TransferState.APPROVED
+        # what a callback handler reads (issue 58: no .token, and a guess at it gave a 500)
+        assert (status.token, status.transaction_reference) == (token, answer.transaction_reference)
         with pytest.raises(FinalStatusError) as caught:
             client.cancel(token)
         assert (caught.value.status, caught.value.code, caught.value.message) == (
@@ -348,7 +351,8 @@ def test_async_client_runs_the_happy_path(start: Start, merchant: Merchant) -> N
             request, amount = colombia(10000)
             token = (await client.create_token(request)).token
             assert isinstance(await client.init(TransferInitRequest(token=token, amount=amount)), ColombiaQr)
-            assert (await client.status(token)).state is TransferState.APPROVED
+            status = await client.status(token)
+            assert status.state is TransferState.APPROVED and status.token == token
         await http.aclose()
         return token
 
@@ -412,7 +416,9 @@ def test_ecuador_bank_redirect_is_followed_to_the_callback(
         with merchant.lock:
             arrived = merchant.returns[-1]
         assert arrived == str(back.url)
-        assert client.status_from_callback(arrived).state is state
+        returned = client.status_from_callback(arrived)
+        assert returned.state is state and returned.token == token
+        assert returned.transaction_reference == answer.transaction_reference
         assert merchant.wait_for_event(token).state is state
 
 

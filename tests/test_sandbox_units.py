@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from pasarela.sandbox.scenarios import Outcome, colombia_scenario, document_outc
 from pasarela.sandbox.service import Sandbox
 from pasarela.sandbox.states import PaymentWindow, TransferStatus, cancel, complete
 from pasarela.sandbox.store import Store, Transfer
-from pasarela.sandbox.webhooks import Backoff, Dispatcher, signed_headers
+from pasarela.sandbox.webhooks import Answer, Backoff, Dispatcher, signed_headers
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import verify_webhook_signature
 
@@ -221,7 +221,9 @@ def test_every_reference_in_the_document_resolves() -> None:
         ({"currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 1, "iva": 0}, "flow": {"type": "QR"}},
          "flow.processorName", "is required"),
         ({"currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 1, "iva": 0}, "email": "no at sign"},
-         "email", "must match"),
+         "email", "must be an e-mail address, such as name@example.com"),
+        ({"currency": "COP", "amount": {"subtotalIva": 0, "subtotalIva0": 1, "iva": 0}, "documentNumber": " "},
+         "documentNumber", "must not be blank"),
         ([], "body", "must be an object, got array"),
     ],
 )
@@ -230,6 +232,26 @@ def test_check_names_the_field_that_breaks_the_schema(body: Any, field: str, rea
         check_body(body, "TransferTokenRequest")
     assert caught.value.status == 400 and caught.value.field == field
     assert caught.value.message.startswith(f"{field}: {reason}")
+
+
+def test_every_pattern_of_the_document_is_said_in_words() -> None:
+    """A refusal for a pattern reaches people (the checkout shows it to the payer): never ``must match \\S``."""
+    from pasarela.sandbox.body_schema import PATTERN_WORDS
+
+    def patterns(schema: Any) -> Iterator[str]:
+        if isinstance(schema, dict):
+            if isinstance(schema.get("pattern"), str):
+                yield schema["pattern"]
+            for value in schema.values():
+                yield from patterns(value)
+        elif isinstance(schema, list):
+            for value in schema:
+                yield from patterns(value)
+
+    used = set(patterns(document()))
+    assert used == set(PATTERN_WORDS)  # each in words, and no words for a pattern the document no longer has
+    for words in PATTERN_WORDS.values():
+        assert words.startswith("must ") and "\\" not in words and "[" not in words
 
 
 def test_check_names_array_items_and_closed_objects() -> None:
@@ -321,13 +343,13 @@ class Recorder:
         self.deliveries: list[tuple[str, Mapping[str, str], bytes]] = []
         self.received_at: list[float] = []
 
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> Answer:
         self.deliveries.append((url, headers, body))
         self.received_at.append(time.time())
         answer = self.answers.pop(0) if self.answers else 200
         if isinstance(answer, Exception):
             raise answer
-        return int(answer)
+        return Answer(int(answer))
 
 
 def _sandbox_with(sender: Recorder, clock: FakeClock, config: SandboxConfig = _CONFIG) -> Sandbox:
@@ -435,7 +457,8 @@ def test_config_repr_hides_the_secrets() -> None:
     "changes",
     [{"ecuador_processor": "card"}, {"private_key": "sandbox-public-key"}, {"webhook_url": "ftp://x"},
      {"public_key": "has space"}, {"timeout_delay": -1}, {"webhook_backoff": 0}, {"settle_after": -1},
-     {"public_url": "127.0.0.1:8790"}, {"cors_origins": "*"}, {"webhook_concurrency": 0}],
+     {"public_url": "127.0.0.1:8790"}, {"cors_origins": "*"}, {"webhook_concurrency": 0},
+     {"cors_origins": ("https://shop.test/",)}, {"cors_origins": ("shop.test",)}],
 )
 def test_config_refuses_bad_values(changes: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):

@@ -174,6 +174,19 @@ def test_status_record_states(body: dict[str, Any], state: TransferState) -> Non
     assert status.raw == body
 
 
+@pytest.mark.parametrize(("body", "queried", "token", "reference"), [
+    ({"status": "PAID", "token": "tok-1", "transactionReference": "ref-1"}, None, "tok-1", "ref-1"),
+    ({"status": "PAID"}, "tok-2", "tok-2", None),  # a record that names no token still has the one asked for
+    ({"status": "PAID", "token": "tok-3"}, "tok-3", "tok-3", None),
+    ({"status": "PAID", "token": 5, "transactionReference": ["x"]}, None, None, None),  # fields not shown: lenient
+    ({"status": "PAID", "token": "", "transactionReference": ""}, None, None, None),
+])
+def test_status_record_has_its_token_and_transaction_reference(body: dict[str, Any], queried: Any, token: Any,
+                                                                reference: Any) -> None:
+    status = TransferStatus.from_json(body, queried)
+    assert (status.token, status.transaction_reference) == (token, reference)
+
+
 def test_status_record_must_be_an_object() -> None:
     with pytest.raises(ResponseShapeError):
         TransferStatus.from_json(["PAID"])

@@ -1,8 +1,9 @@
 """``uvicorn --workers N`` in a subprocess on a free loopback port, for tests of guarantees across processes.
 
 Ready when ``/health`` has been answered by N distinct worker processes (the app tags answers with
-``x-worker-pid``); stopped (SIGTERM, then SIGKILL) when the ``with`` block ends, and killed with the test
-process if that dies first.
+``x-worker-pid``), or, for an app of somebody else's (a guide's), once it answers at all
+(:meth:`UvicornWorkers.wait_answering`); stopped (SIGTERM, then SIGKILL) when the ``with`` block ends (or by
+:meth:`UvicornWorkers.stop`), and killed with the test process if that dies first.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Optional
@@ -28,12 +29,16 @@ PASARELA_HOME = Path(pasarela.__file__).resolve().parent.parent
 
 
 class UvicornWorkers:
-    def __init__(self, app: str, environment: Mapping[str, str], *, workers: int = 4) -> None:
+    """``app``: ``module:attribute``, imported from tests/ or from one of ``import_from``."""
+
+    def __init__(self, app: str, environment: Mapping[str, str], *, workers: int = 4,
+                 import_from: Sequence[Path] = ()) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._workers = workers
         # the workers import the pasarela this process imported (the source tree's, or the installed wheel's)
-        python_path = os.pathsep.join([str(PASARELA_HOME), str(TESTS), os.environ.get("PYTHONPATH", "")])
+        python_path = os.pathsep.join([*map(str, import_from), str(PASARELA_HOME), str(TESTS),
+                                       os.environ.get("PYTHONPATH", "")])
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop); a pipe nobody reads would block
         self._process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(self.port),
@@ -57,6 +62,20 @@ class UvicornWorkers:
             except httpx.TransportError:
                 time.sleep(0.05)
         return pids
+
+    def wait_answering(self, path: str, timeout: float = 90.0) -> None:
+        """For an app without /health: wait until a POST of nothing to ``path`` gets an answer (any)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                failure = f"uvicorn did not answer on {path}: {self._stderr()}"
+                self.stop()
+                raise RuntimeError(failure)
+            try:
+                httpx.post(self.base_url + path, timeout=2.0)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
 
     def _stderr(self) -> str:
         self._log.seek(0)

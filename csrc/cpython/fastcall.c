@@ -4,30 +4,22 @@
  * seal_payload writes a payload's text (stringify.c) and seals it in one call; open_post reads the request's
  * headers and builds the opened payload (parse.c) in the call that opens it.
  *
- * Why this exists beside the cffi module: a cffi call of pasarela_seal_json converts seven arguments, releases
- * the GIL, and then Python reads three fields of the workspace and copies the request out, each a separate
- * Python-level operation. At 256 B that glue cost about as much as the C work itself (a cffi call that returns
- * at once: 286 ns; with the field reads and the copy: 0.9 us of a 3.5 us seal). Here one call does all of it.
- * The C core is the same code (the cffi module's own functions, reached through the addresses connect() is
- * given), so the bytes are the same: only the marshalling differs. A batch's requests (seal_many, seal_batch) were
- * copied out by six Python operations per request (their ends summed, shared buffers found by bisection, their
- * starts listed): 118 ns a request at 64 B, of the 842 ns its C call and the Python around it took; one C call
- * did it in about 34. Then a Sealed was made for each by map(tuple.__new__, repeat(Sealed), zip(...)) from those
- * lists: 148 ns a request; rows() copies the requests out and makes the Sealed objects in one call, 97 ns a
- * request for both where the two steps took 182 (a scratch timing of the calls alone, dropping of the results
- * included; docs/performance.md). Requests too large to share buffers need no copy at all: seal_rows() makes their
- * bytes objects first and the core (pasarela_seal_batch) seals each straight into its own. seal_json and seal_payload
- * make the single seal's Sealed as tuple.__new__ would, with the class's own allocator and no tuple in between
- * (Python had made a tuple of the request, plaintext length and facts, then the Sealed from it with
- * tuple.__new__). CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which passes the
- * addresses of objects it keeps alive, and the credentials as their owning object (begin_call_with_credentials).
+ * Why this exists beside the cffi module: through cffi, a seal is several Python-level operations (the call's
+ * argument conversions, reads of the workspace's fields, the copy of the request out of it, the Sealed made from a
+ * tuple), and for small requests those cost as much as the C work itself; a batch paid them per request. Here one
+ * call does all of it, and makes the Sealed objects as tuple.__new__ would, with the class's own allocator and no
+ * tuple in between. The C core is the same code (the cffi module's own functions, reached through the addresses
+ * connect() is given), so the bytes are the same: only the marshalling differs. Requests too large to share buffers
+ * need no copy at all: seal_rows() makes their bytes objects first and the core (pasarela_seal_batch) seals each
+ * straight into its own. What each step saved, measured: CHANGELOG.md, "How pasarela got its speed".
+ * CPython only (PyPy runs cffi natively); private to python/pasarela/_binding.py, which passes the addresses of
+ * objects it keeps alive, and the credentials as their owning object (begin_call_with_credentials).
  *
- * The limited API of CPython 3.10 (the wheel is cp310-abi3; csrc/build_ffi.py defines Py_LIMITED_API): METH_FASTCALL,
- * the arguments read from the caller's own array. (The limited API of 3.9 had meant METH_VARARGS, a tuple made of
- * them for every call, an object the cyclic GC counts: about 25 ns more a call of five arguments, timed on two bare
- * functions, one of each kind.) No mutable globals: the function pointers live in the
- * module's state, and so do the keys the reader of opened payloads remembers, which only code holding the GIL
- * touches (parse.h; a free-threaded build gives each call its own). */
+ * The limited API of CPython 3.10 (the wheel is cp310-abi3; csrc/build_ffi.py defines Py_LIMITED_API), for
+ * METH_FASTCALL: the arguments are read from the caller's own array, where METH_VARARGS would make a tuple of them
+ * for every call, an object the cyclic GC counts. No mutable globals: the function pointers live in the module's
+ * state, and so do the keys the reader of opened payloads remembers, which only code holding the GIL touches
+ * (parse.h; a free-threaded build gives each call its own). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -58,8 +50,8 @@ typedef size_t (*seal_json_batch_fn)(const pasarela_credentials *const *, uint64
 
 /* pasarela._telemetry's counts of seal_payload and open_post (and open_post_bytes, counted as open_post: an open)
  * (issue 40): every call counted here, under the GIL, so that Terminal.seal, Terminal.open and Terminal.open_bytes
- * pay nothing in Python for being counted (an itertools.count call there cost 2-4% of a seal at 256 B, about 60 ns
- * of an open_bytes); the first call and one in COUNT_SAMPLE_EVERY after it timed, when the call ends with its
+ * pay nothing in Python for being counted (one more Python-level call is a measurable share of a small seal:
+ * docs/performance.md, "What OpenTelemetry costs"); the first call and one in COUNT_SAMPLE_EVERY after it timed, when the call ends with its
  * result made here, into samples (at most COUNT_SAMPLES until counts() takes them), each with a label: the index of
  * a seal's method in COUNT_METHODS (pasarela._telemetry.METHODS), 0 for an open. */
 #define COUNT_SAMPLE_EVERY 64
@@ -98,13 +90,10 @@ typedef struct {
 /* RELEASE_BYTES: the default of release_bytes. Releasing the GIL around a C call lets another thread run Python
  * meanwhile, but taking it back costs a hand-off: the returning thread waits until the other lets go, which a thread
  * running Python does only at its own next release or at the switch interval. For short calls that costs more than
- * the parallel work gains: two threads sealing or opening 1 KiB payloads, the GIL released around every call, made
- * 0.6-0.8x the requests per second of one thread (issue 42). Measured with benchmarks/threads.py --release-bytes on
- * a 2-core VM (README, "Threads"): released around every call, 2 threads against 1 gave for a string-heavy payload
- * 0.6-0.7x at 256 B and 1 KiB, 1.1-1.2x at 4 KiB, 1.5-1.7x at 8 KiB, 1.8x at 16 KiB; for an items-heavy one, whose
- * objects are read or made under the GIL, 0.65-0.9x up to 8 KiB, and from 16 KiB 1.5x for seal (0.85x for open,
- * whose objects cost more than its C work); never released, 0.92-0.99x at every size. So below 16 KiB the calls keep
- * the GIL and two threads simply take turns. set_gil_release_bytes() changes it (the benchmarks). */
+ * the parallel work gains (two threads releasing around every 1 KiB call made fewer requests per second than one);
+ * from about 16 KiB of C work the gain wins. So below it the calls keep the GIL and two threads take turns
+ * (benchmarks/threads.py --release-bytes measures where the line falls: docs/performance.md, "Threads").
+ * set_gil_release_bytes() changes it (the benchmarks). */
 #define RELEASE_BYTES 16384
 
 static long long monotonic_ns(void);
@@ -134,12 +123,10 @@ static gil_release release_for(const fastcall_state *state, size_t len) {
 
 /* OPEN_KEEP_SHARE: an open of release_bytes or more keeps the GIL when the share of it that holds the GIL (making
  * the payload's objects, against its C work: open_gil_share) is at least this. Then the part under the GIL is as long
- * as the C work that could run beside it, and releasing lost more than it gained: two threads opening an items-heavy
- * 16 KiB payload ({"sku","qty","price"} objects; s = 0.65, the C work 36 us of a 105 us call) made 0.83-0.86x the
- * requests per second of one with the GIL released around the C work (Amdahl's bound 1.21x), 0.92-0.95x with it kept
- * (benchmarks/threads.py's pure-Python control: 0.87-0.99x), while a string-heavy one (s = 0.1-0.2) made 1.7-1.8x
- * released (README, "Threads"). Below the bound, likely because each hand-off waits for a sleeping thread to wake,
- * and the objects are made (and the last call's dropped) in memory the other core last touched. */
+ * as the C work that could run beside it, and releasing loses more to the hand-offs (each waits for a sleeping thread
+ * to wake, and the objects are made in memory the other core last touched) than the overlap gains: an items-heavy
+ * payload, whose objects dominate, opens faster with the GIL kept, a string-heavy one released
+ * (docs/performance.md, "Threads"). */
 #define OPEN_KEEP_SHARE 0.5
 /* Each large open's share moves open_gil_share by 1 / OPEN_SHARE_WEIGHT of the difference: a few calls of one shape
  * settle it, one call preempted midway does not flip it. */
@@ -555,12 +542,12 @@ static PyObject *thread_buffers(fastcall_state *state, const char *name, pasarel
 /* seal_payload(credentials, timestamp, payload, iv, row_type, head) -> row | None | status: seal_json of
  * stringify(payload)'s text (PASARELA_JSON_STRINGIFIED) in one call, in the calling thread's workspace
  * (thread_buffers), at timestamp, or now when it is None (timestamp_of), the text made in this call's own buffer
- * and never a bytes object (seal at 256 B had spent about 250 ns in the Python and the bytes between the two
- * calls). On PASARELA_OK the row is row_type's instance of (*head, timestamp, request, plaintext_len, 0). None when
+ * and never a bytes object (a bytes object handed from one call to the next, with the Python between them, was a
+ * large share of a small seal). On PASARELA_OK the row is row_type's instance of (*head, timestamp, request, plaintext_len, 0). None when
  * the writer declines payload; any status but PASARELA_OK is returned (an int: the caller then takes the two calls,
- * which see to an empty IV pool or a workspace too small). Terminal.seal calls it directly: reading the clock,
- * finding the thread's workspace and a Python function around this call had taken 16% of a seal at 256 B
- * (docs/performance.md). */
+ * which see to an empty IV pool or a workspace too small). Terminal.seal calls it directly: reading the clock and
+ * finding the thread's workspace here spares a Python function around the call, a measurable share of a small
+ * seal. */
 static PyObject *fastcall_seal_payload(PyObject *module, call_args args, Py_ssize_t nargs) {
     call_target target;
     seal_arguments a;
@@ -632,7 +619,7 @@ static const char *header_text(fastcall_state *state, PyObject *value, int ascii
         PyErr_Clear();
         return NULL;
     }
-    if (ascii) { /* 8 bytes at a time (a signature's 134 one by one had taken about 40 ns) */
+    if (ascii) { /* 8 bytes at a time: a header's every byte is tested, on every request */
         uint64_t high = 0, word;
         Py_ssize_t i = 0;
         for (; i + 8 <= *len; i += 8) {
@@ -1079,7 +1066,7 @@ done:
  * pasarela_batch_first_exception's answer, without a second call). What _binding calls through cffi otherwise, which
  * releases the GIL around every call: here only when the texts reach release_bytes (release_for), since two threads
  * sealing batches of small payloads, the GIL handed over at each call, made fewer requests per second than one. The
- * offsets are applied here: in Python they had cost about 40 ns a request at 64 B. */
+ * offsets are applied here, not in Python: once per request of a batch, where Python's cost per request counts. */
 static PyObject *fastcall_seal_json_batch(PyObject *module, call_args args, Py_ssize_t nargs) {
     static const char name[] = "seal_json_batch";
     fastcall_state *state = state_of(module);

@@ -4,7 +4,7 @@
     >>> sealed = Terminal(business_code="...", terminal_serial="...").seal({"amount": 100})
     >>> sealed.headers, sealed.body
 
-See README.md for the whole tour.
+The documentation site (README.md and docs/) has the guides and the reference.
 """
 
 from ._version import __version__

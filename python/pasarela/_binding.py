@@ -317,7 +317,7 @@ def _raise_unless_fallback(status: int, timestamp: int, error_offset: int) -> No
     if status == _JSON_UNSUPPORTED or status == lib.PASARELA_E_JSON_UNSAFE_INTEGER:
         return
     if status == lib.PASARELA_E_JSON_SYNTAX:
-        raise PayloadError("$", f"not JSON text (error at byte {error_offset})")
+        raise PayloadError("$", f"not JSON text (error at byte {error_offset})", error_offset)
     if status == lib.PASARELA_E_JSON_NOT_OBJECT:
         raise PayloadError("$", NOT_OBJECT_REASON)
     if status == lib.PASARELA_E_KEY_MEMBER:

@@ -122,7 +122,12 @@ def memory_lost(store: str, answer: Any, what: str) -> StoreUnavailableError:
     began = datetime.fromtimestamp(int(answer[1]) / 1000, timezone.utc).isoformat(timespec="seconds")
     _telemetry.store_error(store)
     return StoreUnavailableError(store, f"{MEMORY_LOST}: Redis remembers only since {began} "
-                                        f"(restarted empty, flushed or evicted); {what}")
+                                        f"(restarted empty, flushed or evicted); {what}. {_IF_NEW}")
+
+
+_IF_NEW = ("A new Redis, or one you know lost nothing: call the store's declare_memory_complete() once, before its "
+           "first request (never at every start-up: that would hide a loss)")
+"""What ends the refusals at once: a store meets a Redis it never used as one that lost its memory."""
 
 
 def is_memory_lost(answer: Any) -> bool:

@@ -15,7 +15,7 @@ import sys
 from typing import Optional
 
 from . import __version__
-from .errors import PasarelaError
+from .errors import NOT_OBJECT_REASON, PasarelaError, PayloadError, TimestampError
 from .terminal.envelope import Terminal
 
 DESCRIPTION = "Seal terminal requests, find out why one gets AUTH-001,\nand run a local simulator of the service."
@@ -43,11 +43,54 @@ def _credentials(args: argparse.Namespace) -> tuple[str, str]:
     return resolved[0], resolved[1]
 
 
-def _read_payload(source: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
-    with open(source, "rb") as handle:
-        return handle.read()
+def _named(source: str) -> str:
+    return "standard input" if source == "-" else source
+
+
+def _read(source: str, what: str) -> bytes:
+    """The bytes of ``source`` (``-``: standard input), checked to be UTF-8; an error names the file and what to do."""
+    name = _named(source)
+    try:
+        if source == "-":
+            text = sys.stdin.buffer.read()
+        else:
+            with open(source, "rb") as handle:
+                text = handle.read()
+    except FileNotFoundError:
+        raise PasarelaError(f"{name}: no such file: give the path of {what}, or - to read it from standard input") \
+            from None
+    except IsADirectoryError:
+        raise PasarelaError(f"{name}: is a folder: give the path of {what} in it") from None
+    except OSError as exc:
+        raise PasarelaError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PasarelaError(f"{name}: not UTF-8 text at byte {exc.start}: save it as UTF-8") from None
+    return text
+
+
+def _where(text: bytes, offset: int) -> str:
+    line = text.count(b"\n", 0, offset) + 1
+    column = len(text[text.rfind(b"\n", 0, offset) + 1:offset].decode("utf-8", "replace")) + 1
+    return f"line {line}, column {column}"
+
+
+_KINDS = {"[": "an array", '"': "a string", "t": "true", "f": "false", "n": "null"}
+
+
+def _payload_problem(name: str, text: bytes, exc: PayloadError) -> str:
+    """``exc`` said of the payload in ``text`` as a command line says it: the file, the place in it (a member's
+    path without the ``$``), and what to change."""
+    if exc.offset is not None:
+        return (f"{name}: not JSON text at byte {exc.offset} ({_where(text, exc.offset)}): the payload is one JSON "
+                'object, e.g. {"amount": 100, "currency": "COP"}')
+    if exc.path == "$" and exc.reason.startswith(NOT_OBJECT_REASON):
+        first = text.decode("utf-8").lstrip()[:1]
+        return (f"{name}: holds {_KINDS.get(first, 'a number')}, and the payload must be a JSON object, e.g. "
+                '{"amount": 100} (an empty file seals {})')
+    where = exc.path[2:] if exc.path.startswith("$.") else exc.path[1:]
+    return f"{name}, at {where}: {exc.reason}" if where else f"{name}: {exc.reason}"
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -58,9 +101,18 @@ def _seal(args: argparse.Namespace) -> int:
         try:
             iv = bytes.fromhex(args.iv)
         except ValueError:
-            raise PasarelaError("--iv must be 32 hexadecimal characters (16 bytes)") from None
-    payload = _read_payload(args.file)
-    sealed = terminal.seal(payload if payload.strip() else None, method=args.method, timestamp=args.timestamp, iv=iv)
+            iv = b""
+        if len(iv) != 16:
+            raise PasarelaError(f"--iv {args.iv}: give 32 hexadecimal characters (16 bytes), or leave it out for a "
+                                "random one")
+    payload = _read(args.file, "a JSON payload file")
+    try:
+        sealed = terminal.seal(payload if payload.strip() else None, method=args.method, timestamp=args.timestamp,
+                               iv=iv)
+    except PayloadError as exc:
+        raise PasarelaError(_payload_problem(_named(args.file), payload, exc)) from None
+    except TimestampError as exc:  # its messages start "timestamp <value>": the option's name and value
+        raise PasarelaError(f"--{exc}") from None
     json.dump(sealed.as_dict(), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
@@ -70,16 +122,23 @@ def _diagnose(args: argparse.Namespace) -> int:
     """Prints why a captured request is refused; exit 0 when it is valid, 1 for a diagnosed fault."""
     from .terminal.diagnose import diagnose
 
+    name = _named(args.file)
+    shape = '{"method", "headers", "body" or "params", "now"}, as pasarela seal writes it'
     try:
-        captured = json.loads(_read_payload(args.file))
+        captured = json.loads(_read(args.file, "a captured request"))
+    except json.JSONDecodeError as exc:
+        raise PasarelaError(f"{name}: not JSON text (line {exc.lineno}, column {exc.colno}: {exc.msg}): a captured "
+                            f"request is a JSON object {shape}") from None
     except (ValueError, RecursionError):
-        raise PasarelaError("the captured request is not JSON (or nests too deep)") from None
+        raise PasarelaError(f"{name}: not JSON text, or nested too deep to read") from None
     if not isinstance(captured, dict) or not isinstance(captured.get("headers"), dict):
-        raise PasarelaError('the captured request must be a JSON object with "headers" and "body" or "params"')
+        raise PasarelaError(f'{name}: a captured request is a JSON object with "headers" (an object) and "body" or '
+                            f'"params": {shape}')
     method = captured.get("method") or ("GET" if "params" in captured and "body" not in captured else "POST")
     now = args.now if args.now is not None else captured.get("now")
     if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
-        raise PasarelaError('"now" must be Unix seconds')
+        raise PasarelaError(f'{name}: "now" must be the Unix seconds at which the server received the request (or '
+                            "leave it out: --now, else the current time)")
     business_code, terminal_serial = _credentials(args)
     verdict = diagnose(method, captured["headers"], captured.get("body"), captured.get("params"),
                        business_code=business_code, terminal_serial=terminal_serial, now=now)
@@ -94,7 +153,12 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
-    """Runs the sandbox (imported only here: it needs the ``sandbox`` extra); it parses its own options."""
+    """Runs the sandbox (imported only here: it needs the ``sandbox`` extra); it parses its own options.
+    ``pasarela sandbox conformance`` is the test kit's receiver conformance run (:mod:`pasarela.testing`)."""
+    if args.options[:1] == ["conformance"]:
+        from .testing.conformance_cli import main as conformance_main
+
+        return conformance_main(args.options[1:])
     from .sandbox.server import main as sandbox_main
 
     return sandbox_main(args.options)
@@ -108,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     seal = commands.add_parser("seal", help="sign and encrypt a terminal request payload (JSON object)")
     seal.add_argument("file", nargs="?", default="-", help="JSON payload file, or - for standard input (default)")
-    seal.add_argument("--method", default="POST", help="GET, POST, PUT or PATCH (default POST)")
+    seal.add_argument("--method", default="POST", type=str.upper, choices=("GET", "POST", "PUT", "PATCH"),
+                      help="GET, POST, PUT or PATCH (default POST)")
     seal.add_argument("--timestamp", type=int, help="UTC seconds, 10 digits (default: now)")
     seal.add_argument("--iv", help="IV as 32 hex characters (default: random; set only to reproduce a request)")
     seal.add_argument("--business-code", help="default: $PASARELA_BUSINESS_CODE")

@@ -8,6 +8,7 @@ catches ``ValueError`` keeps working. No message ever contains a secret.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 __all__ = [
     "CredentialsError",
@@ -26,13 +27,15 @@ class PayloadError(PasarelaError, ValueError):
     """The payload cannot be represented exactly as JSON.stringify would write it.
 
     ``path`` is the JSON path of the offending value (``$`` is the payload itself,
-    ``$.items[2].price`` a nested member), ``reason`` says what is wrong with it.
+    ``$.items[2].price`` a nested member), ``reason`` says what is wrong with it. For a payload given as text that
+    is not JSON, ``offset`` is the byte at which it stops being JSON (else ``None``).
     """
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, offset: Optional[int] = None) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+        self.offset = offset
 
 
 class TimestampError(PasarelaError, ValueError):
@@ -82,8 +85,15 @@ class ConfigurationError(PasarelaError, ValueError):
 class TransportError(PasarelaError):
     """The service could not be reached (connection refused, timeout) after any allowed retries.
 
-    Whether a non-idempotent call reached the service is unknown: query the status before retrying.
+    Whether a non-idempotent call reached the service is unknown: query the status before retrying, or, where the
+    service honours ``Idempotency-Key`` (the sandbox does), repeat the call with ``idempotency_key=`` set to this
+    error's ``idempotency_key`` (the key the POST carried): a call that did arrive then answers its first answer
+    again and creates nothing.
     """
+
+    def __init__(self, message: str, *, idempotency_key: str | None = None) -> None:
+        super().__init__(message)
+        self.idempotency_key = idempotency_key
 
 
 class ResponseShapeError(PasarelaError):

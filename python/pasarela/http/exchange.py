@@ -164,7 +164,8 @@ def exchange(call: ServiceCall, config: ServiceConfig) -> Exchange:
             yield Pause(delay)
             continue
         if isinstance(outcome, Failed):
-            raise TransportError(f"{call.method} {call.path}: {outcome.description} (after {attempt} attempt(s))")
+            raise TransportError(f"{call.method} {call.path}: {outcome.description} (after {attempt} attempt(s))",
+                                 idempotency_key=idempotency_key)
         if not 200 <= outcome.status < 300:
             raise api_error(outcome.status, outcome.content)
         return Reply(outcome.status, outcome.content)

@@ -215,7 +215,7 @@ def refuse_constant(name: str) -> object:
 def syntax_error(s: str, exc: JsonSyntaxError) -> PayloadError:
     """The PayloadError (path ``$``) for a syntax error parse_tree found in *s*, with its byte offset."""
     offset = len(s[: exc.index].encode("utf-8", "surrogatepass"))
-    return PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}")
+    return PayloadError("$", f"JSON syntax error: {exc.message} at byte offset {offset}", offset)
 
 
 def loads(text: bytes | str, parse_int: Optional[Callable[[str], Any]] = None,

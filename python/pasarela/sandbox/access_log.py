@@ -18,7 +18,8 @@ redacted and percent-encoded (so no line break or control character of a path re
 A terminal request refused with AUTH-001 is recorded with the cause :func:`pasarela.diagnose` finds (the
 sandbox knows the business code; the cause names no secret), a valid one as ``valid``. The dashboard's own
 pages and its polling are logged on stderr but not recorded, nor are the answers of the simulator's listings
-(``GET /sandbox/v1/...``): they would only record themselves. The log keeps the newest
+(``GET /sandbox/v1/...``): they would only record themselves. The polls of a follower (``GET /sandbox/v1/feed``,
+``pasarela sandbox tail``'s, twice a second) are neither logged nor recorded. The log keeps the newest
 :data:`~.store.MAX_RECORDED_REQUESTS` requests.
 """
 
@@ -41,7 +42,7 @@ from .context import Context
 from .jsontext import BodyError, parse_body
 from .store import NewRequest
 
-__all__ = ["ACCESS_LOGGER", "RECORDED_BODY_BYTES", "AccessLog", "is_dashboard_path"]
+__all__ = ["ACCESS_LOGGER", "FEED_PATH", "RECORDED_BODY_BYTES", "AccessLog", "is_dashboard_path"]
 
 ACCESS_LOGGER = "pasarela.sandbox.access"
 RECORDED_BODY_BYTES = 16 * 1024
@@ -54,6 +55,7 @@ _TOKEN_MEMBER = re.compile(r'^\{"token":"([0-9a-f]{32})"')
 """The answer of a token request (the sandbox writes compact JSON, token first when it is the answer's subject)."""
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
 _log = logging.getLogger(ACCESS_LOGGER)
+FEED_PATH = "/sandbox/v1/feed"
 
 
 def is_dashboard_path(path: str) -> bool:
@@ -187,6 +189,9 @@ class AccessLog:
                 answer_body.append(chunk)
             await send(message)
 
+        if scope["path"] == FEED_PATH:  # a follower's poll: it would only show itself
+            await self._app(scope, receive, send)
+            return
         try:
             await self._app(scope, receiving, sending)
         finally:

@@ -30,7 +30,7 @@ from referencing.jsonschema import DRAFT4
 from .errors import SandboxError
 from .openapi import document
 
-__all__ = ["check_body", "field_path"]
+__all__ = ["PATTERN_WORDS", "check_body", "field_path"]
 
 _DOCUMENT_URI = "urn:pasarela:sandbox:openapi"
 
@@ -84,8 +84,34 @@ def _kind(value: object) -> str:
     return "object" if isinstance(value, Mapping) else type(value).__name__
 
 
+PATTERN_WORDS = {
+    r"\S": "must not be blank",
+    r"^[^@\s]+@[^@\s]+\.[^@\s.]+$": "must be an e-mail address, such as name@example.com",
+    r"^https?://[^\s/?#]+[^\s]*$": "must be an http or https URL",
+    r"^https?://": "must be an http or https URL",
+    r"^[0-9]{12,19}$": "must be 12 to 19 digits",
+    r"^(0[1-9]|1[0-2])$": "must be a month of two digits, 01 to 12",
+    r"^[0-9]{2}$": "must be two digits",
+    r"^[0-9]{3,4}$": "must be 3 or 4 digits",
+    r"^[A-Za-z0-9]{20,28}$": "must be 20 to 28 letters or digits",
+    r"^[0-9]{4}$": "must be 4 digits",
+    r"^[0-9]{6}$": "must be 6 digits",
+    r"^[0-9]{7}$": "must be 7 digits",
+    r"^[0-9]{10}$": "must be 10 digits",
+    r"^[0-9]{18}$": "must be 18 digits",
+    r"^[0-9]{1,18}$": "must be 1 to 18 digits",
+    r"^[0-9a-f]{32}$": "must be 32 lowercase hexadecimal digits",
+    r"^[0-9a-f]{32}:[0-9a-f]+$": "must be the IV's 32 hexadecimal digits, a colon, and the ciphertext in hexadecimal",
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$": "must be a UUID in lowercase hexadecimal",
+    r"^data:image/png;base64,": "must be a PNG image as a data URI",
+    r"^[0-9]{6}X+[0-9]{4}$": "must be 6 digits, X's, then 4 digits",
+    r"^[ -~]+$": "must be printable ASCII characters",   # the Idempotency-Key header (pasarela.sandbox.idempotency)
+}
+"""Each pattern of the OpenAPI document in words: a refusal is read by people (a payer, on the checkout's form), for
+whom ``must match \\S`` says nothing. tests/test_sandbox_units.py holds every pattern the document has to a line
+here."""
+
 _REASONS = {
-    "pattern": "must match {expected}",
     "minLength": "must have at least {expected} characters",
     "maxLength": "must have at most {expected} characters",
     "minimum": "must be at least {expected}",
@@ -118,6 +144,8 @@ def _reason(error: ValidationError) -> tuple[list[Any], str]:
         return path, f"must be {article} {expected}, got {_kind(instance)}"
     if keyword == "enum":
         return path, f"must be one of {', '.join(map(str, expected))}"
+    if keyword == "pattern":
+        return path, PATTERN_WORDS.get(str(expected), f"must match {expected}")
     return path, _REASONS.get(str(keyword), "breaks the schema ({keyword})").format(keyword=keyword, expected=expected)
 
 

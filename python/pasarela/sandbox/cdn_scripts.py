@@ -13,7 +13,7 @@ their browser API, talking to the sandbox that served them (the address they wer
   which the sandbox does not have: the payer chooses the country, and the callbackUrl is the checkout page.
 
 Everything is built with DOM calls (``textContent``, never ``innerHTML``): an error message from the sandbox is
-shown as text.
+shown as text, in the form's words (the field's label, not its wire name; the code only in ``data-code``).
 """
 
 from __future__ import annotations
@@ -113,6 +113,12 @@ CHECKOUT = """\
     field.value = value;
     form.appendChild(field);
   }
+  var LABELS = {documentNumber: "Document number", documentType: "Document type", email: "E-mail", bankId: "Bank"};
+  function inWords(message) {
+    /* "documentNumber: must not be blank" as the form says it: "Document number: must not be blank" */
+    var found = /^([A-Za-z]+): (.*)$/.exec(message);
+    return found && LABELS[found[1]] ? LABELS[found[1]] + ": " + found[2] : message;
+  }
   function KushkiCheckout(config) {
     if (!config || typeof config.form !== "string") { throw new Error("KushkiCheckout: form is required"); }
     var form = document.getElementById(config.form);
@@ -174,7 +180,8 @@ CHECKOUT = """\
           hidden(form, "kushkiPaymentMethod", "transfer");
           form.submit();
         } else {
-          problem.textContent = result.message + " (" + result.code + ")";
+          problem.textContent = inWords(result.message);
+          problem.setAttribute("data-code", result.code);  /* for the developer: the payer reads words */
           pay.disabled = false;
         }
       });

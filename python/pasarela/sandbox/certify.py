@@ -15,51 +15,18 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
+from .ask import AskError, ask, not_a_sandbox, printable
 from .certification import VERDICTS
+from .cli_parser import warn_secret_on_command_line
 from .config import SandboxConfig
-from .jsontext import loads
 
 __all__ = ["fetch_verdicts", "main"]
 
 _PATH = "/sandbox/v1/certification"
-_MAX_ANSWER_BYTES = 1 << 20
 _KEY_VARIABLE = "PASARELA_SANDBOX_PRIVATE_KEY"
-
-
-class CertifyError(Exception):
-    """The verdicts could not be had; the message says why (never the key)."""
-
-
-class _Redirected(urllib.error.URLError):
-    def __init__(self, status: int, location: str) -> None:
-        super().__init__(f"HTTP {status} redirect")
-        self.status = status
-        self.location = location
-
-
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """urllib's redirect handler, refusing instead of following (and of copying the headers to the next host)."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> Optional[urllib.request.Request]:
-        raise _Redirected(code, newurl)
-
-    # CPython 3.10's handler has no 308 (3.11 added it): without this a 308 surfaced as a plain HTTP error.
-    http_error_308 = urllib.request.HTTPRedirectHandler.http_error_302
-
-
-_OPENER = urllib.request.build_opener(_RefuseRedirects)
-
-
-def _printable(value: object) -> str:
-    """A value from the answer as one line of plain text: no terminal escape or line break gets through."""
-    return "".join(ch if ch.isprintable() else "?" for ch in str(value))
 
 
 def _checked(answer: Any) -> list[dict[str, Any]]:
@@ -67,50 +34,29 @@ def _checked(answer: Any) -> list[dict[str, Any]]:
     if not isinstance(rules, list) or not all(
             isinstance(rule, dict) and isinstance(rule.get("rule"), int) and rule.get("verdict") in VERDICTS
             and isinstance(rule.get("evidence", []), list) for rule in rules):
-        raise CertifyError("the answer is not the sandbox's certification verdicts")
+        raise AskError("the answer is not the sandbox's certification verdicts")
     return rules
 
 
 def fetch_verdicts(url: str, private_key: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The ``rules`` of ``GET <url>/sandbox/v1/certification``."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise CertifyError("--url must be the sandbox's http(s) address, e.g. http://127.0.0.1:8790")
-    request = urllib.request.Request(url.rstrip("/") + _PATH,  # noqa: S310 (http(s) only, checked above)
-                                     headers={"Private-Merchant-Id": private_key})
+    answer = ask(url, _PATH, private_key, what="its certification verdicts", timeout=timeout)
     try:
-        with _OPENER.open(request, timeout=timeout) as answer:
-            text = answer.read(_MAX_ANSWER_BYTES + 1)
-    except _Redirected as exc:
-        where = _printable(exc.location)[:200]
-        raise CertifyError(f"the address {url} answered HTTP {exc.status}, a redirect to {where}: not followed, so "
-                           "that the private key goes nowhere else; give --url the sandbox's own address (the one "
-                           "its banner printed)") from None
-    except urllib.error.HTTPError as exc:
-        refused = "the private key was refused (--private-key or $PASARELA_SANDBOX_PRIVATE_KEY)" \
-            if exc.code == 401 else f"HTTP {exc.code}"
-        raise CertifyError(f"the sandbox at {url} answered {refused}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        raise CertifyError(f"cannot reach the sandbox at {url}: {_printable(reason)}") from None
-    if len(text) > _MAX_ANSWER_BYTES:
-        raise CertifyError("the answer is larger than a certification can be")
-    try:
-        return _checked(loads(text))
-    except (ValueError, RecursionError):
-        raise CertifyError("the answer is not JSON") from None
+        return _checked(answer)
+    except AskError:
+        raise not_a_sandbox(url, timeout, "answered something other than its certification verdicts") from None
 
 
 def _table(rules: Sequence[dict[str, Any]]) -> str:
     lines = [f"{'rule':<5} {'verdict':<15} summary"]
     for rule in rules:
-        lines.append(f"{rule['rule']:<5} {rule['verdict']:<15} {_printable(rule.get('summary', ''))}")
+        lines.append(f"{rule['rule']:<5} {rule['verdict']:<15} {printable(rule.get('summary', ''))}")
         for part in rule.get("parts", ()):
             if isinstance(part, dict):
-                lines.append(f"{'':<5} {'':<15} {_printable(part.get('part'))}: {_printable(part.get('verdict'))}"
-                             f" ({_printable(part.get('summary', ''))})")
+                lines.append(f"{'':<5} {'':<15} {printable(part.get('part'))}: {printable(part.get('verdict'))}"
+                             f" ({printable(part.get('summary', ''))})")
         if rule.get("evidence"):
-            lines.append(f"{'':<5} {'':<15} evidence: {', '.join(_printable(item) for item in rule['evidence'])}")
+            lines.append(f"{'':<5} {'':<15} evidence: {', '.join(printable(item) for item in rule['evidence'])}")
     failed = sum(rule["verdict"] == "fail" for rule in rules)
     lines.append(f"{failed} rule(s) failing" if failed else "no rule failing")
     return "\n".join(lines)
@@ -128,12 +74,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox certify") -> int:
     args = build_parser(prog).parse_args(argv)
     if args.private_key is not None:
-        print(f"{prog}: warning: --private-key on the command line is visible to other users of this machine "
-              f"(ps, /proc); set ${_KEY_VARIABLE} instead", file=sys.stderr)
+        warn_secret_on_command_line(prog, "--private-key", _KEY_VARIABLE)
     key = args.private_key or os.environ.get(_KEY_VARIABLE) or SandboxConfig().private_key
     try:
         rules = fetch_verdicts(args.url, key)
-    except CertifyError as exc:
+    except AskError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.output == "json":

@@ -34,6 +34,11 @@ class SandboxClock:
         with self._lock:
             return self._offset
 
+    def reset(self) -> None:
+        """Undo every advance (a sandbox whose state was cleared starts again at its base clock)."""
+        with self._lock:
+            self._offset = 0.0
+
     def advance(self, seconds: float) -> float:
         """Move the clock forward; returns the new now."""
         if seconds < 0:

@@ -13,11 +13,15 @@ from typing import NoReturn, Optional
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
+from .chaos import check_chaos
 
-__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "SandboxConfig"]
+__all__ = ["DEFAULT_SETTLE_AFTER", "ECUADOR_PROCESSORS", "MAX_URL_LENGTH", "SandboxConfig", "check_webhook_url",
+           "origin_problem"]
 
 ECUADOR_PROCESSORS = ("bank", "wallet")
 DEFAULT_SETTLE_AFTER = 5.0
+MAX_URL_LENGTH = 2048
+"""Longest webhook or public URL taken (what browsers and proxies commonly accept)."""
 
 
 def _check_key(name: str, value: object) -> None:
@@ -34,11 +38,40 @@ def _check_seconds(name: str, value: object, *, allow_zero: bool = False) -> Non
 
 def _check_absolute_url(name: str, value: object) -> None:
     try:
-        parts = urlsplit(value) if isinstance(value, str) else None
+        parts = urlsplit(value) if isinstance(value, str) and len(value) <= MAX_URL_LENGTH else None
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"{name} must be an absolute http(s) URL")
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
+            or any(ch.isspace() or not ch.isprintable() for ch in str(value)):
+        raise ConfigurationError(f"{name} must be an absolute http(s) URL of at most {MAX_URL_LENGTH} characters, "
+                                 "without blanks or control characters")
+
+
+def check_webhook_url(url: object) -> None:
+    """A ConfigurationError unless ``url`` is an absolute http(s) URL the dispatcher can POST to."""
+    _check_absolute_url("webhook_url", url)
+
+
+def origin_problem(origin: str) -> Optional[str]:
+    """What keeps ``origin`` from being one a browser sends in ``Origin`` (``scheme://host[:port]``, lower case, no
+    default port, no path), or ``None`` for an origin (or ``*``, any). CORS compares the header with it as text: an
+    origin written otherwise would never match, and the browser's calls would fail for no reason it shows."""
+    if origin == "*":
+        return None
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return "not an origin: scheme://host[:port], e.g. http://localhost:3000"
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return "not an origin: scheme://host[:port], e.g. http://localhost:3000"
+    if parts.path or parts.query or parts.fragment or origin.endswith(("?", "#")):
+        return f"an origin has no path (nor a trailing slash): {parts.scheme}://{parts.netloc}"
+    if origin != origin.lower():
+        return f"browsers send it in lower case: {origin.lower()}"
+    if port == {"http": 80, "https": 443}[parts.scheme]:
+        return f"browsers leave the default port out: {parts.scheme}://{parts.hostname}"
+    return None
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,6 +105,10 @@ class SandboxConfig:
     server is bound to (never the Host header a client sends)."""
     cors_origins: tuple[str, ...] = ("*",)
     """Origins a browser may call the API from (``*``: any)."""
+    webhook_chaos: tuple[str, ...] = ()
+    """Delivery chaos on purpose (:mod:`.chaos`): some of ``duplicate``, ``concurrent``, ``reorder``, ``late``."""
+    webhook_chaos_rate: float = 0.5
+    """The share of events whose first delivery gets one of ``webhook_chaos``."""
 
     def __post_init__(self) -> None:
         for name in ("public_key", "private_key", "webhook_secret", "business_code", "terminal_serial"):
@@ -83,7 +120,7 @@ class SandboxConfig:
         if not isinstance(self.merchant_name, str) or not self.merchant_name.strip():
             raise ConfigurationError("merchant_name must be a non-empty string")
         if self.webhook_url is not None:
-            _check_absolute_url("webhook_url", self.webhook_url)
+            check_webhook_url(self.webhook_url)
         _check_seconds("timeout_delay", self.timeout_delay, allow_zero=True)
         _check_seconds("webhook_backoff", self.webhook_backoff)
         _check_seconds("webhook_backoff_max", self.webhook_backoff_max)
@@ -95,9 +132,14 @@ class SandboxConfig:
             raise ConfigurationError("webhook_concurrency must be an integer from 1 to 256")
         if self.public_url is not None:
             _check_absolute_url("public_url", self.public_url)
+        check_chaos(self.webhook_chaos, self.webhook_chaos_rate)
         if isinstance(self.cors_origins, str) or not all(isinstance(origin, str) and origin
                                                          for origin in self.cors_origins):
             raise ConfigurationError("cors_origins must be a tuple of origins (or '*')")
+        for origin in self.cors_origins:
+            problem = origin_problem(origin)
+            if problem is not None:
+                raise ConfigurationError(f"cors_origins: {origin!r}: {problem}")
 
     def __repr__(self) -> str:
         return (

@@ -1,5 +1,5 @@
-"""What every handler of the sandbox works with: its configuration, storage, clock, and the
-dispatcher's doorbell (rung after a webhook is queued so that it goes out at once)."""
+"""What every handler of the sandbox works with: its configuration, storage, clock, the dispatcher's doorbell
+(rung after a webhook is queued so that it goes out at once) and where webhooks go now."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ..http.redaction import passes_luhn
 from .clock import SandboxClock
 from .config import SandboxConfig
 from .store import Store
+from .webhook_target import WebhookTarget
 
 __all__ = ["Context", "digits", "new_token", "ticket_number"]
 
@@ -27,6 +28,8 @@ class Context:
     store: Store
     clock: SandboxClock
     webhook_queued: Callable[[], None]
+    """Rung after a webhook is queued (or its address changed): the dispatcher delivers without waiting."""
+    webhook_target: WebhookTarget
 
     def public_url(self, scope: Mapping[str, Any]) -> str:
         """Where payers and browsers reach the sandbox: ``public_url`` when configured, else the address the

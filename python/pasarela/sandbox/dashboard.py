@@ -46,17 +46,18 @@ from .dashboard_html import (
     page,
     post_button,
     table,
+    text_form,
     when,
 )
 from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
 from .errors import SandboxError
-from .listings import COUNTRIES, REQUEST_KINDS, TRANSFER_FLOWS, listing, transfer_detail
+from .listings import COUNTRIES, REQUEST_KINDS, REQUEST_METHODS, TRANSFER_FLOWS, listing, transfer_detail
 from .page_token import PageTokens
-from .payments import pay
+from .payments import expire, pay
 from .records import request_item, transfer_item, webhook_item
 from .scenarios import Outcome
 from .settlement import settle_due
-from .simulator import advance_clock, redeliver
+from .simulator import advance_clock, change_webhook_url, redeliver
 from .states import TransferStatus
 from .wire import amount as wire_amount
 
@@ -70,6 +71,10 @@ _HEADERS = {"Content-Security-Policy": POLICY, "X-Frame-Options": "DENY", "Refer
 form posts, and the actions check Origin. The pages link nowhere else, so no referrer leaves the sandbox either."""
 _TOKEN_SUBJECT = "dashboard"  # noqa: S105 (what the page tokens are bound to, not a secret)
 _PAGE_SIZE = 50
+_LONGEST_SEARCH = 200
+_EVIDENCE_SHOWN = 20
+"""A rule's evidence links on the certification page (the JSON answer has them all): a rule failing for thousands
+of requests made a page of half a megabyte."""
 _STATUSES = tuple(status.value for status in TransferStatus)
 _TRANSFER_ACTIONS: dict[str, Optional[Outcome]] = {"approve": Outcome.APPROVED, "decline": Outcome.DECLINED,
                                                    "expire": None}
@@ -194,12 +199,15 @@ class Dashboard:
         with self._context.store.read() as tx:
             entries = tx.outbox(_PAGE_SIZE)
             attempts = tx.attempts([entry.id for entry in entries])
-        url = self._context.config.webhook_url
+        url = self._context.webhook_target.url
         intro = (f"<p>Delivered to <code>{esc(url)}</code>.</p>" if url else
-                 "<p class=notice>No webhook URL: events wait in the outbox (start with --webhook-url).</p>")
+                 "<p class=notice>No webhook URL: events wait in the outbox (give one below, or start with "
+                 "--webhook-url).</p>")
+        change = text_form("/sandbox/actions/webhook-url", "url", "Webhook URL", url or "", "Change", self._issue(),
+                           "/sandbox/webhooks")
         items = [webhook_item(entry, attempts) for entry in entries]
         return self._page(call.request, "Webhooks", "/sandbox/webhooks",
-                          intro + _webhooks(items, self._issue(), "/sandbox/webhooks"))
+                          intro + change + _webhooks(items, self._issue(), "/sandbox/webhooks"))
 
     async def terminal(self, call: Call) -> Response:
         query = listing(_chosen(call.request), {})
@@ -215,16 +223,53 @@ class Dashboard:
         return self._page(call.request, "Terminal requests", "/sandbox/terminal", body)
 
     async def requests(self, call: Call) -> Response:
-        query = listing(_chosen(call.request), {"kind": REQUEST_KINDS})
+        chosen = _chosen(call.request)
+        query = listing(chosen, {"kind": REQUEST_KINDS, "method": REQUEST_METHODS})
+        token = chosen.get("token")
+        if token is not None and len(token) > _LONGEST_SEARCH:
+            raise SandboxError.invalid("token", f"at most {_LONGEST_SEARCH} characters")
         with self._context.store.read(recorded_requests=True) as tx:
-            found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"])
+            found = tx.requests(_PAGE_SIZE, query.cursor, kind=query.filters["kind"], method=query.filters["method"],
+                                token=token)
         dropped = self._context.store.dropped_requests
         lost = (f"<p class=notice>{dropped} request(s) since start could not be recorded (see the sandbox's log); "
                 "the others were.</p>" if dropped else "")
-        body = (lost + filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),), query.filters)
+        shown = {**query.filters, "token": token}
+        body = (lost + filters_form("/sandbox/requests", (("kind", "Kind", REQUEST_KINDS),
+                                                          ("method", "Method", REQUEST_METHODS)), shown,
+                                    (("token", "Token"),))
                 + _requests_table([request_item(record) for record in found.items], with_bodies=False)
-                + next_page("/sandbox/requests", found.next_cursor, query.filters))
+                + next_page("/sandbox/requests", found.next_cursor, shown))
         return self._page(call.request, "Access log", "/sandbox/requests", body)
+
+    async def search(self, call: Call) -> Response:
+        """Transfers and charges by token, transaction reference, ticket number or the payer's document number."""
+        text = call.request.query_params.get("q", "").strip()
+        if len(text) > _LONGEST_SEARCH:
+            raise SandboxError.invalid("q", f"at most {_LONGEST_SEARCH} characters")
+        if not text:
+            return self._page(call.request, "Search", "/sandbox/search",
+                              "<p>Search by token, transaction reference, ticket number or document number.</p>")
+        settle_due(self._context)
+        with self._context.store.read() as tx:
+            transfers = tx.search_transfers(text, _PAGE_SIZE)
+            charges = tx.search_charges(text, _PAGE_SIZE)
+        if len(transfers) == 1 and not charges:
+            return redirect(f"/sandbox/transfers/{quote(transfers[0].token, safe='')}")
+        now = self._context.clock.now()
+        items = [transfer_item(transfer, now) for transfer in transfers]
+        rows = [(link(f"/sandbox/transfers/{quote(item['token'], safe='')}", item["token"]), when(item["created"]),
+                 esc(item["flow"]), badge(_state(item)), f"<code>{esc(item['transactionReference'])}</code>",
+                 f"<code>{esc(item['ticketNumber'])}</code>", esc(item.get("documentNumber", "")))
+                for item in items]
+        charge_rows = [(f"<code>{esc(charge.ticket_number)}</code>", when(int(charge.created * 1000)),
+                        esc(charge.kind), f"<code>{esc(charge.reference)}</code>") for charge in charges]
+        body = (f"<p>Matches for <code>{esc(text)}</code>.</p><h2>Transfers</h2>"
+                + table(("Token", "Created", "Flow", "State", "Transaction reference", "Ticket", "Payer document"),
+                        rows, "no transfer matches")
+                + "<h2>Charges</h2>"
+                + table(("Ticket", "Created", "Kind", "Transaction reference"), charge_rows, "no charge matches"))
+        return self._page(call.request, "Search", "/sandbox/search", body)
 
     async def request(self, call: Call) -> Response:
         wanted = call.params["id"]
@@ -245,14 +290,17 @@ class Dashboard:
 
     async def certification(self, call: Call) -> Response:
         with self._context.store.read(recorded_requests=True) as tx:
-            verdicts = [verdict.to_json() for verdict in certification(tx, self._context.config.webhook_url)]
+            verdicts = [verdict.to_json() for verdict in certification(tx, self._context.webhook_target.url)]
         rows = []
         for rule in verdicts:
             parts = "".join(f"<li>{esc(part['part'])}: {badge(part['verdict'])} {esc(part['summary'])}</li>"
                             for part in rule.get("parts", ()))
+            evidence = rule["evidence"]
+            shown = " ".join(evidence_link(item) for item in evidence[:_EVIDENCE_SHOWN])
+            if len(evidence) > _EVIDENCE_SHOWN:
+                shown += f" and {len(evidence) - _EVIDENCE_SHOWN} more (all in /sandbox/v1/certification)"
             rows.append((esc(rule["rule"]), esc(rule["title"]), badge(rule["verdict"]),
-                         esc(rule["summary"]) + (f"<ul>{parts}</ul>" if parts else ""),
-                         " ".join(evidence_link(item) for item in rule["evidence"])))
+                         esc(rule["summary"]) + (f"<ul>{parts}</ul>" if parts else ""), shown))
         body = ("<p>What the sandbox observed of your integration's traffic, rule by rule (spec section 8). "
                 "<code>pasarela sandbox certify --url URL</code> prints the same table and fails when a rule "
                 "fails.</p>" + table(("Rule", "Requirement", "Verdict", "Summary", "Evidence"), rows))
@@ -284,23 +332,12 @@ class Dashboard:
                 raise SandboxError.not_found(f"no action {action}: approve, decline or expire")
             outcome = _TRANSFER_ACTIONS[action]
             if outcome is None:
-                self._expire(token)
+                expire(self._context, token)
             else:
                 pay(self._context, token, outcome, cause="dashboard")
         except SandboxError as exc:
             return self._message(exc.status, "Action refused", exc.message, back)
         return redirect(back)
-
-    def _expire(self, token: str) -> None:
-        now = self._context.clock.now()
-        with self._context.store.write() as tx:
-            transfer = tx.transfer(token)
-            if transfer is None:
-                raise SandboxError.not_found("no transfer was started with this token")
-            if transfer.status.is_final or transfer.window.qr_status(now) != "valid":
-                raise SandboxError.conflict("NOT_PENDING", "only a transfer that is pending (initialized, not "
-                                                           "cancelled nor expired) can expire")
-            tx.expire_transfer(token, now)
 
     async def redeliver(self, call: Call) -> Response:
         fields, back = await self._checked_form(call)
@@ -308,6 +345,17 @@ class Dashboard:
             return self._refused(back)
         try:
             redeliver(self._context, call.params["id"])
+        except SandboxError as exc:
+            return self._message(exc.status, "Action refused", exc.message, back)
+        return redirect(back)
+
+    async def webhook_url(self, call: Call) -> Response:
+        fields, back = await self._checked_form(call)
+        if fields is None:
+            return self._refused(back)
+        url = fields.get("url", "").strip()
+        try:
+            change_webhook_url(self._context, url or None)
         except SandboxError as exc:
             return self._message(exc.status, "Action refused", exc.message, back)
         return redirect(back)
@@ -368,10 +416,12 @@ def _webhooks(items: list[dict[str, Any]], page_token: str, back: str) -> Html:
     parts = []
     for item in items:
         state = "delivered" if item["delivered"] else ("failed" if item["attempts"] else "pending")
-        attempts = table(("Delivery", "Time", "Status", "Latency ms", "Error", "Signed headers"), (
+        attempts = table(("Delivery", "Time", "Status", "Latency ms", "Answer", "Error", "On purpose",
+                          "Signed headers"), (
             (f'<span id="delivery-{esc(attempt["id"])}">{esc(attempt["id"])}</span>', when(attempt["at"]),
              badge("delivered" if attempt["status"] == 200 else "failed") + " " + esc(attempt["status"]),
-             esc(attempt["latencyMs"]), esc(attempt.get("error", "")),
+             esc(attempt["latencyMs"]), f'<code class="answer">{esc(attempt.get("answer", ""))}</code>',
+             esc(attempt.get("error", "")), esc(attempt.get("chaos", "")),
              f"<details><summary>headers</summary>{json_block(attempt['headers'])}</details>")
             for attempt in item["deliveries"]), "not attempted yet")
         parts.append(
@@ -391,9 +441,9 @@ def routes(context: Context) -> list[Route]:
              ("/sandbox/terminal", dashboard.terminal), ("/sandbox/requests", dashboard.requests),
              ("/sandbox/requests/{id}", dashboard.request), ("/sandbox/certification", dashboard.certification),
              ("/sandbox/assets/dashboard.css", dashboard.style), ("/sandbox/assets/dashboard.js", dashboard.script),
-             ("/sandbox/changes", dashboard.changes), ("/", dashboard.root))
+             ("/sandbox/changes", dashboard.changes), ("/sandbox/search", dashboard.search), ("/", dashboard.root))
     actions = (("/sandbox/actions/transfers/{token}/{action}", dashboard.transfer_action),
                ("/sandbox/actions/webhooks/{id}/redeliver", dashboard.redeliver),
-               ("/sandbox/actions/clock", dashboard.clock))
+               ("/sandbox/actions/clock", dashboard.clock), ("/sandbox/actions/webhook-url", dashboard.webhook_url))
     return [*(api_route(context, "GET", path, KeyRule.NONE, handler) for path, handler in pages),
             *(api_route(context, "POST", path, KeyRule.NONE, handler) for path, handler in actions)]

@@ -3,7 +3,8 @@ no build step and nothing from outside, so it works offline and under a CSP of `
 
 The script polls ``/sandbox/changes`` every 1.5 s and reloads the page when the sandbox's state has changed,
 unless the reader is busy with it (typing in a field, a text selected, a request's details open): then it says
-"paused" and waits.
+"paused" and waits. The header's **Pause updates** button stops the reloads until pressed again (remembered for the
+browser tab, across pages and reloads: ``sessionStorage``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ header a{color:#cfd8ea;text-decoration:none;padding:.2em .4em;border-radius:3px}
 header a.here{background:#3a4560;color:#fff}
 header .brand{font-weight:600;color:#fff}
 header form{margin-left:auto;display:flex;gap:.4em;align-items:center}
+header form.search{margin-left:0}
+header form.search input{width:16em}
 header input{width:5em}
+#pause[aria-pressed=true]{background:#fff1c9}
 #live{font-size:.8em;color:#9fe0a8}
 main{padding:1em 1.2em;max-width:90em}
 h1{font-size:1.3em;margin:.2em 0 .6em}
@@ -49,6 +53,26 @@ SCRIPT = """\
   "use strict";
   var seen = document.body.getAttribute("data-version");
   var live = document.getElementById("live");
+  var pause = document.getElementById("pause");
+  var KEY = "pasarela-sandbox-paused";
+  function paused() {
+    try { return window.sessionStorage.getItem(KEY) === "1"; } catch (refused) { return false; }
+  }
+  function show() {
+    if (pause) {
+      pause.setAttribute("aria-pressed", paused() ? "true" : "false");
+      pause.textContent = paused() ? "Resume updates" : "Pause updates";
+    }
+    if (live) { live.textContent = paused() ? "paused" : "live"; }
+  }
+  if (pause) {
+    pause.addEventListener("click", function () {
+      try {
+        if (paused()) { window.sessionStorage.removeItem(KEY); } else { window.sessionStorage.setItem(KEY, "1"); }
+      } catch (refused) { return; }
+      show();
+    });
+  }
   function busy() {
     var active = document.activeElement;
     if (active && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) { return true; }
@@ -59,7 +83,9 @@ SCRIPT = """\
     fetch("/sandbox/changes", {cache: "no-store", credentials: "same-origin"})
       .then(function (answer) { return answer.json(); })
       .then(function (state) {
-        if (String(state.version) !== seen) {
+        if (paused()) {
+          if (live) { live.textContent = String(state.version) !== seen ? "paused: new data" : "paused"; }
+        } else if (String(state.version) !== seen) {
           if (!busy()) { window.location.reload(); return; }
           if (live) { live.textContent = "paused: new data"; }
         } else if (live) { live.textContent = "live"; }
@@ -69,7 +95,7 @@ SCRIPT = """\
         window.setTimeout(poll, %(poll)d * 3);
       });
   }
-  if (live) { live.textContent = "live"; }
+  show();
   window.setTimeout(poll, %(poll)d);
 }());
 """.replace("%(poll)d", str(POLL_MILLISECONDS))

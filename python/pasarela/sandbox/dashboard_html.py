@@ -12,7 +12,7 @@ from typing import Any, Optional
 from urllib.parse import quote, urlencode
 
 __all__ = ["FORM_TOKEN", "NAV", "Html", "badge", "esc", "evidence_link", "filters_form", "json_block", "link",
-           "next_page", "page", "post_button", "table", "when"]
+           "next_page", "page", "post_button", "table", "text_form", "when"]
 
 Html = str
 NAV = (("/sandbox/", "Transfers"), ("/sandbox/charges", "Charges"), ("/sandbox/webhooks", "Webhooks"),
@@ -70,15 +70,28 @@ def post_button(action: str, label: str, page_token: str, back: str, fields: Seq
     return f'<form method="post" action="{esc(action)}">{hidden}<button type="submit">{esc(label)}</button></form>'
 
 
-def filters_form(path: str, choices: Sequence[tuple[str, str, Sequence[str]]], chosen: dict[str, Optional[str]]
-                 ) -> Html:
-    """A GET form of ``<select>`` filters: (name, label, allowed values) each, ``chosen`` preselected."""
+def text_form(action: str, name: str, label: str, value: str, button: str, page_token: str, back: str) -> Html:
+    """A form posting one text field ``name`` (and the page's token) to ``action``, then back to ``back``."""
+    hidden = "".join(f'<input type="hidden" name="{esc(field)}" value="{esc(text)}">'
+                     for field, text in ((FORM_TOKEN, page_token), ("back", back)))
+    return (f'<form method="post" action="{esc(action)}" class="filters">{hidden}<label>{esc(label)}'
+            f'<input type="text" name="{esc(name)}" value="{esc(value)}" size="60" spellcheck="false"></label>'
+            f'<button type="submit">{esc(button)}</button></form>')
+
+
+def filters_form(path: str, choices: Sequence[tuple[str, str, Sequence[str]]], chosen: dict[str, Optional[str]],
+                 texts: Sequence[tuple[str, str]] = ()) -> Html:
+    """A GET form of ``<select>`` filters: (name, label, allowed values) each, ``chosen`` preselected; ``texts``:
+    (name, label) of free-text filters."""
     fields = []
     for name, label, allowed in choices:
         options = ['<option value="">any</option>'] + [
             f'<option value="{esc(value)}"{" selected" if chosen.get(name) == value else ""}>{esc(value)}</option>'
             for value in allowed]
         fields.append(f'<label>{esc(label)}<select name="{esc(name)}">{"".join(options)}</select></label>')
+    for name, label in texts:
+        fields.append(f'<label>{esc(label)}<input type="text" name="{esc(name)}" value="{esc(chosen.get(name) or "")}"'
+                      ' spellcheck="false"></label>')
     return (f'<form method="get" action="{esc(path)}" class="filters">{"".join(fields)}'
             '<button type="submit">Filter</button></form>')
 
@@ -99,9 +112,13 @@ def page(title: str, here: str, body: Html, *, version: str, page_token: str, ba
              f'<input type="hidden" name="back" value="{esc(back)}">'
              '<input type="number" name="seconds" min="1" max="31536000" value="600" aria-label="seconds">'
              '<button type="submit">Advance clock</button></form>')
+    search = ('<form method="get" action="/sandbox/search" class="search" role="search">'
+              '<input type="search" name="q" placeholder="token, reference, ticket, document" aria-label="search" '
+              'spellcheck="false"><button type="submit">Search</button></form>')
     return ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f"<title>{esc(title)} · pasarela sandbox</title>"
             '<link rel="stylesheet" href="/sandbox/assets/dashboard.css"></head>'
-            f'<body data-version="{esc(version)}"><header><span class="brand">pasarela sandbox</span>{nav}'
+            f'<body data-version="{esc(version)}"><header><span class="brand">pasarela sandbox</span>{nav}{search}'
+            '<button type="button" id="pause" aria-pressed="false">Pause updates</button>'
             f'<span id="live"></span>{clock}</header><main><h1>{esc(title)}</h1>{body}</main>'
             '<script src="/sandbox/assets/dashboard.js"></script></body></html>')

@@ -25,6 +25,14 @@ from .auth import KeyRule, check_key
 from .body_schema import check_body
 from .context import Context
 from .errors import SandboxError
+from .idempotency import (
+    IDEMPOTENCY_HEADER,
+    REPLAYED_HEADER,
+    Claimed,
+    IdempotencyKeys,
+    check_idempotency_key,
+    fingerprint,
+)
 from .jsontext import BodyError, dumps, parse_body
 
 __all__ = ["MAX_BODY_BYTES", "Call", "Handler", "api_route", "empty", "form", "html_reply", "json_reply", "redirect"]
@@ -125,6 +133,27 @@ async def _json_body(request: Request, schema: str, optional: bool) -> Any:
     return parsed
 
 
+async def _once(keys: IdempotencyKeys, scope: str, key: str, call: Call, handler: Handler) -> Response:
+    """Run ``handler`` for the first request with ``key``; the same request again gets its answer again."""
+    request = call.request
+    claim = keys.claim(scope, key, fingerprint(request.method, request.url.path, call.body),
+                       call.context.clock.now())
+    if isinstance(claim, Claimed):
+        kept = claim.answer
+        return Response(kept.body, status_code=kept.status, media_type=kept.media_type,
+                        headers={REPLAYED_HEADER: "true"})
+    try:
+        try:
+            response = await handler(call)
+        except SandboxError as refusal:  # the handler's rules and the spec's scenarios are answers too
+            response = json_reply(refusal.status, refusal.body)
+    except BaseException:
+        keys.forget(scope, key)  # its transaction rolled back: nothing was created, running it again is safe
+        raise
+    keys.keep(scope, key, response.status_code, response.headers, bytes(response.body))
+    return response
+
+
 def api_route(context: Context, method: str, path: str, keys: KeyRule, handler: Handler, schema: str = "", *,
               optional_body: bool = False) -> Route:
     """A Starlette route for ``method path``; ``schema`` names the component the JSON body is checked against.
@@ -139,6 +168,9 @@ def api_route(context: Context, method: str, path: str, keys: KeyRule, handler: 
     name to 127.0.0.1 is same-origin with what it fetches there, and CORS cannot stop it reading."""
 
     own_address_only = path.startswith("/sandbox/")
+    # A POST made with a merchant key honours Idempotency-Key (:mod:`.idempotency`), scoped by that key.
+    idempotency = IdempotencyKeys(context.store) if method == "POST" and keys in (KeyRule.PUBLIC, KeyRule.PRIVATE) \
+        else None
 
     async def endpoint(request: Request) -> Response:
         if request.method == "OPTIONS":  # not a preflight (CORSMiddleware answers those): what the path allows
@@ -148,8 +180,14 @@ def api_route(context: Context, method: str, path: str, keys: KeyRule, handler: 
                                                             "address only (127.0.0.1 or localhost on its port, or "
                                                             "--public-url)")
         check_key(request.headers, keys, context.config)
+        idempotency_key = request.headers.get(IDEMPOTENCY_HEADER) if idempotency is not None else None
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         body = await _json_body(request, schema, optional_body) if schema else None
-        return await handler(Call(request, body, context))
+        call = Call(request, body, context)
+        if idempotency is None or idempotency_key is None:
+            return await handler(call)
+        return await _once(idempotency, keys.value, idempotency_key, call, handler)
 
     if keys is not KeyRule.PUBLIC:
         return Route(path, endpoint, methods=[method], name=f"{method} {path}")

@@ -14,18 +14,19 @@ from typing import Any, Optional
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .access_log import FEED_PATH
 from .auth import KeyRule
 from .cards import CHARGE_KINDS, charge_record
 from .context import Context
 from .endpoint import Call, api_route, json_reply
 from .errors import SandboxError
-from .records import history_item, request_item, transfer_item, webhook_item
+from .records import feed_attempt_item, history_item, request_item, transfer_item, webhook_item
 from .settlement import settle_due
 from .states import TransferStatus
 from .store import Page, Tx
 
-__all__ = ["COUNTRIES", "DEFAULT_LIMIT", "MAX_LIMIT", "REQUEST_KINDS", "TRANSFER_FLOWS", "Listing", "listing", "routes",
-           "transfer_detail"]
+__all__ = ["COUNTRIES", "DEFAULT_LIMIT", "MAX_LIMIT", "REQUEST_KINDS", "REQUEST_METHODS", "TRANSFER_FLOWS", "Listing",
+           "listing", "routes", "transfer_detail"]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -33,6 +34,7 @@ _CURSOR_DIGITS = 18
 TRANSFER_FLOWS = ("clabe", "bank", "wallet", "qr", "pse")
 COUNTRIES = ("MX", "EC", "CO")
 REQUEST_KINDS = ("api", "terminal", "page", "cdn")
+REQUEST_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _STATUS_WORDS = {status.value: status.value for status in TransferStatus} | {
     status.webhook_status: status.value for status in TransferStatus}
 """A status filter takes the spec's word (``PAID``) or the service's (``approvedTransaction``)."""
@@ -120,12 +122,47 @@ class Listings:
 
     async def requests(self, call: Call) -> Response:
         query = listing(call.request.query_params, {"kind": REQUEST_KINDS,
-                                                    "method": ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")})
+                                                    "method": REQUEST_METHODS})
         token = call.request.query_params.get("token")
         with self._context.store.read(recorded_requests=True) as tx:
             page = tx.requests(query.limit, query.cursor, token=token, **query.filters)
         return json_reply(200, {**_page([request_item(record) for record in page.items], page),
                                 "notRecorded": self._context.store.dropped_requests})
+
+
+def _after(query: Mapping[str, str], name: str) -> Optional[int]:
+    text = query.get(name)
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= _CURSOR_DIGITS):
+        raise SandboxError.invalid(name, "must be a cursor of an earlier answer (a whole number)")
+    return int(text)
+
+
+class Feed:
+    """``GET /sandbox/v1/feed``: the requests and webhook attempts recorded since two cursors, oldest first, for a
+    follower (``pasarela sandbox tail``). Without a cursor: none of that kind, and the cursor of now."""
+
+    def __init__(self, context: Context) -> None:
+        self._context = context
+
+    async def feed(self, call: Call) -> Response:
+        query = call.request.query_params
+        limit = listing(query, {}).limit
+        requests_after, attempts_after = _after(query, "requestsAfter"), _after(query, "attemptsAfter")
+        with self._context.store.read(recorded_requests=True) as tx:
+            records = [] if requests_after is None else tx.requests_after(requests_after, limit)
+            attempts = [] if attempts_after is None else tx.attempts_after(attempts_after, limit)
+            entries = {attempt.event_id: tx.outbox_entry(attempt.event_id) for attempt in attempts}
+            requests_cursor = records[-1].id if records else (requests_after if requests_after is not None
+                                                               else tx.last_request_id())
+            attempts_cursor = attempts[-1].id if attempts else (attempts_after if attempts_after is not None
+                                                                else tx.last_attempt_id())
+        listed = [feed_attempt_item(attempt, entry) for attempt in attempts
+                  if (entry := entries[attempt.event_id]) is not None]
+        return json_reply(200, {"requests": [request_item(record) for record in records], "attempts": listed,
+                                "requestsCursor": requests_cursor, "attemptsCursor": attempts_cursor,
+                                "webhookUrl": self._context.webhook_target.url})
 
 
 def routes(context: Context) -> list[Route]:
@@ -135,4 +172,5 @@ def routes(context: Context) -> list[Route]:
         api_route(context, "GET", "/sandbox/v1/transfers/{token}", KeyRule.PRIVATE, listings.transfer),
         api_route(context, "GET", "/sandbox/v1/charges", KeyRule.PRIVATE, listings.charges),
         api_route(context, "GET", "/sandbox/v1/requests", KeyRule.PRIVATE, listings.requests),
+        api_route(context, "GET", FEED_PATH, KeyRule.PRIVATE, Feed(context).feed),
     ]

@@ -167,6 +167,12 @@ COMPONENTS: dict[str, Any] = {
         description="Exactly one of token, clabe, referenceCode.",
     ),
     "ClockAdvance": _object({"seconds": {"type": "number", "minimum": 0, "maximum": 31_536_000}}, ("seconds",)),
+    "WebhookUrlChange": _object(
+        {"url": {"type": "string", "minLength": 1, "maxLength": 2048,
+                 "description": "an absolute http(s) URL (loopback only while the documented private key is in "
+                                "use)"}}, ("url",),
+        description="Where webhooks go from now on (docs/sandbox.md, Webhooks)."),
+    "WebhookUrl": _object({"webhookUrl": {"type": "string", "nullable": True}}, ("webhookUrl",), closed=True),
     # --- responses
     "Error": _object(
         {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
@@ -321,6 +327,8 @@ COMPONENTS: dict[str, Any] = {
             "nextAttemptAt": _EPOCH_MS,
             "deliveredAt": _EPOCH_MS,
             "lastError": {"type": "string"},
+            "chaos": {"type": "string",
+                      "description": "late: its first delivery held back on purpose (--webhook-chaos)"},
             "body": {"type": "object", "description": "the body as sent (card data and keys in metadata redacted)"},
             "deliveries": {"type": "array", "items": _ref("WebhookDelivery"), "description": "oldest first"},
         },
@@ -337,10 +345,20 @@ COMPONENTS: dict[str, Any] = {
             "status": {"type": "integer", "nullable": True, "description": "the receiver's answer; null: none"},
             "latencyMs": {"type": "number", "minimum": 0},
             "error": {"type": "string"},
+            "answer": {"type": "string", "description": "the first 512 bytes of the receiver's answer, as text"},
+            "chaos": {"type": "string", "description": "what the sandbox did on purpose with this attempt "
+                                                       "(--webhook-chaos): duplicate, concurrent, reorder, late"},
         },
         ("id", "at", "url", "headers", "status", "latencyMs"),
         closed=True,
     ),
+    "Feed": _object(
+        {"requests": {"type": "array", "items": _ref("RecordedRequest"), "description": "oldest first"},
+         "attempts": {"type": "array", "items": _ref("FeedAttempt"), "description": "oldest first"},
+         "requestsCursor": {"type": "integer", "minimum": 0, "description": "pass back as requestsAfter"},
+         "attemptsCursor": {"type": "integer", "minimum": 0, "description": "pass back as attemptsAfter"},
+         "webhookUrl": {"type": "string", "nullable": True}},
+        ("requests", "attempts", "requestsCursor", "attemptsCursor", "webhookUrl"), closed=True),
     "WebhookList": _object(
         {"webhookUrl": {"type": "string", "nullable": True, "description": "where webhooks go; null: nowhere yet"},
          "webhooks": {"type": "array", "items": _ref("Webhook")}},
@@ -413,6 +431,14 @@ def _page_of(item: str) -> dict[str, Any]:
                    ("items", "nextCursor"), closed=True)
 
 
+COMPONENTS["FeedAttempt"] = _object(
+    {**COMPONENTS["WebhookDelivery"]["properties"],
+     "event": {"type": "string", "description": "the webhook's id"}, "token": {"type": "string"},
+     "eventStatus": {"type": "string", "enum": ["approvedTransaction", "declinedTransaction"]},
+     "delivered": {"type": "boolean", "description": "whether the webhook is delivered now"},
+     "nextAttemptAt": _EPOCH_MS},
+    (*COMPONENTS["WebhookDelivery"]["required"], "event", "token", "eventStatus", "delivered"), closed=True,
+    description="A delivery attempt, with what its webhook is and where it stands now.")
 COMPONENTS.update({
     "TransferListItem": _listed("TransferStatus", {
         "flow": {"type": "string", "enum": ["clabe", "bank", "wallet", "qr", "pse"]},
@@ -568,12 +594,16 @@ _DASHBOARD_PAGES = (
     ("/sandbox/requests", "dashboardRequests", "Dashboard: the access log", True),
     ("/sandbox/requests/{id}", "dashboardRequest", "Dashboard: one request, its headers and bodies", False),
     ("/sandbox/certification", "dashboardCertification", "Dashboard: certification readiness", False),
+    ("/sandbox/search", "dashboardSearch", "Dashboard: transfers and charges by token, transaction reference, ticket "
+                                           "or document number (q)", True),
 )
 _DASHBOARD_ACTIONS = (
     ("/sandbox/actions/transfers/{token}/{action}", "dashboardTransferAction",
      "Dashboard form: approve, decline or expire a pending transfer"),
     ("/sandbox/actions/webhooks/{id}/redeliver", "dashboardRedeliver", "Dashboard form: redeliver a webhook"),
     ("/sandbox/actions/clock", "dashboardClock", "Dashboard form: advance the clock"),
+    ("/sandbox/actions/webhook-url", "dashboardWebhookUrl",
+     "Dashboard form: deliver webhooks to another URL (loopback only with the documented private key)"),
 )
 
 
@@ -593,10 +623,16 @@ def _dashboard_pages() -> dict[str, Any]:
                                      "tags": ["dashboard"], "responses": responses}
         if _path_parameters(path):
             operation["parameters"] = _path_parameters(path)
+        if path == "/sandbox/search":
+            operation["parameters"] = [_query("q", {"type": "string"}, "what to look for")]
+            responses["303"] = {"description": "one transfer matches: its page",
+                                "headers": {"Location": {"schema": {"type": "string"}}}}
         paths[path] = {"get": operation}
     form = _object({"page_token": {"type": "string", "description": "the per-page token of the form"},
                     "back": {"type": "string", "description": "the dashboard page to return to"},
-                    "seconds": {"type": "string", "description": "the clock form: seconds to advance"}},
+                    "seconds": {"type": "string", "description": "the clock form: seconds to advance"},
+                    "url": {"type": "string", "description": "the webhook URL form: where to deliver (empty: "
+                                                             "nowhere)"}},
                    ("page_token",))
     for path, operation_id, summary in _DASHBOARD_ACTIONS:
         operation = {"operationId": operation_id, "summary": summary, "security": [], "tags": ["dashboard"],
@@ -604,7 +640,7 @@ def _dashboard_pages() -> dict[str, Any]:
                                      "content": {"application/x-www-form-urlencoded": {"schema": form}}},
                      "responses": {"303": {"description": "done: back to the page",
                                            "headers": {"Location": {"schema": {"type": "string"}}}},
-                                   "400": _html("a bad number of seconds"),
+                                   "400": _html("a bad number of seconds, a webhook URL that may not be set"),
                                    "403": _html("the page token is missing, wrong or too old, or a cross-site post"),
                                    "404": _html("no such transfer, webhook or action"),
                                    "409": _html("the transfer is not pending"), "421": _MISDIRECTED}}
@@ -720,6 +756,13 @@ _PATHS: dict[str, Any] = {
         "listWebhooks", "Simulator: the webhook outbox, newest first, each with its delivery attempts", _PRIVATE, {
             "200": _response("deliveries and their state", "WebhookList"), "401": _UNAUTHORIZED},
         parameters=(_query("token", {"type": "string"}, "this transfer's webhooks only"),), tags=("simulator",))},
+    "/sandbox/v1/webhook-url": {
+        "put": _operation("changeWebhookUrl", "Simulator: deliver webhooks to another URL from now on", _PRIVATE, {
+            "200": _response("the URL in force", "WebhookUrl"), "400": _INVALID, "401": _UNAUTHORIZED},
+            body="WebhookUrlChange", tags=("simulator",)),
+        "delete": _operation("clearWebhookUrl", "Simulator: deliver webhooks nowhere (they wait in the outbox)",
+                             _PRIVATE, {"200": _response("no URL in force", "WebhookUrl"), "401": _UNAUTHORIZED},
+                             tags=("simulator",))},
     "/sandbox/v1/webhooks/{id}/redeliver": {"post": _operation(
         "redeliverWebhook", "Simulator: send a webhook again now, delivered before or not", _PRIVATE, {
             "202": _response("queued: the webhook as it now stands", "Webhook"), "401": _UNAUTHORIZED,
@@ -745,11 +788,22 @@ _PATHS: dict[str, Any] = {
         "RequestPage", _query("kind", {"type": "string", "enum": ["api", "terminal", "page", "cdn"]}),
         _query("method", {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]}),
         _query("token", {"type": "string"}, "the requests of this transfer or card token"))},
+    "/sandbox/v1/feed": {"get": _operation(
+        "feed", "Simulator: the requests and webhook attempts recorded after two cursors, oldest first (what "
+                "`pasarela sandbox tail` follows); without a cursor, none of that kind and the cursor of now",
+        _PRIVATE, {"200": _response("what happened since the cursors", "Feed"), "400": _INVALID,
+                   "401": _UNAUTHORIZED},
+        parameters=(_query("requestsAfter", {"type": "string", "pattern": "^[0-9]{1,18}$"}),
+                    _query("attemptsAfter", {"type": "string", "pattern": "^[0-9]{1,18}$"}),
+                    _PAGING[0]),
+        tags=("simulator",))},
     "/sandbox/v1/certification": {"get": _operation(
         "certification", "Simulator: certification readiness, rule by rule (spec 8)", _PRIVATE, {
             "200": _response("a verdict for each rule 1 to 9", "Certification"), "401": _UNAUTHORIZED},
         tags=("simulator",))},
     **_dashboard_pages(),
+    "/cdn/": {"get": {"operationId": "cdnIndex", "summary": "CDN stand-ins: what is here and how to point at it",
+                      "security": [], "tags": ["cdn"], "responses": {"200": _html("links to the two stand-ins")}}},
     **{f"/cdn/{name}": {"get": {
         "operationId": operation_id, "summary": summary, "security": [], "tags": ["cdn"], "responses": {
             "200": {"description": "the sandbox's stand-in, talking to this sandbox",
@@ -818,8 +872,38 @@ def _add_misdirected(paths: dict[str, Any]) -> None:
                 operation["responses"].setdefault("421", _MISDIRECTED)
 
 
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "Run this POST once: the same key with the same request answers the first answer again "
+                   "(Idempotent-Replayed: true) and creates nothing; kept 24 hours (pasarela.sandbox.idempotency)",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"}}
+
+
+def _also(responses: dict[str, Any], status: str, description: str) -> None:
+    """Document one more cause of ``status`` (an error of its own when the operation had none)."""
+    if status in responses:
+        responses[status] = {**responses[status], "description": f"{responses[status]['description']}; or "
+                                                                 f"{description}"}
+    else:
+        responses[status] = _error(description)
+
+
+def _add_idempotency(paths: dict[str, Any]) -> None:
+    """Every POST made with a merchant key honours Idempotency-Key (pasarela.sandbox.endpoint)."""
+    for item in paths.values():
+        operation = item.get("post")
+        if operation is not None and operation.get("security") in (_PUBLIC, _PRIVATE):
+            operation.setdefault("parameters", []).append(_IDEMPOTENCY_KEY)
+            responses = operation["responses"]
+            _also(responses, "400", "Idempotency-Key is not 1 to 255 printable ASCII characters")
+            _also(responses, "409", "IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running")
+            _also(responses, "422", "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was first used with another "
+                                    "request")
+
+
 _add_preflights(_PATHS)
 _add_misdirected(_PATHS)
+_add_idempotency(_PATHS)
 
 
 def document() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from .states import complete
 from .store import Transfer, Tx
 from .webhooks import enqueue_event
 
-__all__ = ["find_payable", "pay"]
+__all__ = ["expire", "find_payable", "pay"]
 
 
 def find_payable(tx: Tx, *, token: Optional[str] = None, clabe: Optional[str] = None,
@@ -46,5 +46,22 @@ def pay(context: Context, transfer_token: str, outcome: Optional[Outcome], cause
         enqueue_event(tx, transfer, final, now)
         updated = tx.transfer(transfer.token)
     context.webhook_queued()
+    assert updated is not None  # written in this very transaction
+    return updated
+
+
+def expire(context: Context, transfer_token: str, cause: str = "dashboard") -> Transfer:
+    """End the payment window of a pending transfer now (``expiredTransaction``: the payer can no longer pay, it no
+    longer settles by itself); 404 for an unknown token, 409 when it is not pending."""
+    now = context.clock.now()
+    with context.store.write() as tx:
+        transfer = tx.transfer(transfer_token)
+        if transfer is None:
+            raise SandboxError.not_found("no transfer was started with this token")
+        if transfer.status.is_final or transfer.window.qr_status(now) != "valid":
+            raise SandboxError.conflict("NOT_PENDING", "only a transfer that is pending (initialized, not "
+                                                       "cancelled nor expired) can expire")
+        tx.expire_transfer(transfer_token, now, cause)
+        updated = tx.transfer(transfer_token)
     assert updated is not None  # written in this very transaction
     return updated

@@ -16,7 +16,7 @@ from .jsontext import loads
 from .store import Attempt, HistoryEntry, OutboxEntry, RequestRecord, Transfer
 from .transfers import status_record
 
-__all__ = ["attempt_item", "history_item", "request_item", "transfer_item", "webhook_item"]
+__all__ = ["attempt_item", "feed_attempt_item", "history_item", "request_item", "transfer_item", "webhook_item"]
 
 
 def _ms(seconds: float) -> int:
@@ -53,6 +53,10 @@ def attempt_item(attempt: Attempt) -> dict[str, Any]:
                             "latencyMs": round(attempt.latency_ms, 1)}
     if attempt.error is not None:
         item["error"] = attempt.error
+    if attempt.answer is not None:
+        item["answer"] = attempt.answer
+    if attempt.chaos is not None:
+        item["chaos"] = attempt.chaos
     return item
 
 
@@ -75,4 +79,17 @@ def webhook_item(entry: OutboxEntry, attempts: Sequence[Attempt]) -> dict[str, A
         item["deliveredAt"] = _ms(entry.delivered_at)
     if entry.last_error is not None:
         item["lastError"] = entry.last_error
+    if entry.chaos is not None:
+        item["chaos"] = entry.chaos
+    return item
+
+
+def feed_attempt_item(attempt: Attempt, entry: OutboxEntry) -> dict[str, Any]:
+    """An attempt with what its event is: the event's id, transfer token and status word, whether it is delivered
+    now, and when it is tried next if not (what ``pasarela sandbox tail`` prints)."""
+    item = attempt_item(attempt)
+    item.update({"event": entry.id, "token": entry.token, "eventStatus": str(loads(entry.body).get("status", "")),
+                 "delivered": entry.delivered_at is not None})
+    if entry.delivered_at is None:
+        item["nextAttemptAt"] = _ms(entry.next_attempt_at)
     return item

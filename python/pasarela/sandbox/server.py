@@ -27,11 +27,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, Optional, TextIO
+from typing import Any, Optional, TextIO
+from urllib.parse import urlsplit
 
 from .._version import __version__
 from ..errors import ConfigurationError
-from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig
+from .chaos import CHAOS_KINDS
+from .cli_parser import OneLineParser, warn_secret_on_command_line
+from .config import DEFAULT_SETTLE_AFTER, ECUADOR_PROCESSORS, SandboxConfig, origin_problem
 
 __all__ = ["DEFAULT_DB", "DEFAULT_PORT", "build_parser", "main"]
 
@@ -39,6 +42,10 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
 DEFAULT_DB = "pasarela-sandbox.sqlite3"
 _DEFAULTS = SandboxConfig()
+_OPTION_FIELDS = frozenset({"public_key", "private_key", "webhook_secret", "business_code", "terminal_serial",
+                            "merchant_name", "webhook_url", "public_url", "webhook_backoff", "webhook_backoff_max",
+                            "timeout_delay"})
+"""SandboxConfig's fields that the command line sets by the option of the same name (``--public-key``, ...)."""
 _SECRETS = (
     ("private_key", "--private-key", "PASARELA_SANDBOX_PRIVATE_KEY"),
     ("webhook_secret", "--webhook-secret", "PASARELA_SANDBOX_WEBHOOK_SECRET"),
@@ -58,6 +65,15 @@ def _settle_after(text: str) -> Optional[float]:
     return seconds
 
 
+def _chaos_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    unknown = [kind for kind in kinds if kind not in CHAOS_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or 'nothing'} is not a kind: give some of "
+                                         f"{', '.join(CHAOS_KINDS)}, comma-separated")
+    return kinds
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -68,11 +84,47 @@ def _port(text: str) -> int:
     return port
 
 
-class _Parser(argparse.ArgumentParser):
-    """A bad option is one line on stderr, naming it and what to give (the usage is 30 lines: ``--help``)."""
+def _origin(text: str) -> str:
+    problem = origin_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return text
 
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+def _url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not one)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text}: give an absolute http(s) URL, scheme and host included "
+                                         "(http://...)")
+    return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds, 0 or more")
+    return seconds
+
+
+def _positive_seconds(text: str) -> float:
+    seconds = _seconds(text)
+    if seconds == 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds above 0")
+    return seconds
+
+
+def _in_options(exc: ConfigurationError) -> str:
+    """A SandboxConfig error as the command line says it: the option in place of the field it starts with."""
+    message = str(exc)
+    field = message.split(" ", 1)[0].rstrip(":")
+    return "--" + field.replace("_", "-") + message[len(field):] if field in _OPTION_FIELDS else message
 
 
 DOCS_URL = "https://pasarela.github.io/pasarela/sandbox.html"
@@ -80,11 +132,13 @@ _EPILOG = f"""\
 Once started, open http://127.0.0.1:PORT/ in a browser: the dashboard (transfers, charges, webhook
 deliveries, terminal requests, the access log, certification readiness).
 '{{prog}} certify --url URL' prints a running sandbox's certification verdicts (exit 1 when a rule fails).
+'{{prog}} tail --url URL' follows a running sandbox: a line per request and per webhook attempt.
+'{{prog}} conformance --webhook-url URL --check-url URL' proves your webhook endpoint (docs/testing.md).
 The guide: {DOCS_URL} (docs/sandbox.md in the source distribution)."""
 
 
 def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=prog,
         description="A local, stateful simulator of the payment service on 127.0.0.1.",
         epilog=_EPILOG.format(prog=prog),
@@ -95,7 +149,7 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
     add("--db", default=DEFAULT_DB, help=f"SQLite file, or :memory: (default {DEFAULT_DB})")
     add("--public-key", default=_DEFAULTS.public_key, help=f"public merchant key (default {_DEFAULTS.public_key})")
     add("--private-key", help="private merchant key (default: $PASARELA_SANDBOX_PRIVATE_KEY, else the documented one)")
-    add("--webhook-url", help="where transfer webhooks are POSTed (default: none, they wait in the outbox)")
+    add("--webhook-url", type=_url, help="where transfer webhooks are POSTed (default: none, they wait in the outbox)")
     add("--webhook-secret", help="HMAC key of the webhook signatures (default: $PASARELA_SANDBOX_WEBHOOK_SECRET, "
                                  "else the documented one)")
     add("--business-code", help="the terminal's business code (default: $PASARELA_BUSINESS_CODE, else the "
@@ -105,20 +159,26 @@ def build_parser(prog: str = "pasarela sandbox") -> argparse.ArgumentParser:
     add("--ecuador-processor", choices=ECUADOR_PROCESSORS, default=_DEFAULTS.ecuador_processor,
         help=f"Ecuador variant: bank redirect or wallet (default {_DEFAULTS.ecuador_processor})")
     add("--merchant-name", default=_DEFAULTS.merchant_name, help=f"default {_DEFAULTS.merchant_name!r}")
-    add("--timeout-delay", type=float, default=_DEFAULTS.timeout_delay,
+    add("--timeout-delay", type=_seconds, default=_DEFAULTS.timeout_delay,
         help=f"seconds the 13000 scenario leaves init unanswered (default {_DEFAULTS.timeout_delay:g})")
-    add("--webhook-backoff", type=float, default=_DEFAULTS.webhook_backoff,
+    add("--webhook-backoff", type=_positive_seconds, default=_DEFAULTS.webhook_backoff,
         help=f"seconds before the first webhook retry, doubled each time (default {_DEFAULTS.webhook_backoff:g})")
-    add("--webhook-backoff-max", type=float, default=_DEFAULTS.webhook_backoff_max,
+    add("--webhook-backoff-max", type=_positive_seconds, default=_DEFAULTS.webhook_backoff_max,
         help=f"longest wait between webhook retries (default {_DEFAULTS.webhook_backoff_max:g})")
     add("--settle-after", type=_settle_after, default=DEFAULT_SETTLE_AFTER, metavar="SECONDS|never",
         help=f"Mexico, Ecuador and Colombia PSE transfers the payer has not paid settle by themselves this long after "
              f"init, by the documentNumber rule (default {DEFAULT_SETTLE_AFTER:g}; never: only the payer page and "
              f"/sandbox/v1/payments complete them)")
-    add("--public-url", help="the sandbox's address in the links it hands out (payer pages, QR contents); "
+    add("--webhook-chaos", type=_chaos_kinds, default=(), metavar="KINDS",
+        help=f"deliver webhooks the hostile ways on purpose: some of {', '.join(CHAOS_KINDS)}, comma-separated "
+             "(default none)")
+    add("--webhook-chaos-rate", type=float, default=_DEFAULTS.webhook_chaos_rate, metavar="RATE",
+        help=f"the share of events that get one of them (default {_DEFAULTS.webhook_chaos_rate:g})")
+    add("--public-url", type=_url, help="the sandbox's address in the links it hands out (payer pages, QR contents); "
                              "default: the address it listens on")
-    add("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN",
-        help="an origin browsers may call the API from; repeat for several (default: any)")
+    add("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN", type=_origin,
+        help="an origin browsers may call the API from, scheme://host[:port] as browsers send it (e.g. "
+             "http://localhost:3000); repeat for several (default: any)")
     add("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
         help="default warning")
     add("--access-log", choices=("on", "off"), default="on",
@@ -144,8 +204,7 @@ def _warn_about_secrets_given(args: argparse.Namespace, prog: str) -> None:
     """A secret on the command line is visible to every user of the machine (ps, /proc): say so, on stderr."""
     for attribute, option, variable in _SECRETS:
         if getattr(args, attribute) is not None:
-            print(f"{prog}: warning: {option} on the command line is visible to other users of this machine "
-                  f"(ps, /proc); set ${variable} instead", file=sys.stderr)
+            warn_secret_on_command_line(prog, option, variable)
 
 
 def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
@@ -165,6 +224,8 @@ def _config(args: argparse.Namespace) -> tuple[SandboxConfig, dict[str, str]]:
         settle_after=args.settle_after,
         public_url=args.public_url,
         cors_origins=tuple(args.cors_origins or ("*",)),
+        webhook_chaos=args.webhook_chaos,
+        webhook_chaos_rate=args.webhook_chaos_rate,
     )
     return config, {option: secrets[attribute][1] for attribute, option, _ in _SECRETS}
 
@@ -207,6 +268,8 @@ def _banner(out: TextIO, args: argparse.Namespace, port: int, secrets: dict[str,
         f"  --merchant-name   {args.merchant_name}",
         f"  --timeout-delay   {args.timeout_delay:g}",
         f"  --webhook-backoff {args.webhook_backoff:g} (max {args.webhook_backoff_max:g})",
+        "  --webhook-chaos   " + (f"{','.join(args.webhook_chaos)} (rate {args.webhook_chaos_rate:g})"
+                                  if args.webhook_chaos else "none"),
         "  --settle-after    " + ("never" if args.settle_after is None else f"{args.settle_after:g}"),
         f"  --public-url      {args.public_url or url}",
         f"  --access-log      {args.access_log}",
@@ -242,6 +305,14 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
         from .certify import main as certify
 
         return certify(arguments[1:], prog=f"{prog} certify")
+    if arguments[:1] == ["tail"]:
+        from .tail import main as tail
+
+        return tail(arguments[1:], prog=f"{prog} tail")
+    if arguments[:1] == ["conformance"]:  # the test kit's, above the sandbox: reached through `pasarela sandbox`
+        print(f"{prog}: error: the conformance run is `pasarela sandbox conformance ...` (or `python -m pasarela "
+              "sandbox conformance ...`)", file=sys.stderr)
+        return 2
     args = build_parser(prog).parse_args(arguments)
     _warn_about_secrets_given(args, prog)
     try:
@@ -259,7 +330,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "pasarela sandbox"
     try:
         config, secrets = _config(args)
         sandbox = Sandbox(config, db=args.db)
-    except (ConfigurationError, ValueError) as exc:
+    except ConfigurationError as exc:
+        print(f"{prog}: error: {_in_options(exc)}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except sqlite3.Error as exc:

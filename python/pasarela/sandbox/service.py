@@ -21,6 +21,7 @@ from .clock import SandboxClock
 from .config import SandboxConfig
 from .context import Context
 from .settlement import Settler
+from .simulator import advance_clock
 from .store import Store
 from .webhooks import Backoff, Dispatcher, HttpSender, Sender
 
@@ -46,9 +47,10 @@ class Sandbox:
         self.dispatcher = Dispatcher(
             self.store, self.config, self.clock, sender or HttpSender(self.config.webhook_timeout), backoff
         )
-        context = Context(self.config, self.store, self.clock, self.dispatcher.notify)
-        self.settler = Settler(context)
-        self.app = SandboxApp(context)
+        self.context = Context(self.config, self.store, self.clock, self.dispatcher.notify, self.dispatcher.target)
+        """What the handlers share (configuration, store, clock, the webhook target)."""
+        self.settler = Settler(self.context)
+        self.app = SandboxApp(self.context)
         self.app.on_startup.append(self.start)
         self.app.on_shutdown.append(self.stop)
 
@@ -60,6 +62,20 @@ class Sandbox:
             raise ConfigurationError("cdn_url needs SandboxConfig(public_url=...), the address the sandbox is served "
                                      "at (`pasarela sandbox` prints its CDN URL)")
         return self.config.public_url.rstrip("/") + CDN_PATH
+
+    def advance(self, seconds: float) -> float:
+        """Move the sandbox clock forward (``POST /sandbox/v1/clock``'s effect): a QR expires, due transfers settle,
+        due webhook retries go out. Returns the new now (Unix seconds)."""
+        return advance_clock(self.context, seconds)
+
+    def reset(self) -> None:
+        """Start again from nothing without a restart (what a test suite does between tests, in milliseconds):
+        the state, the outbox and the access log emptied, the clock's advances undone, the webhook URL back to
+        the configured one, the delivery chaos the configured one. Deliveries under way finish and are not recorded."""
+        self.store.clear()
+        self.clock.reset()
+        self.context.webhook_target.reset()
+        self.dispatcher.chaos.reset()
 
     def start(self) -> None:
         """Start delivering webhooks (pending ones from an earlier run first) and settling transfers."""

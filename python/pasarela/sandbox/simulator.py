@@ -1,13 +1,18 @@
 """The simulator's own endpoints, under ``/sandbox/v1/`` (private key): what the service does not
 have but a test needs. The payer pays (``POST /sandbox/v1/payments``), time passes
 (``POST /sandbox/v1/clock``), the webhook outbox can be read with each delivery attempt
-(``GET /sandbox/v1/webhooks``) and a webhook sent again (``POST /sandbox/v1/webhooks/{id}/redeliver``)."""
+(``GET /sandbox/v1/webhooks``), a webhook sent again (``POST /sandbox/v1/webhooks/{id}/redeliver``), the webhook URL
+changed while it runs (``PUT /sandbox/v1/webhook-url``, :mod:`.webhook_target`), and what happened since a point
+followed (``GET /sandbox/v1/feed``, what ``pasarela sandbox tail`` reads)."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..errors import ConfigurationError
 from .auth import KeyRule
 from .certification import certification
 from .context import Context
@@ -19,8 +24,9 @@ from .scenarios import Outcome
 from .settlement import settle_due
 from .store import OutboxEntry
 from .transfers import status_record
+from .webhook_target import check_runtime_url
 
-__all__ = ["advance_clock", "redeliver", "routes"]
+__all__ = ["advance_clock", "change_webhook_url", "redeliver", "routes"]
 
 _IDENTIFIERS = ("token", "clabe", "referenceCode")
 _LISTED_WEBHOOKS = 200
@@ -51,13 +57,18 @@ class Simulator:
         with self._context.store.read() as tx:
             entries = tx.outbox(_LISTED_WEBHOOKS, token=call.request.query_params.get("token"))
             attempts = tx.attempts([entry.id for entry in entries])
-        return json_reply(200, {"webhookUrl": self._context.config.webhook_url,
+        return json_reply(200, {"webhookUrl": self._context.webhook_target.url,
                                 "webhooks": [webhook_item(entry, attempts) for entry in entries]})
 
     async def certification(self, call: Call) -> Response:
         with self._context.store.read(recorded_requests=True) as tx:
-            verdicts = certification(tx, self._context.config.webhook_url)
+            verdicts = certification(tx, self._context.webhook_target.url)
         return json_reply(200, {"rules": [verdict.to_json() for verdict in verdicts]})
+
+    async def webhook_url(self, call: Call) -> Response:
+        url = None if call.body is None else str(call.body["url"])  # DELETE: nowhere
+        change_webhook_url(self._context, url)
+        return json_reply(200, {"webhookUrl": url})
 
     async def redeliver(self, call: Call) -> Response:
         entry = redeliver(self._context, call.params["id"])
@@ -72,6 +83,17 @@ def advance_clock(context: Context, seconds: float) -> float:
     settle_due(context)
     context.webhook_queued()
     return now
+
+
+def change_webhook_url(context: Context, url: Optional[str]) -> None:
+    """Deliver to ``url`` from now on (``None``: keep events in the outbox); a 400 naming ``url`` when it may not be
+    set at run time (:func:`.webhook_target.check_runtime_url`)."""
+    try:
+        check_runtime_url(url, context.config)
+    except ConfigurationError as exc:
+        raise SandboxError.invalid("url", str(exc).removeprefix("url: ").removeprefix("webhook_url ")) from None
+    context.webhook_target.change(url)
+    context.webhook_queued()
 
 
 def redeliver(context: Context, event_id: str) -> OutboxEntry:
@@ -92,5 +114,8 @@ def routes(context: Context) -> list[Route]:
         api_route(context, "POST", "/sandbox/v1/clock", KeyRule.PRIVATE, simulator.clock, "ClockAdvance"),
         api_route(context, "GET", "/sandbox/v1/webhooks", KeyRule.PRIVATE, simulator.webhooks),
         api_route(context, "POST", "/sandbox/v1/webhooks/{id}/redeliver", KeyRule.PRIVATE, simulator.redeliver),
+        api_route(context, "PUT", "/sandbox/v1/webhook-url", KeyRule.PRIVATE, simulator.webhook_url,
+                  "WebhookUrlChange"),
+        api_route(context, "DELETE", "/sandbox/v1/webhook-url", KeyRule.PRIVATE, simulator.webhook_url),
         api_route(context, "GET", "/sandbox/v1/certification", KeyRule.PRIVATE, simulator.certification),
     ]

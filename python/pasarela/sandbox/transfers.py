@@ -11,6 +11,7 @@ without ``flow``, with a ``bankId`` of :data:`BANKS`): the bank's ``redirectUrl`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal
@@ -187,14 +188,13 @@ class TransferApi:
         return answer
 
     async def _time_out(self, call: Call) -> Response:
-        """The 13000 scenario: no answer within the delay (the transaction stays initialized)."""
+        """The 13000 scenario: no answer within the delay (the transaction stays initialized). A client that
+        leaves earlier reads nothing; the 504 is still this request's answer (what its Idempotency-Key keeps)."""
         delay = self._context.config.timeout_delay
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(_disconnected(call), timeout=delay)
-        except asyncio.TimeoutError:
-            raise SandboxError(504, "TIMEOUT", f"the processor did not answer within {delay:g} s; "
-                                               "the transaction stays initialized") from None
-        return empty()  # the client left: nobody reads this
+        raise SandboxError(504, "TIMEOUT", f"the processor did not answer within {delay:g} s; "
+                                           "the transaction stays initialized")
 
     async def status(self, call: Call) -> Response:
         settle_due(self._context, call.params["token"])

@@ -27,25 +27,33 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
-from urllib.parse import urlsplit
+from typing import Any, Callable, Optional, Protocol, Union
+from urllib.parse import urljoin, urlsplit
 
 from .._version import __version__
+from ..http.redaction import Redactor
 from ..transfers.webhook_signature import WebhookHeaders, body_signature, id_signature
+from .chaos import LATE_SECONDS, REORDER, WebhookChaos
 from .clock import SandboxClock
 from .config import SandboxConfig
 from .jsontext import dumps
 from .states import TransferStatus
 from .store import OutboxEntry, Store, Transfer, Tx
+from .webhook_target import WebhookTarget
 
-__all__ = ["Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body", "signed_headers"]
+__all__ = ["ANSWER_BYTES", "Answer", "Backoff", "Dispatcher", "HttpSender", "Sender", "enqueue_event", "event_body",
+           "signed_headers"]
 
 _log = logging.getLogger("pasarela.sandbox.webhooks")
 _HEADERS = WebhookHeaders()
+INITIALIZED_STATUS = TransferStatus.INITIALIZED.webhook_status
 _BATCH = 32
+ANSWER_BYTES = 512
+"""The first bytes of a receiver's answer kept with each attempt (the dashboard and ``pasarela sandbox tail`` show
+them: "invalid signature", a stack trace's first line...)."""
 
 
 def event_body(transfer: Transfer, status: TransferStatus) -> dict[str, Any]:
@@ -85,9 +93,35 @@ def signed_headers(config: SandboxConfig, event_id: str, body: bytes) -> dict[st
     }
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A receiver's answer: its status, its body's first :data:`ANSWER_BYTES` bytes and, for a redirect, where it
+    pointed."""
+
+    status: int
+    body: bytes = b""
+    location: Optional[str] = None
+    """A redirect's ``Location`` header, never followed (the service does not follow one either)."""
+
+
+def not_delivered(url: str, answer: Answer) -> Optional[str]:
+    """Why the delivery to ``url`` failed, and what to change (``None``: answered 200, delivered)."""
+    if answer.status == 200:
+        return None
+    if not 300 <= answer.status < 400:
+        return f"HTTP {answer.status} (the receiver must answer 200)"
+    location = "".join(ch if ch.isprintable() else "?" for ch in answer.location or "")[:300] or "(no Location)"
+    why = f"HTTP {answer.status}, a redirect to {location}, not followed (the service follows none): "
+    if urljoin(url, answer.location or "") == url + "/":
+        # Starlette's Mount (FastAPI's app.mount) answers its path without the trailing slash so
+        return why + ("route the webhook path itself to the receiver, Route(path, receiver, methods=[\"POST\"]), not "
+                      f"Mount; or start the sandbox with --webhook-url {location}")
+    return why + f"the receiver must answer 200 at {url} itself; or start the sandbox with --webhook-url {location}"
+
+
 class Sender(Protocol):
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
-        """POST ``body``; the HTTP status of the answer. Raises OSError when there is none."""
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> Union[int, Answer]:
+        """POST ``body``; the answer (or only its HTTP status). Raises OSError when there is none."""
 
 
 class HttpSender:
@@ -96,7 +130,7 @@ class HttpSender:
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
 
-    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> int:
+    def __call__(self, url: str, headers: Mapping[str, str], body: bytes) -> Answer:
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(parts.hostname or "", parts.port, timeout=self._timeout)
@@ -104,12 +138,23 @@ class HttpSender:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             connection.request("POST", target, body=body, headers=dict(headers))
             answer = connection.getresponse()
-            answer.read()
-            return answer.status
+            first = answer.read(ANSWER_BYTES)  # the rest is not read: the connection is closed after it
+            return Answer(answer.status, first, answer.getheader("Location"))
         except http.client.HTTPException as exc:
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         finally:
             connection.close()
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """One POST as it went: the signed headers, and the receiver's status, error and answer's first bytes."""
+
+    headers: Mapping[str, str]
+    status: Optional[int]
+    error: Optional[str]
+    answer: Optional[str]
+    latency_ms: float
 
 
 @dataclass(frozen=True)
@@ -130,12 +175,18 @@ class Dispatcher:
     senders, or one pass at a time (:meth:`deliver_due`)."""
 
     def __init__(self, store: Store, config: SandboxConfig, clock: SandboxClock, sender: Sender,
-                 backoff: Optional[Backoff] = None) -> None:
+                 backoff: Optional[Backoff] = None, target: Optional[WebhookTarget] = None) -> None:
         self._store = store
         self._config = config
+        self.target = target if target is not None else WebhookTarget(config.webhook_url)
+        """Where events go: read on each pass, so a change applies from the next attempt on."""
         self._clock = clock
         self._sender = sender
         self._backoff = backoff or Backoff(config.webhook_backoff, config.webhook_backoff_max)
+        self._redactor = Redactor((config.private_key, config.webhook_secret, config.business_code))
+        """A receiver's answer is kept as the access log keeps what it records: secrets and card numbers out."""
+        self.chaos = WebhookChaos(config.webhook_chaos, config.webhook_chaos_rate)
+        """Delivery chaos in force (:mod:`.chaos`): changeable while it runs."""
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -149,7 +200,7 @@ class Dispatcher:
 
     def _submit_due(self) -> list[Future[int]]:
         """Hand every event due now and not in flight to the pool; their futures (1 delivered, 0 not)."""
-        url = self._config.webhook_url
+        url = self.target.url
         if url is None:
             return []
         with self._in_flight_lock:
@@ -177,26 +228,74 @@ class Dispatcher:
         """Try every event due now once (concurrently) and wait for them; returns how many were delivered."""
         return sum(future.result() for future in self._submit_due())
 
-    def _attempt(self, url: str, entry: OutboxEntry) -> int:
+    def _send(self, url: str, body: bytes) -> _Sent:
+        """One POST of ``body``, signed now; what came back (never raises for the receiver's failures)."""
         # The wall clock, not the simulator's: the id dates this transmission for the receiver's clock.
-        headers = signed_headers(self._config, str(int(time.time() * 1000)), entry.body)
+        headers = signed_headers(self._config, str(int(time.time() * 1000)), body)
         started = time.perf_counter()
+        answer_text: Optional[str] = None
         try:
-            status: Optional[int] = self._sender(url, headers, entry.body)
-            error = None if status == 200 else f"HTTP {status} (the receiver must answer 200)"
+            answer = self._sender(url, headers, body)
+            if isinstance(answer, Answer):
+                answer_text = self._redactor.text(answer.body[:ANSWER_BYTES].decode("utf-8", "replace"))
+            else:
+                answer = Answer(answer)  # a sender that tells only the status
+            status: Optional[int] = answer.status
+            error = not_delivered(url, answer)
         except OSError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
-        latency_ms = (time.perf_counter() - started) * 1000
+        return _Sent(headers, status, error, answer_text, (time.perf_counter() - started) * 1000)
+
+    def _record(self, entry: OutboxEntry, url: str, sent: Sequence[_Sent], chaos: Optional[str],
+                settles: bool = True) -> int:
+        """Record the attempts ``sent``; when ``settles``, the event is delivered if one got a 200, else retried."""
         now = self._clock.now()
+        delivered = any(attempt.error is None for attempt in sent)
         with self._store.write() as tx:
-            tx.add_attempt(entry.id, now, url, headers, status, latency_ms, error)
-            if error is None:
+            for attempt in sent:
+                tx.add_attempt(entry.id, now, url, attempt.headers, attempt.status, attempt.latency_ms,
+                               attempt.error, attempt.answer, chaos)
+            if settles and delivered:
                 tx.delivered(entry.id, now)
-            else:
-                tx.failed(entry.id, error, now + self._backoff.delay(entry.attempts + 1))
-        if error is not None:
-            _log.info("webhook %s not delivered (attempt %d): %s", entry.id, entry.attempts + 1, error)
-        return int(error is None)
+            elif settles:
+                tx.failed(entry.id, str(sent[-1].error), now + self._backoff.delay(entry.attempts + 1))
+        if not settles:
+            return 0
+        if not delivered:
+            _log.info("webhook %s not delivered (attempt %d): %s", entry.id, entry.attempts + 1, sent[-1].error)
+        return int(delivered)
+
+    def _attempt(self, url: str, entry: OutboxEntry) -> int:
+        chaos = self.chaos.pick() if entry.attempts == 0 and entry.chaos is None else None
+        if chaos == "late":
+            with self._store.write() as tx:
+                tx.hold_back(entry.id, self._clock.now() + LATE_SECONDS, "late")
+            return 0
+        if chaos == "concurrent":
+            twin: list[_Sent] = []
+            other = threading.Thread(target=lambda: twin.append(self._send(url, entry.body)),
+                                     name="pasarela-sandbox-webhook-twin")
+            other.start()
+            first = self._send(url, entry.body)
+            other.join()
+            return self._record(entry, url, [first, *twin], chaos)
+        held = "late" if entry.chaos == "late" and entry.attempts == 0 else None
+        delivered = self._record(entry, url, [self._send(url, entry.body)], held)
+        if delivered and chaos == "duplicate":
+            self._record(entry, url, [self._send(url, entry.body)], chaos, settles=False)
+        if delivered and chaos == REORDER:
+            older = self._older_event(entry)
+            if older is not None:
+                self._record(entry, url, [self._send(url, older)], f"{REORDER}: an older {INITIALIZED_STATUS} sent "
+                                                                   "after it", settles=False)
+        return delivered
+
+    def _older_event(self, entry: OutboxEntry) -> Optional[bytes]:
+        with self._store.read() as tx:
+            transfer = tx.transfer(entry.token)
+        if transfer is None:
+            return None
+        return dumps(event_body(transfer, TransferStatus.INITIALIZED)).encode("utf-8")
 
     def notify(self) -> None:
         """A webhook was queued: deliver without waiting for the next poll."""
@@ -205,7 +304,7 @@ class Dispatcher:
     def _pause(self, submitted: bool) -> float:
         with self._store.read() as tx:
             next_due = tx.next_due_at()
-        if next_due is None or self._config.webhook_url is None:
+        if next_due is None or self.target.url is None:
             return 1.0
         wait = next_due - self._clock.now()
         if wait <= 0 and not submitted:

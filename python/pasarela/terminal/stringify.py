@@ -401,7 +401,7 @@ def _decode_text(text: bytes | str) -> tuple[str, bool]:
         try:
             return bytes(text).decode("utf-8"), False
         except UnicodeDecodeError as exc:
-            raise PayloadError("$", f"invalid UTF-8 at byte offset {exc.start}") from None
+            raise PayloadError("$", f"invalid UTF-8 at byte offset {exc.start}", exc.start) from None
     if isinstance(text, str):
         s = str.__str__(text)
         return s, SURROGATE(s) is not None

@@ -1,4 +1,4 @@
-"""Area C: bank transfers (Mexico CLABE, Ecuador bank redirect and wallet, Colombia instant QR).
+"""Area C: bank transfers (Mexico CLABE, Ecuador bank redirect and wallet, Colombia instant QR and Colombia PSE).
 
 Models and validation (:mod:`.models`, :mod:`.validation`, :mod:`.amounts`), responses
 (:mod:`.responses`), clients (:mod:`.client`), the rule-6 guard (:mod:`.pending`), webhooks

@@ -88,7 +88,7 @@ class TransferClient(SyncServiceClient, _TransferGuarding):
             return guard.done(parse_transfer_init(reply.json()))
 
     def status(self, token: str) -> TransferStatus:
-        status = TransferStatus.from_json(self._send(STATUS.call(token=token)).json())
+        status = TransferStatus.from_json(self._send(STATUS.call(token=token)).json(), token)
         synchronously(self._release(token, status), _ASYNC_GUARD)
         return status
 
@@ -141,7 +141,7 @@ class AsyncTransferClient(AsyncServiceClient, _TransferGuarding):
 
     async def status(self, token: str) -> TransferStatus:
         reply = await self._send(STATUS.call(token=token))
-        status = TransferStatus.from_json(reply.json())
+        status = TransferStatus.from_json(reply.json(), token)
         await settled(self._release(token, status))
         return status
 

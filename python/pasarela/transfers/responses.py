@@ -255,14 +255,27 @@ def parse_transfer_init(value: object) -> TransferInit:
 @dataclass(frozen=True)
 class TransferStatus:
     """A status record (``GET /transfer/v1/status/{token}``); its fields are "not shown" in the spec,
-    so only the status is typed (see :mod:`.status` for where it is looked up) and ``raw`` has the rest."""
+    so only the status is typed (see :mod:`.status` for where it is looked up), with the transfer's ``token`` and
+    ``transaction_reference``, and ``raw`` has the rest."""
 
     status: Optional[str]
     state: TransferState
     raw: Mapping[str, Any] = field(repr=False)
+    token: Optional[str] = None
+    """The transfer's token: the one queried (the clients' ``status``), else the record's ``token``."""
+    transaction_reference: Optional[str] = None
+    """The record's ``transactionReference``, when it has one."""
 
     @classmethod
-    def from_json(cls, value: object) -> TransferStatus:
+    def from_json(cls, value: object, token: Optional[str] = None) -> TransferStatus:
+        """``token``: the token the record was asked for (a record that names none still has it)."""
         reader = ResponseReader.of(value)
         status = find_status(reader.raw)
-        return cls(status, TransferState.of(status), reader.raw)
+        return cls(status, TransferState.of(status), reader.raw, token or _text(reader.raw, "token"),
+                   _text(reader.raw, "transactionReference"))
+
+
+def _text(record: Mapping[str, Any], key: str) -> Optional[str]:
+    """A member of a record whose fields are not shown: a non-empty string, else nothing (never an error)."""
+    value = record.get(key)
+    return value if isinstance(value, str) and value else None

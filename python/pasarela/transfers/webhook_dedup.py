@@ -16,7 +16,11 @@ answers, atomically (two deliveries racing on two nodes get different answers):
 A lease ends by itself ``lease`` seconds after the claim (a process that died while handling frees the
 transaction then); records of handled events are kept ``ttl`` seconds after the transaction's last
 claim. :class:`SeenEvents` keeps them in memory (one process); :mod:`.webhook_dedup_redis` on Redis
-(sync or asyncio), for many processes and machines.
+(sync or asyncio), for many processes and machines; :mod:`.webhook_dedup_postgres` on PostgreSQL.
+
+An :class:`Inbox` goes further: it claims, runs the handler and confirms in one database transaction, the
+handler's own writes included, so that they commit together or not at all (exactly-once effects:
+:mod:`.inbox_postgres`).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Optional, Protocol, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 from ..errors import StoreUnavailableError
 
-__all__ = ["AnyLedger", "AsyncEventLedger", "Claim", "EventKey", "EventLedger", "SeenEvents"]
+__all__ = ["AnyInbox", "AnyLedger", "AsyncEventLedger", "AsyncInbox", "Claim", "EventKey", "EventLedger", "Inbox",
+           "SeenEvents"]
 
 DEFAULT_TTL = 7 * 86400.0
 """Seconds an event is remembered as handled: longer than the service keeps redelivering."""
@@ -96,6 +101,33 @@ class AsyncEventLedger(Protocol):
 
 
 AnyLedger = Union[EventLedger, AsyncEventLedger]
+
+
+class Inbox(Protocol):
+    """A ledger whose claim, handler and confirmation share one transaction of the merchant's database."""
+
+    @property
+    def ttl(self) -> float:
+        """Seconds a handled event is remembered (as :attr:`EventLedger.ttl`)."""
+
+    def handle_once(self, event: EventKey, handler: Callable[[Any], object]) -> Claim:
+        """In one transaction: claim the event; when :attr:`Claim.CLAIMED`, call ``handler(transaction)`` (the
+        open transaction's connection, for the merchant's writes) and record the event as handled; commit.
+        Answers the claim: CLAIMED once the whole has committed, else why the handler was not called. A
+        handler that raises rolls everything back and its exception propagates; anything unknown (the commit's
+        answer lost, the server gone) raises :class:`~pasarela.errors.StoreUnavailableError`."""
+
+
+class AsyncInbox(Protocol):
+    """:class:`Inbox` for asyncio code: ``handler(transaction)`` may return an awaitable, which is awaited."""
+
+    @property
+    def ttl(self) -> float: ...
+
+    def handle_once(self, event: EventKey, handler: Callable[[Any], object]) -> Awaitable[Claim]: ...
+
+
+AnyInbox = Union[Inbox, AsyncInbox]
 
 
 @dataclass

@@ -62,7 +62,7 @@ from ..terminal.stringify import loads
 from .pending import AnyGuard
 from .responses import TransferStatus
 from .status import TransferState, find_status
-from .webhook_dedup import AnyLedger, Claim, EventKey, SeenEvents
+from .webhook_dedup import AnyInbox, AnyLedger, Claim, EventKey, SeenEvents
 from .webhook_signature import (
     DEFAULT_MAX_AGE,
     DEFAULT_MAX_AHEAD,
@@ -124,8 +124,7 @@ class TransferEvent:
     @classmethod
     def from_status(cls, token: str, record: TransferStatus, merchant_id: Optional[str] = None) -> TransferEvent:
         """The event as the service's status record of ``token`` tells it (nothing from a webhook body)."""
-        reference = record.raw.get("transactionReference")
-        reference = reference if isinstance(reference, str) and reference else None
+        reference = record.transaction_reference
         return cls(token, reference, record.status, record.state, merchant_id, record.raw,
                    EventKey(reference or token, record.status or "", record.state.is_final))
 
@@ -165,6 +164,8 @@ def _counted(reply: WebhookReply) -> WebhookReply:
 
 
 EventHandler = Callable[[TransferEvent], Optional[Awaitable[None]]]
+InboxHandler = Callable[[TransferEvent, Any], Optional[Awaitable[None]]]
+"""A handler under an inbox: the event, and the open transaction its writes go through (a psycopg connection)."""
 StatusRecord = Union[TransferStatus, Mapping[str, Any]]
 StatusQuery = Callable[[str], Union[StatusRecord, Awaitable[StatusRecord]]]
 """The transfer's status by its token: ``TransferClient.status``, ``AsyncTransferClient.status``, or your
@@ -191,7 +192,7 @@ def _status_function(source: object) -> StatusQuery:
     raise ConfigurationError("status_query must be a function of the token or a transfers client (with .status)")
 
 
-def _check_ledger_ttl(ledger: AnyLedger, window: float) -> None:
+def _check_ledger_ttl(ledger: Union[AnyLedger, AnyInbox], window: float) -> None:
     """A ledger forgetting handled events before their deliveries leave the freshness window would let a
     replay through."""
     ttl = getattr(ledger, "ttl", None)
@@ -218,6 +219,10 @@ class TransferWebhookReceiver:
     default; its ``ttl`` must cover ``max_age + max_ahead``);
     ``pending`` is released when an event is final; bodies over ``max_body_bytes`` get 413.
 
+    ``inbox`` (instead of a ledger; e.g. :class:`~.inbox_postgres.PostgresInbox`): exactly-once effects. The
+    handler is then ``on_event(event, tx)``: it writes through ``tx``, the inbox's open transaction, which
+    commits the claim, those writes and the record of the event together, or rolls all of them back.
+
     Freshness: a delivery whose ``X-Kushki-Id`` (Unix milliseconds) is more than ``max_age``
     seconds old or more than ``max_ahead`` seconds ahead of ``clock()`` is refused (401), and so is
     an id that is not a timestamp unless ``allow_non_timestamp_id``.
@@ -230,7 +235,7 @@ class TransferWebhookReceiver:
 
     def __init__(
         self,
-        on_event: EventHandler,
+        on_event: Union[EventHandler, InboxHandler],
         *,
         secret: Optional[Secret] = None,
         merchant_id: Optional[str] = None,
@@ -244,6 +249,7 @@ class TransferWebhookReceiver:
         ledger: Optional[AnyLedger] = None,
         pending: Optional[AnyGuard] = None,
         max_body_bytes: int = 1 << 20,
+        inbox: Optional[AnyInbox] = None,
     ) -> None:
         if secret is not None and not secret:
             raise ConfigurationError("secret must not be empty (pass None to skip signature checks)")
@@ -255,9 +261,11 @@ class TransferWebhookReceiver:
             )
         if status_query is not None and not allow_simple_signature:
             raise ConfigurationError("status_query is used only with allow_simple_signature=True")
+        if inbox is not None and ledger is not None:
+            raise ConfigurationError("give a ledger or an inbox, not both (the inbox is its own ledger)")
         if secret is None:
             _log.warning("transfer webhooks are accepted without signature verification: configure the secret")
-        self._on_event = on_event
+        self._on_event: Callable[..., Optional[Awaitable[None]]] = on_event
         self._secret = secret
         self._merchant_id = merchant_id
         self._names = header_names or WebhookHeaders()
@@ -268,7 +276,9 @@ class TransferWebhookReceiver:
         self._allow_non_timestamp_id = allow_non_timestamp_id
         self._clock = clock
         self._ledger: AnyLedger = ledger if ledger is not None else SeenEvents()
-        _check_ledger_ttl(self._ledger, self._max_age + self._max_ahead if secret is not None else 0.0)
+        self._inbox = inbox
+        _check_ledger_ttl(inbox if inbox is not None else self._ledger,
+                          self._max_age + self._max_ahead if secret is not None else 0.0)
         self._pending = pending
         self._max_body_bytes = max_body_bytes
 
@@ -336,7 +346,7 @@ class TransferWebhookReceiver:
     @staticmethod
     def _queried(lookup: _StatusLookup, record: object) -> TransferEvent:
         if isinstance(record, Mapping):
-            record = TransferStatus.from_json(record)
+            record = TransferStatus.from_json(record, lookup.token)
         if not isinstance(record, TransferStatus):
             raise TypeError(f"status_query must return a TransferStatus or a mapping, got {type(record).__name__}")
         return TransferEvent.from_status(lookup.token, record, lookup.merchant_id)
@@ -386,6 +396,8 @@ class TransferWebhookReceiver:
             admitted = self._queried(admitted, record)
         if not isinstance(admitted, TransferEvent):
             return admitted
+        if self._inbox is not None:
+            return self._handle_in_inbox(admitted, self._inbox)
         ledger, key, token = self._ledger, admitted.key, secrets.token_hex(16)  # the token: this delivery's claim
         try:
             claim = synchronously(ledger.claim(key, token, earliest_receipt=self._earliest_receipt(headers)),
@@ -409,6 +421,23 @@ class TransferWebhookReceiver:
         except StoreUnavailableError as exc:
             _guard_not_released(exc, recorded)
         return WebhookReply.of(200, "received")
+
+    def _handle_in_inbox(self, event: TransferEvent, inbox: AnyInbox) -> WebhookReply:
+        """Claim, handler and record in the inbox's one transaction; then, as after a ledger's, the guard (a
+        StoreUnavailableError there: 503, and the redelivery, a duplicate by then, releases the order)."""
+        on_event = self._on_event
+        claim = synchronously(inbox.handle_once(event.key, lambda tx: _refuse_awaitable(on_event(event, tx),
+                                                                                       "the handler")), _ASYNC_STORE)
+        if claim in _RELEASING:
+            synchronously(self._release(event), _ASYNC_STORE)
+        return _inbox_reply(event, claim)
+
+    async def _handle_in_inbox_async(self, event: TransferEvent, inbox: AnyInbox) -> WebhookReply:
+        on_event = self._on_event
+        claim = await settled(inbox.handle_once(event.key, lambda tx: on_event(event, tx)))
+        if claim in _RELEASING:
+            await settled(self._release(event))
+        return _inbox_reply(event, claim)
 
     async def handle_async(self, headers: Mapping[str, str], body: bytes) -> WebhookReply:
         """As :meth:`handle`, awaiting the handler, the status query, the ledger and the guard when they are
@@ -434,6 +463,8 @@ class TransferWebhookReceiver:
             admitted = self._queried(admitted, record)
         if not isinstance(admitted, TransferEvent):
             return admitted
+        if self._inbox is not None:
+            return await self._handle_in_inbox_async(admitted, self._inbox)
         ledger, key, token = self._ledger, admitted.key, secrets.token_hex(16)
         try:
             claim = await settled(ledger.claim(key, token, earliest_receipt=self._earliest_receipt(headers)))
@@ -484,6 +515,15 @@ class TransferWebhookReceiver:
             _log.error("transfer webhook not handled: %s", exc)  # (counted unavailable by handle_async)
             reply = WebhookReply.of(503, "try again later")
         await _respond(send, reply)
+
+
+_RELEASING = (Claim.CLAIMED, Claim.HANDLED)
+"""Claims after which the guard is released: the event just handled, or handled before (whose delivery may
+have been recorded but not released the order)."""
+
+
+def _inbox_reply(event: TransferEvent, claim: Claim) -> WebhookReply:
+    return WebhookReply.of(200, "received") if claim is Claim.CLAIMED else _unclaimed(event, claim)
 
 
 def _unclaimed(event: TransferEvent, claim: Claim) -> WebhookReply:
