@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 #define HARNESS_NAME "open_parts"
 #include "c_harness.h"

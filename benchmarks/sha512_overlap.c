@@ -72,8 +72,8 @@ static __attribute__((noinline, target("avx2,bmi,bmi2"))) void check_step(overla
         plain_block(&o->scan);
         return;
     }
-    byte_classes m;
-    classes_avx2(o->text + base, o->n - base, &m);
+    pasarela_classes m;
+    pasarela_classes_avx2(o->text + base, o->n - base, &m);
     if (!checked_block(&o->scan, o->text, o->n, base, &m, o->is_object, o->object_keys, o->keys, o->table)) o->ok = 0;
 }
 

@@ -22,7 +22,7 @@ from setuptools import Extension
 HERE = Path(__file__).resolve().parent
 SOURCES = [
     "util.c", "cpu.c", "md5.c", "sha512.c", "sha512_many.c", "base64.c", "hex.c", "aes.c", "aes_many.c", "json.c",
-    "json_checked.c", "envelope.c", "open.c", "ivs.c",
+    "json_checked.c", "utf8.c", "envelope.c", "open.c", "ivs.c",
 ]
 
 

@@ -2,6 +2,7 @@
 #ifndef PASARELA_INTERNAL_H
 #define PASARELA_INTERNAL_H
 
+#include "bits.h"
 #include "pasarela.h"
 
 /* PE/COFF (Windows) exports only what is marked dllexport: nothing to hide there, and mingw-w64's
@@ -11,18 +12,6 @@
 #else
 #define PASARELA_INTERNAL
 #endif
-
-/* Bit i of the result: the xor of bits 0..i of x (json.c and json_checked.c: where strings are, from the quotes of
- * a 64-byte block). */
-static inline uint64_t pasarela_prefix_xor(uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-}
 
 /* util.c: a wipe the compiler cannot remove. */
 PASARELA_INTERNAL void pasarela_wipe(void *p, size_t n);
@@ -39,10 +28,6 @@ PASARELA_INTERNAL size_t pasarela_base64_encode_secret(unsigned cpu, const uint8
  * portable code; the same output and the same refusals either way, in time that depends on n only. */
 PASARELA_INTERNAL void pasarela_hex_encode_cpu(unsigned cpu, const uint8_t *in, size_t n, char *out);
 PASARELA_INTERNAL int pasarela_hex_decode_cpu(unsigned cpu, const char *in, size_t n, uint8_t *out);
-
-/* json.c: offset of the first byte of in[0..n) that does not start a well-formed UTF-8 sequence
- * (Unicode 3.9, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), or n. */
-PASARELA_INTERNAL size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n);
 
 /* json.c: pasarela_json_array_items a byte at a time (targets without SSE2 or NEON use it; elsewhere the fuzz
  * target and test_roundtrip hold the 64-bytes-at-a-time scan to it). */

@@ -8,27 +8,18 @@
  * order. Duplicate keys (JSON.parse keeps the last value at the first position) and nesting deeper
  * than PASARELA_JSON_MAX_DEPTH are left to the caller's slower path.
  */
+#include <stdbool.h>
 #include <string.h>
 
+#include "byte_classes.h"
 #include "internal.h"
+#include "utf8.h"
 
-/* SSE2 is part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2): no run-time check. */
-#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
-#define PASARELA_JSON_SSE2 1
+#if defined(PASARELA_SSE2)
 #include <emmintrin.h>
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
-#endif
-/* NEON is part of AArch64: the checks of whole 64-byte blocks below have an instance for it too. */
-#if !defined(PASARELA_JSON_SSE2) && (defined(__aarch64__) || defined(_M_ARM64))
-#define PASARELA_JSON_NEON 1
+#elif defined(PASARELA_NEON)
 #include <arm_neon.h>
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
 #endif
-#endif
-
 #define PASARELA_JSON_MAX_DEPTH 1000
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -81,7 +72,7 @@ typedef struct state {
 static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-#if !defined(PASARELA_JSON_SSE2)
+#if !defined(PASARELA_SSE2)
 /* Bytes of an 8-byte word that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (SWAR: each such byte gets its high bit set in the result). */
 static inline uint64_t special_bytes(uint64_t w) {
@@ -108,18 +99,11 @@ static int put_byte(state *s, uint8_t c) {
     return PASARELA_OK;
 }
 
-static int hex_value(uint8_t c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static int read_u4(state *s, size_t at, uint32_t *u) {
     uint32_t v = 0;
     if (s->n - at < 4) return PASARELA_E_JSON_SYNTAX;
     for (size_t i = 0; i < 4; i++) {
-        int h = hex_value(s->in[at + i]);
+        int h = pasarela_hex_digit(s->in[at + i]);
         if (h < 0) return PASARELA_E_JSON_SYNTAX;
         v = (v << 4) | (uint32_t)h;
     }
@@ -167,46 +151,7 @@ static int put_code_point(state *s, uint32_t cp) {
     return put(s, b, 4);
 }
 
-/* Length of the well-formed UTF-8 sequence at in[0..avail), or 0 when it is not one
- * (overlong forms and UTF-8-encoded surrogates are not well-formed). */
-static size_t utf8_sequence(const uint8_t *in, size_t avail) {
-    uint8_t c = in[0];
-    if (c >= 0xC2 && c <= 0xDF) return (avail >= 2 && (in[1] & 0xC0) == 0x80) ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if (avail < 3 || (in[1] & 0xC0) != 0x80 || (in[2] & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && in[1] < 0xA0) return 0;
-        if (c == 0xED && in[1] >= 0xA0) return 0;
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if (avail < 4 || (in[1] & 0xC0) != 0x80 || (in[2] & 0xC0) != 0x80 || (in[3] & 0xC0) != 0x80) return 0;
-        if (c == 0xF0 && in[1] < 0x90) return 0;
-        if (c == 0xF4 && in[1] >= 0x90) return 0;
-        return 4;
-    }
-    return 0;
-}
-
-size_t pasarela_utf8_invalid_at(const uint8_t *in, size_t n) {
-    size_t q = 0;
-    while (q < n) {
-#if defined(PASARELA_JSON_SSE2)
-        while (n - q >= 16 && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(in + q))) == 0)
-            q += 16; /* ASCII */
-        if (q >= n) break;
-#endif
-        if (in[q] < 0x80) {
-            q++;
-            continue;
-        }
-        size_t k = utf8_sequence(in + q, n - q);
-        if (k == 0) return q;
-        q += k;
-    }
-    return n;
-}
-
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 /* Bits of the 16 bytes at p that need attention inside a string: below 0x20, '"', '\\' or >= 0x80
  * (a signed compare with 0x20 catches both the controls and the bytes >= 0x80). */
 static inline unsigned special_bytes16(__m128i v) {
@@ -214,15 +159,14 @@ static inline unsigned special_bytes16(__m128i v) {
     __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"')), backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(quote, backslash)));
 }
-static inline unsigned lowest_bit(unsigned m);
 #endif
 
 /* The first byte at or after in[q] (q <= n) that needs attention inside a string, or n. */
 HOT_INLINE size_t plain_run_end(const uint8_t *in, size_t q, size_t n) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     while (n - q >= 16) {
         unsigned m = special_bytes16(_mm_loadu_si128((const __m128i *)(const void *)(in + q)));
-        if (m) return q + lowest_bit(m);
+        if (m) return q + pasarela_lowest_bit(m);
         q += 16;
     }
 #else
@@ -259,7 +203,7 @@ static int string_rest(state *s) {
         }
         if (c < 0x20) return PASARELA_E_JSON_SYNTAX;
         if (c >= 0x80) {
-            size_t k = utf8_sequence(s->in + s->pos, s->n - s->pos);
+            size_t k = pasarela_utf8_sequence(s->in + s->pos, s->n - s->pos);
             if (k == 0) return PASARELA_E_JSON_UNSUPPORTED; /* not UTF-8: let the caller decide */
             if ((rc = put(s, s->in + s->pos, k)) != PASARELA_OK) return rc;
             s->pos += k;
@@ -309,13 +253,13 @@ static int string_rest(state *s) {
 HOT_INLINE size_t plain_string(const uint8_t *in, size_t pos, size_t n, uint8_t *dst, size_t room, size_t *stop) {
     size_t q = pos + 1;
     dst[0] = '"';
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     while (n - q >= 16 && room - (q - pos) >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + q));
         unsigned m = special_bytes16(v);
         _mm_storeu_si128((__m128i *)(void *)(dst + (q - pos)), v);
         if (m) {
-            q += lowest_bit(m);
+            q += pasarela_lowest_bit(m);
             goto found;
         }
         q += 16;
@@ -329,7 +273,7 @@ HOT_INLINE size_t plain_string(const uint8_t *in, size_t pos, size_t n, uint8_t 
         dst[q - pos] = c;
         q++;
     }
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 found:
 #endif
     if (q < n && in[q] == '"') {
@@ -344,7 +288,7 @@ found:
             dst[q - pos] = c;
             q++;
         } else if (c >= 0x80) {
-            size_t k = utf8_sequence(in + q, n - q);
+            size_t k = pasarela_utf8_sequence(in + q, n - q);
             if (k == 0) break;
             for (size_t i = 0; i < k; i++) dst[q - pos + i] = in[q + i];
             q += k;
@@ -364,19 +308,19 @@ found:
  * zeros after the point (0.000001 is written 0.000001, 0.0000001 as 1e-7); never before 'e'/'E'. */
 HOT_INLINE size_t plain_number_length(const uint8_t *in, size_t pos, size_t n) {
     size_t p = pos + (in[pos] == '-'), int_start = p, digits;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     if (n - pos >= 16) { /* the same rule on the bits of one block, when the token ends in it */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
         unsigned digit = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
             _mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)), _mm_set1_epi8(9)));
         unsigned i0 = (unsigned)(p - pos), other = ~digit & 0xFFFFu & (0xFFFFu << i0);
         if (other != 0 && in[p] != '0') {
-            unsigned i1 = lowest_bit(other), end = i1; /* the first byte past the integer part */
+            unsigned i1 = pasarela_lowest_bit(other), end = i1; /* the first byte past the integer part */
             if (i1 == i0) return 0;                   /* no digit */
             if (in[pos + i1] == '.') {
                 unsigned rest = other & (0xFFFEu << i1);
                 if (rest == 0) goto scalar;
-                end = lowest_bit(rest);
+                end = pasarela_lowest_bit(rest);
                 if (end == i1 + 1 || in[pos + end - 1] == '0' || end - i0 - 1 > 15) return 0;
             }
             if (in[pos + end] == 'e' || in[pos + end] == 'E') return 0;
@@ -449,7 +393,7 @@ HOT_INLINE int put_js_number(state *s, int negative, const uint8_t *digits, int 
     return put(s, buf, w);
 }
 
-/* s->pos is at '-' or a digit. Under PASARELA_JSON_SHORTEST_DIGITS, canonicalize_trusted copies the
+/* s->pos is at '-' or a digit. Under PASARELA_JSON_SHORTEST_DIGITS, the trusted token pass copies the
  * numbers already in JavaScript form and hands the others to this. */
 HOT_INLINE int number_token(state *s) {
     const uint8_t *in = s->in;
@@ -607,22 +551,10 @@ HOT_INLINE int close_object(state *s, const frame *f) {
     return PASARELA_OK;
 }
 
-/* ---- The trusted path (PASARELA_JSON_SHORTEST_DIGITS) ----
- * Same grammar, statuses and error offsets as canonicalize() with that flag, on any input, but with
- * the state in locals (writes through the uint8_t output pointer would otherwise force the state back
- * to memory at every byte), strings scanned inline and numbers already in JavaScript form copied. */
+/* ---- The trusted mode's scans (PASARELA_JSON_SHORTEST_DIGITS; token_pass below) ----
+ * Strings copied up to their first unescaped quote, numbers already in JavaScript form copied. */
 
-#if defined(PASARELA_JSON_SSE2)
-static inline unsigned lowest_bit(unsigned m) {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long i;
-    _BitScanForward(&i, m);
-    return (unsigned)i;
-#else
-    return (unsigned)__builtin_ctz(m);
-#endif
-}
-#else
+#if !defined(PASARELA_SSE2)
 /* Bytes of an 8-byte word that are '"' or '\\' (high bit set in the result; exact up to the first). */
 static inline uint64_t quote_or_backslash(uint64_t w) {
     const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
@@ -636,19 +568,19 @@ static inline uint64_t quote_or_backslash(uint64_t w) {
  * whatever it is, which is the old rule "preceded by an even number of backslashes"). */
 HOT_INLINE size_t trusted_string_end(const uint8_t *in, size_t start, size_t n) {
     size_t q = start + 1;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
 #endif
     for (;;) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
         while (q + 16 <= n) {
             __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + q));
             unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
             unsigned backslashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash));
             if (quotes != 0 && (backslashes & ((quotes & (0u - quotes)) - 1)) == 0)
-                return q + lowest_bit(quotes) + 1; /* the first quote, no backslash before it */
+                return q + pasarela_lowest_bit(quotes) + 1; /* the first quote, no backslash before it */
             if (backslashes != 0) {
-                q += lowest_bit(backslashes) + 2; /* a backslash and the byte it escapes */
+                q += pasarela_lowest_bit(backslashes) + 2; /* a backslash and the byte it escapes */
                 continue;
             }
             q += 16;
@@ -685,14 +617,14 @@ HOT_INLINE void copy_token(uint8_t *dst, const uint8_t *src, size_t k, size_t sr
  * what the string takes); returns its end, or 0 when it has no closing quote. */
 HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint8_t *dst, size_t room) {
     size_t end;
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     if (n - start >= 16 && room >= 16) { /* the common short string: one load, one store */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + start));
         unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) & ~1u;
         unsigned backslashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
         _mm_storeu_si128((__m128i *)(void *)dst, v);
         if (quotes != 0 && (backslashes & ((quotes & (0u - quotes)) - 1)) == 0)
-            return start + lowest_bit(quotes) + 1;
+            return start + pasarela_lowest_bit(quotes) + 1;
     }
 #endif
     end = trusted_string_end(in, start, n);
@@ -700,14 +632,14 @@ HOT_INLINE size_t trusted_string(const uint8_t *in, size_t start, size_t n, uint
     return end;
 }
 
-/* Length of the number token at in[pos] when it is written as it is (see canonicalize_trusted),
+/* Length of the number token at in[pos] when it is written as it is (token_pass's trusted mode),
  * else 0. The run of digits, '.' and '-' there is copied when the old trusted check copied it: it
  * has a point, is not followed by an exponent, does not end in ".0" and is not "-0." or "-0.x";
  * anything else went to the full parser, whose result is the integer itself when it has at most 15
  * digits and no leading zero (its range check only concerns 16 digits or more), or "0". */
 HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, size_t n) {
     uint8_t c = in[pos];
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     if (n - pos >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
         __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
@@ -717,7 +649,7 @@ HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, siz
         unsigned minus = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
         unsigned stop = ~(digit | point | minus) & 0xFFFFu;
         if (stop != 0) {
-            unsigned k = lowest_bit(stop), run = (1u << k) - 1;
+            unsigned k = pasarela_lowest_bit(stop), run = (1u << k) - 1;
             unsigned exponent = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)),
                                                                            _mm_set1_epi8('e')));
             unsigned zero = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
@@ -756,26 +688,7 @@ HOT_INLINE size_t trusted_plain_number_length(const uint8_t *in, size_t pos, siz
     return p - pos == 1 && c == '0' ? 1 : 0;
 }
 
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
-static inline unsigned lowest_bit64(uint64_t m) {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long i;
-#if defined(_M_X64)
-    _BitScanForward64(&i, m);
-#else
-    if (!_BitScanForward(&i, (unsigned long)m)) {
-        _BitScanForward(&i, (unsigned long)(m >> 32));
-        i += 32;
-    }
-#endif
-    return (unsigned)i;
-#else
-    return (unsigned)__builtin_ctzll(m);
-#endif
-}
-#endif
-
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
 /* Bits of the 64 input bytes from base (bit i: in[base + i]; none past n): the classes the token
  * scans of the trusted path look up, so that finding where a token ends is a shift and a bit scan
  * instead of a chain of dependent loads (what limits a byte-at-a-time or vector-at-a-time scan). */
@@ -785,31 +698,14 @@ typedef struct byte_classes {
 } byte_classes;
 
 static void classify(const uint8_t *in, size_t base, size_t n, byte_classes *b) {
-    uint8_t tail[64];
-    const uint8_t *p = in + base;
-    if (n - base < 64) { /* padded with zeros, which are in no class */
-        memset(tail, 0, sizeof tail);
-        memcpy(tail, p, n - base);
-        p = tail;
-    }
-    uint64_t quote = 0, backslash = 0, number = 0, point = 0, minus = 0;
-    for (unsigned i = 0; i < 64; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i digit = _mm_cmpeq_epi8(_mm_max_epu8(_mm_sub_epi8(v, _mm_set1_epi8('0')), _mm_set1_epi8(9)),
-                                       _mm_set1_epi8(9));
-        __m128i is_point = _mm_cmpeq_epi8(v, _mm_set1_epi8('.')), is_minus = _mm_cmpeq_epi8(v, _mm_set1_epi8('-'));
-        quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << i;
-        backslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << i;
-        number |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(digit, _mm_or_si128(is_point, is_minus))) << i;
-        point |= (uint64_t)(unsigned)_mm_movemask_epi8(is_point) << i;
-        minus |= (uint64_t)(unsigned)_mm_movemask_epi8(is_minus) << i;
-    }
+    pasarela_classes m;
+    pasarela_classes_sse2(in + base, n - base, &m);
     b->base = base;
-    b->quote = quote;
-    b->backslash = backslash;
-    b->number = number;
-    b->point = point;
-    b->minus = minus;
+    b->quote = m.quote;
+    b->backslash = m.backslash;
+    b->number = m.digit | m.point | m.minus;
+    b->point = m.point;
+    b->minus = m.minus;
 }
 
 #define UNCLASSIFIED ((size_t)0 - 1) /* classes do not reach the end of the token: classify again */
@@ -823,7 +719,7 @@ HOT_INLINE size_t classified_string_end(const byte_classes *b, size_t pos) {
     uint64_t quotes = (b->quote >> o) >> 1, backslashes = (b->backslash >> o) >> 1;
     if (quotes == 0) return backslashes ? 0 : UNCLASSIFIED;
     if ((backslashes & ((quotes & (0 - quotes)) - 1)) != 0) return 0;
-    return pos + 2 + lowest_bit64(quotes);
+    return pos + 2 + pasarela_lowest_bit64(quotes);
 }
 
 /* The length of the number token at in[pos] when it is copied as it is, from classes (the rule of
@@ -834,7 +730,7 @@ HOT_INLINE size_t classified_number_length(const byte_classes *b, const uint8_t 
     if (o >= 64) return UNCLASSIFIED;
     uint64_t stop = ~b->number >> o;
     if (stop == 0) return UNCLASSIFIED;
-    unsigned k = lowest_bit64(stop);
+    unsigned k = pasarela_lowest_bit64(stop);
     uint64_t run = (UINT64_C(1) << k) - 1;
     uint8_t c = in[pos];
     if (pos + k < n && (in[pos + k] == 'e' || in[pos + k] == 'E')) return 0;
@@ -888,13 +784,28 @@ COLD_CALL int trusted_close_object(state *s, const frame *f, size_t top, size_t 
     return close_object(s, f);
 }
 
-COLD_CALL int trusted_number_token(state *s) { return number_token(s); }
+/* The general code the token pass calls where its fast scans do not decide: kept out of its loop. */
+COLD_CALL int string_rest_cold(state *s) { return string_rest(s); }
+COLD_CALL int number_token_cold(state *s) { return number_token(s); }
 
-static int canonicalize_trusted(state *s) {
+/* The token by token pass, written once for both modes: trusted is a constant in each of the two callers below,
+ * and the compiler makes a copy of this body for each with only that mode's scans in it (the specialization is
+ * checked: docs/performance.md). The state is in locals (writes through the uint8_t output pointer would
+ * otherwise force it back to memory at every byte); whitespace is skipped where it is found (where a value, a key,
+ * ':' or what follows a value is expected), which is where the general code would skip it.
+ *   - checked (no flag): printable ASCII strings and numbers already in JavaScript form are copied after a check,
+ *     the rest handed to the general string and number code at the very position, and with the very output, it
+ *     would have had: the same output, statuses, error offsets and facts as a plain token by token parse. Every
+ *     member is recorded, for the duplicate check and the re-ordering at its object's end.
+ *   - trusted (PASARELA_JSON_SHORTEST_DIGITS): the same grammar, statuses and error offsets on any input, but a
+ *     string is copied up to its first quote no backslash escapes (scanned with the 64-byte classes on SSE2),
+ *     numbers already in JavaScript form are copied, and members are recorded only where they start: an object
+ *     is looked at again only when it has an integer-like key (a trusted serializer writes no duplicates). */
+HOT_INLINE int token_pass(state *s, const bool trusted) {
     frame stack[PASARELA_JSON_MAX_DEPTH];
     frame *f = NULL; /* stack[depth - 1] when depth > 0 */
     size_t depth = 0;
-    int in_object = 0; /* f->is_object */
+    int in_object = 0; /* f->is_object & 1 */
     const uint8_t *const in = s->in;
     const size_t n = s->n, cap = s->cap, members_cap = s->members_cap;
     uint8_t *const out = s->out;
@@ -902,32 +813,47 @@ static int canonicalize_trusted(state *s) {
     size_t pos = s->pos, len = s->len, top = s->members_top;
     unsigned facts = 0;
     int rc;
-#if defined(PASARELA_JSON_SSE2)
-    byte_classes classes;
+#if defined(PASARELA_SSE2)
+    byte_classes classes; /* (the trusted mode's) */
     classes.base = (size_t)0 - 64; /* nothing classified yet: pos - base >= 64 */
-    /* the end of the string at pos, copied; 0 when it has none */
-#define STRING_END() trusted_string_classified(in, pos, n, out + len, cap - len, &classes)
-    /* the length of the number at pos when it is copied as it is, else 0 */
-#define NUMBER_LENGTH() trusted_number_classified(in, pos, n, &classes)
+#define TRUSTED_STRING_END() trusted_string_classified(in, pos, n, out + len, cap - len, &classes)
+#define TRUSTED_NUMBER_LENGTH() trusted_number_classified(in, pos, n, &classes)
 #else
-#define STRING_END() trusted_string(in, pos, n, out + len, cap - len)
-#define NUMBER_LENGTH() trusted_plain_number_length(in, pos, n)
+#define TRUSTED_STRING_END() trusted_string(in, pos, n, out + len, cap - len)
+#define TRUSTED_NUMBER_LENGTH() trusted_plain_number_length(in, pos, n)
 #endif
 #define SKIP_WS() while (pos < n && is_ws(in[pos])) pos++
 #define FAIL(code) do { rc = (code); goto done; } while (0)
-    /* Whitespace is skipped where it is found (where a value, a key, ':' or what follows a value is
-     * expected), which is where the general path skips it: the same offsets and statuses. */
+    /* the string at pos, written; on error FAIL */
+#define STRING() do { \
+        if (trusted) { \
+            size_t end_ = TRUSTED_STRING_END(); \
+            if (end_ == 0) FAIL(PASARELA_E_JSON_SYNTAX); \
+            len += end_ - pos; \
+            pos = end_; \
+            break; \
+        } \
+        size_t stop_ = pos, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
+        if (end_ != 0) { \
+            len += end_ - pos; \
+            pos = end_; \
+        } else { \
+            s->len = len + (stop_ - pos); \
+            s->pos = stop_; \
+            rc = string_rest_cold(s); \
+            pos = s->pos; \
+            len = s->len; \
+            if (rc != PASARELA_OK) FAIL(rc); \
+        } \
+    } while (0)
 value:
     if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
     {
         uint8_t c = in[pos];
         if (c == '"') {
-            size_t end = STRING_END();
-            if (end == 0) FAIL(PASARELA_E_JSON_SYNTAX);
-            len += end - pos;
-            pos = end;
+            STRING();
         } else if (c == '-' || is_digit(c)) {
-            size_t k = NUMBER_LENGTH();
+            size_t k = trusted ? TRUSTED_NUMBER_LENGTH() : plain_number_length(in, pos, n);
             if (k != 0) {
                 copy_token(out + len, in + pos, k, n - pos, cap - len);
                 len += k;
@@ -935,7 +861,7 @@ value:
             } else {
                 s->pos = pos;
                 s->len = len;
-                rc = trusted_number_token(s);
+                rc = number_token_cold(s);
                 pos = s->pos;
                 len = s->len;
                 if (rc != PASARELA_OK) FAIL(rc);
@@ -986,6 +912,7 @@ after_value:
     if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
     {
         uint8_t d = in[pos++];
+        if (!trusted && in_object) members[top - 1].end = len;
         if (d == ',') {
             out[len++] = ',';
             if (in_object) goto key;
@@ -993,10 +920,18 @@ after_value:
         }
         if (d == (in_object ? '}' : ']')) {
             out[len++] = d;
-            /* without an integer-like key the members are already in JavaScript order (and a
-             * trusted serializer writes no duplicates): nothing to check or move */
-            if (in_object && (f->is_object & HAS_INT_KEY) && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
-                FAIL(rc);
+            if (!in_object) goto pop;
+            if (trusted) {
+                /* without an integer-like key the members are already in JavaScript order (and a trusted
+                 * serializer writes no duplicates): nothing to check or move */
+                if ((f->is_object & HAS_INT_KEY) && (rc = trusted_close_object(s, f, top, len)) != PASARELA_OK)
+                    FAIL(rc);
+            } else {
+                s->pos = pos;
+                s->len = len;
+                s->members_top = top;
+                if ((rc = close_object(s, f)) != PASARELA_OK) FAIL(rc);
+            }
             goto pop;
         }
         if (is_ws(d)) {
@@ -1004,7 +939,7 @@ after_value:
             SKIP_WS();
             goto after_value;
         }
-        FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past the unexpected byte, as the general path */
+        FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past the unexpected byte */
     }
 pop:
     if (in_object) top = f->first;
@@ -1023,16 +958,19 @@ key:
     }
     if (top >= members_cap) FAIL(PASARELA_E_BUFFER_TOO_SMALL);
     {
-        size_t end = STRING_END();
-        if (end == 0) FAIL(PASARELA_E_JSON_SYNTAX);
-        const uint8_t *key = in + pos + 1;
-        size_t key_len = end - pos - 2;
-        members[top].start = len; /* the rest of the record only if the object is re-ordered */
-        /* when key_len is 0, key[0] is the closing quote */
-        if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->is_object |= HAS_INT_KEY;
-        top++;
-        len += end - pos;
-        pos = end;
+        member *m = &members[top++];
+        size_t start = len;
+        STRING();
+        const uint8_t *key = out + start + 1; /* as written; when key_len is 0, key[0] is the closing quote */
+        size_t key_len = len - start - 2;
+        m->start = start;
+        if (trusted) { /* the rest of the record only if the object is re-ordered (trusted_close_object) */
+            if (is_digit(key[0]) && key_order(key, key_len, 0) < NOT_INT_KEY) f->is_object |= HAS_INT_KEY;
+        } else {
+            m->key_len = (uint32_t)key_len;
+            m->order = is_digit(key[0]) ? key_order(key, key_len, top - 1 - f->first)
+                                        : NOT_INT_KEY + (top - 1 - f->first);
+        }
         if (depth == 1 && key_len == 3 && memcmp(key, "key", 3) == 0) facts |= PASARELA_JSON_FACT_KEY;
         if (depth == 1 && key_len == 9 && memcmp(key, "__proto__", 9) == 0) facts |= PASARELA_JSON_FACT_PROTO;
     }
@@ -1044,163 +982,8 @@ key:
     out[len++] = ':';
     goto value;
 done:
-#undef SKIP_WS
-#undef FAIL
-#undef STRING_END
-#undef NUMBER_LENGTH
-    s->pos = pos;
-    s->len = len;
-    s->members_top = top;
-    s->facts |= facts; /* with what the number writer reported */
-    return rc;
-}
-
-COLD_CALL int checked_string_rest(state *s) { return string_rest(s); }
-COLD_CALL int checked_number_token(state *s) { return number_token(s); }
-
-/* The checked path (no flag): the state in locals as in canonicalize_trusted (below), printable
- * ASCII strings and numbers already in JavaScript form copied after a check, the rest handed to the
- * general string and number code at the very position, and with the very output, it would have had:
- * the same output, statuses, error offsets and facts as the plain token-by-token parse. */
-static int canonicalize(state *s) {
-    frame stack[PASARELA_JSON_MAX_DEPTH];
-    frame *f = NULL; /* stack[depth - 1] when depth > 0 */
-    size_t depth = 0;
-    int in_object = 0; /* f->is_object */
-    const uint8_t *const in = s->in;
-    const size_t n = s->n, cap = s->cap, members_cap = s->members_cap;
-    uint8_t *const out = s->out;
-    member *const members = s->members;
-    size_t pos = s->pos, len = s->len, top = s->members_top;
-    unsigned facts = 0;
-    int rc;
-#define SKIP_WS() while (pos < n && is_ws(in[pos])) pos++
-#define FAIL(code) do { rc = (code); goto done; } while (0)
-    /* the string at pos, written; on error FAIL */
-#define STRING() do { \
-        size_t stop_ = pos, end_ = plain_string(in, pos, n, out + len, cap - len, &stop_); \
-        if (end_ != 0) { \
-            len += end_ - pos; \
-            pos = end_; \
-        } else { \
-            s->len = len + (stop_ - pos); \
-            s->pos = stop_; \
-            rc = checked_string_rest(s); \
-            pos = s->pos; \
-            len = s->len; \
-            if (rc != PASARELA_OK) FAIL(rc); \
-        } \
-    } while (0)
-    SKIP_WS();
-value:
-    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
-    {
-        uint8_t c = in[pos];
-        if (c == '"') {
-            STRING();
-        } else if (c == '-' || is_digit(c)) {
-            size_t k = plain_number_length(in, pos, n);
-            if (k != 0) {
-                copy_token(out + len, in + pos, k, n - pos, cap - len);
-                len += k;
-                pos += k;
-            } else {
-                s->pos = pos;
-                s->len = len;
-                rc = checked_number_token(s);
-                pos = s->pos;
-                len = s->len;
-                if (rc != PASARELA_OK) FAIL(rc);
-            }
-        } else if (c == '{' || c == '[') {
-            if (depth == PASARELA_JSON_MAX_DEPTH) FAIL(PASARELA_E_JSON_UNSUPPORTED);
-            f = &stack[depth++];
-            in_object = c == '{';
-            f->is_object = (uint32_t)in_object;
-            f->first = (uint32_t)top;
-            pos++;
-            out[len++] = c;
-            f->body_start = len;
-            SKIP_WS();
-            uint8_t close = (uint8_t)(c + 2); /* '}' or ']' */
-            if (pos < n && in[pos] == close) {
-                pos++;
-                out[len++] = close;
-                goto pop;
-            }
-            if (in_object) goto key;
-            goto value;
-        } else if (c == 't' && n - pos >= 4 && memcmp(in + pos, "true", 4) == 0) {
-            memcpy(out + len, "true", 4);
-            len += 4;
-            pos += 4;
-        } else if (c == 'f' && n - pos >= 5 && memcmp(in + pos, "false", 5) == 0) {
-            memcpy(out + len, "false", 5);
-            len += 5;
-            pos += 5;
-        } else if (c == 'n' && n - pos >= 4 && memcmp(in + pos, "null", 4) == 0) {
-            memcpy(out + len, "null", 4);
-            len += 4;
-            pos += 4;
-            facts |= PASARELA_JSON_FACT_NULL;
-        } else {
-            FAIL(PASARELA_E_JSON_SYNTAX);
-        }
-    }
-after_value:
-    SKIP_WS();
-    if (depth == 0) FAIL(pos == n ? PASARELA_OK : PASARELA_E_JSON_SYNTAX);
-    if (pos >= n) FAIL(PASARELA_E_JSON_SYNTAX);
-    {
-        uint8_t d = in[pos++];
-        if (in_object) members[top - 1].end = len;
-        if (d == ',') {
-            out[len++] = ',';
-            SKIP_WS();
-            if (in_object) goto key;
-            goto value;
-        }
-        if (d != (in_object ? '}' : ']')) FAIL(PASARELA_E_JSON_SYNTAX); /* at the offset past it */
-        out[len++] = d;
-        if (in_object) {
-            s->pos = pos;
-            s->len = len;
-            s->members_top = top;
-            if ((rc = close_object(s, f)) != PASARELA_OK) FAIL(rc);
-        }
-    }
-pop:
-    if (in_object) top = f->first;
-    depth--;
-    if (depth) {
-        f = &stack[depth - 1];
-        in_object = (int)f->is_object;
-    }
-    goto after_value;
-key:
-    if (pos >= n || in[pos] != '"') FAIL(PASARELA_E_JSON_SYNTAX);
-    if (top >= members_cap) FAIL(PASARELA_E_BUFFER_TOO_SMALL);
-    {
-        size_t start = len;
-        top++;
-        STRING();
-        member *m = &members[top - 1];
-        const uint8_t *key = out + start + 1;
-        size_t key_len = len - start - 2;
-        m->start = start;
-        m->key_len = (uint32_t)key_len;
-        /* when key_len is 0, key[0] is the closing quote */
-        m->order = is_digit(key[0]) ? key_order(key, key_len, top - 1 - f->first) : NOT_INT_KEY + (top - 1 - f->first);
-        if (depth == 1 && key_len == 3 && key[0] == 'k' && key[1] == 'e' && key[2] == 'y') facts |= PASARELA_JSON_FACT_KEY;
-        if (depth == 1 && key_len == 9 && memcmp(key, "__proto__", 9) == 0) facts |= PASARELA_JSON_FACT_PROTO;
-    }
-    SKIP_WS();
-    if (pos >= n || in[pos] != ':') FAIL(PASARELA_E_JSON_SYNTAX);
-    pos++;
-    out[len++] = ':';
-    SKIP_WS();
-    goto value;
-done:
+#undef TRUSTED_STRING_END
+#undef TRUSTED_NUMBER_LENGTH
 #undef SKIP_WS
 #undef FAIL
 #undef STRING
@@ -1210,6 +993,10 @@ done:
     s->facts |= facts; /* with what the number writer reported */
     return rc;
 }
+
+/* The two modes, each its own specialized copy of the pass. */
+static int canonicalize_checked(state *s) { return token_pass(s, false); }
+static int canonicalize_trusted(state *s) { return token_pass(s, true); }
 
 /* ---- Text that is already canonical (PASARELA_JSON_SHORTEST_DIGITS) ----
  * A serializer's text is most often exactly what the trusted pass would write: that pass copies
@@ -1222,161 +1009,7 @@ done:
  * as bit masks (bit i: byte i of the block), where strings are (quotes not escaped by a backslash),
  * and, for the few strings that start with a digit, whether they are integer-like keys. It trusts the
  * text to be JSON, as the flag vouches: on other text it may accept what the trusted pass refuses. */
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define PASARELA_JSON_X86_WIDE 1
-#include <immintrin.h>
-#define AVX512_FN __attribute__((target("avx512f,avx512bw")))
-#endif
-
-typedef struct block_masks {
-    uint64_t quote, backslash, digit, point, minus, zero, n, space, open, close, colon;
-    uint64_t e_or_underscore, y_or_underscore; /* exponents, and the last letters of "key" and "__proto__" */
-} block_masks;
-
-/* The 64 bytes at p, or (avail < 64: what is readable there) a copy padded with zeros in tail. */
-HOT_INLINE const uint8_t *whole_block(const uint8_t *p, size_t avail, uint8_t tail[64]) {
-    if (avail >= 64) return p;
-    memset(tail, 0, 64);
-    memcpy(tail, p, avail);
-    return tail;
-}
-
-/* A function name(p, avail, m), declared DECLARATION: the classes of the (up to) 64 bytes at p, avail of
- * them readable (bytes past them are in no class), WIDTH bytes a vector. Written once for SSE2 (16) and
- * AVX2 (32), whose intrinsics the caller names: VEC the vector type, LOAD, OR, SET1, EQ, MAX (unsigned),
- * SUB, and MASK (movemask). */
-#define VECTOR_BLOCK_CLASSES(DECLARATION, name, WIDTH, VEC, LOAD, OR, SET1, EQ, MAX, SUB, MASK)               \
-    DECLARATION void name(const uint8_t *p, size_t avail, block_masks *m) {                                   \
-        uint8_t tail[64];                                                                                     \
-        p = whole_block(p, avail, tail);                                                                      \
-        memset(m, 0, sizeof *m);                                                                              \
-        for (unsigned i = 0; i < 64; i += WIDTH) {                                                            \
-            VEC v = LOAD((const VEC *)(const void *)(p + i));                                                 \
-            VEC lower = OR(v, SET1(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */                           \
-            VEC underscore = EQ(v, SET1('_'));                                                                \
-            m->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << i;                                                \
-            m->backslash |= (uint64_t)MASK(EQ(v, SET1('\\'))) << i;                                           \
-            m->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << i;                    \
-            m->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << i;                                                \
-            m->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << i;                                                \
-            m->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << i;                                                 \
-            m->n |= (uint64_t)MASK(EQ(v, SET1('n'))) << i;                                                    \
-            m->space |= (uint64_t)MASK(EQ(MAX(v, SET1(' ')), SET1(' '))) << i; /* <= ' ' */                   \
-            m->open |= (uint64_t)MASK(EQ(lower, SET1('{'))) << i;                                             \
-            m->close |= (uint64_t)MASK(EQ(lower, SET1('}'))) << i;                                            \
-            m->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << i;                                                \
-            m->e_or_underscore |= (uint64_t)MASK(OR(EQ(lower, SET1('e')), underscore)) << i;                  \
-            m->y_or_underscore |= (uint64_t)MASK(OR(EQ(v, SET1('y')), underscore)) << i;                      \
-        }                                                                                                     \
-        if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */          \
-    }
-
-#if defined(PASARELA_JSON_SSE2)
-#define SSE2_MASK(x) (unsigned)_mm_movemask_epi8(x)
-VECTOR_BLOCK_CLASSES(HOT_INLINE, block_classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_set1_epi8,
-                     _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
-#undef SSE2_MASK
-#endif
-
-#if defined(PASARELA_JSON_NEON)
-/* The bits of four vectors of 0x00 / 0xFF bytes, 64 of them (what x86's movemask gives, 16 at a time): each
- * byte keeps its own bit of eight, and three rounds of pairwise adds gather them. */
-HOT_INLINE uint64_t neon_bits(uint8x16_t a, uint8x16_t b, uint8x16_t c, uint8x16_t d) {
-    static const uint8_t bit_of_byte[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    uint8x16_t bit = vld1q_u8(bit_of_byte);
-    uint8x16_t ab = vpaddq_u8(vandq_u8(a, bit), vandq_u8(b, bit)), cd = vpaddq_u8(vandq_u8(c, bit), vandq_u8(d, bit));
-    uint8x16_t abcd = vpaddq_u8(ab, cd);
-    return vgetq_lane_u64(vreinterpretq_u64_u8(vpaddq_u8(abcd, abcd)), 0);
-}
-
-/* The classes of the (up to) 64 bytes at p (as VECTOR_BLOCK_CLASSES), with NEON. */
-HOT_INLINE void block_classes_neon(const uint8_t *p, size_t avail, block_masks *m) {
-    uint8_t tail[64];
-    uint8x16_t v[4], lower[4];
-    p = whole_block(p, avail, tail);
-    for (int i = 0; i < 4; i++) {
-        v[i] = vld1q_u8(p + 16 * i);
-        lower[i] = vorrq_u8(v[i], vdupq_n_u8(0x20)); /* 'E' -> 'e', '[' -> '{', ']' -> '}' */
-    }
-#define EACH(expression) \
-    neon_bits(expression(v[0], lower[0]), expression(v[1], lower[1]), expression(v[2], lower[2]), expression(v[3], lower[3]))
-#define IS(x, c) vceqq_u8(x, vdupq_n_u8(c))
-#define QUOTE(x, l) IS(x, '"')
-#define BACKSLASH(x, l) IS(x, '\\')
-#define DIGIT(x, l) vcleq_u8(vsubq_u8(x, vdupq_n_u8('0')), vdupq_n_u8(9))
-#define POINT(x, l) IS(x, '.')
-#define MINUS(x, l) IS(x, '-')
-#define ZERO(x, l) IS(x, '0')
-#define LETTER_N(x, l) IS(x, 'n')
-#define SPACE(x, l) vcleq_u8(x, vdupq_n_u8(' '))
-#define OPEN(x, l) IS(l, '{')
-#define CLOSE(x, l) IS(l, '}')
-#define COLON(x, l) IS(x, ':')
-#define E_OR_UNDERSCORE(x, l) vorrq_u8(IS(l, 'e'), IS(x, '_'))
-#define Y_OR_UNDERSCORE(x, l) vorrq_u8(IS(x, 'y'), IS(x, '_'))
-    m->quote = EACH(QUOTE);
-    m->backslash = EACH(BACKSLASH);
-    m->digit = EACH(DIGIT);
-    m->point = EACH(POINT);
-    m->minus = EACH(MINUS);
-    m->zero = EACH(ZERO);
-    m->n = EACH(LETTER_N);
-    m->space = EACH(SPACE);
-    m->open = EACH(OPEN);
-    m->close = EACH(CLOSE);
-    m->colon = EACH(COLON);
-    m->e_or_underscore = EACH(E_OR_UNDERSCORE);
-    m->y_or_underscore = EACH(Y_OR_UNDERSCORE);
-#undef EACH
-#undef IS
-#undef QUOTE
-#undef BACKSLASH
-#undef DIGIT
-#undef POINT
-#undef MINUS
-#undef ZERO
-#undef LETTER_N
-#undef SPACE
-#undef OPEN
-#undef CLOSE
-#undef COLON
-#undef E_OR_UNDERSCORE
-#undef Y_OR_UNDERSCORE
-    if (avail < 64) m->space &= (UINT64_C(1) << avail) - 1; /* the padding's zeros are <= ' ' */
-}
-#endif
-
-#if defined(PASARELA_JSON_X86_WIDE)
-#define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
-VECTOR_BLOCK_CLASSES(static inline __attribute__((always_inline, target("avx2"))), block_classes_avx2, 32, __m256i,
-                     _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
-                     _mm256_sub_epi8, AVX2_MASK)
-#undef AVX2_MASK
-
-static inline __attribute__((always_inline, target("avx512f,avx512bw"))) void
-block_classes_avx512(const uint8_t *p, size_t avail, block_masks *m) {
-    __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
-    __m512i v = _mm512_maskz_loadu_epi8(readable, p); /* nothing read past p + avail */
-    __m512i lower = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
-    __mmask64 underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('_'));
-    m->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
-    m->backslash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'));
-    m->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
-    m->point = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
-    m->minus = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('-'));
-    m->zero = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('0'));
-    m->n = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('n'));
-    m->space = _mm512_mask_cmple_epu8_mask(readable, v, _mm512_set1_epi8(' '));
-    m->open = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('{'));
-    m->close = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('}'));
-    m->colon = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(':'));
-    m->e_or_underscore = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('e')) | underscore;
-    m->y_or_underscore = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('y')) | underscore;
-}
-#endif
-#undef VECTOR_BLOCK_CLASSES
-
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
 static inline unsigned popcount64(uint64_t x) {
     x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
     x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
@@ -1449,7 +1082,9 @@ HOT_INLINE uint64_t string_bits(uint64_t quote, uint64_t backslash, uint64_t *es
 
 /* The block at in + base with classes m: 0 when the text may not be its own result (but for the ".0" in z). */
 HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t *in, size_t n, size_t base,
-                               const block_masks *m) {
+                               const pasarela_classes *m) {
+    /* exponents, and the last letters of "key" and "__proto__" */
+    uint64_t e_or_underscore = m->e | m->underscore, y_or_underscore = m->y | m->underscore;
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
     uint64_t quote, inside = string_bits(m->quote, m->backslash, &s->escape_next, &s->in_string, &quote);
     uint64_t outside = ~inside & ~quote & valid, open_quote = quote & inside;
@@ -1457,14 +1092,14 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
              zero = m->zero & outside;
     /* whitespace to drop; an exponent; "-0" */
     if ((m->space & outside) != 0) return 0;
-    if ((m->e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
+    if ((e_or_underscore & outside & FROM_BEFORE(digit, s->before.digit, 1)) != 0) return 0;
     if ((zero & FROM_BEFORE(minus, s->before.minus, 1)) != 0) return 0;
     /* ".0" ending a number: followed by none of the bytes the trusted pass reads as the number's (an exponent
      * is refused above; ".0" ending the text: canonical_end) */
     uint64_t after_point_zero = ~(m->digit | m->point | m->minus) & valid & FROM_BEFORE(zero, s->before.zero, 1) &
                                 FROM_BEFORE(point, s->before.point, 2);
     while (after_point_zero != 0) {
-        size_t at = base + lowest_bit64(after_point_zero);
+        size_t at = base + pasarela_lowest_bit64(after_point_zero);
         after_point_zero &= after_point_zero - 1;
         if (!drop_point_zero(z, at - 2)) return 0;
     }
@@ -1475,10 +1110,10 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     if ((run8 & FROM_BEFORE(run8, s->before.run8, 8)) != 0) return 0;
     /* a member named "key" or "__proto__", at any depth (the trusted pass tells at which) */
     uint64_t named = m->colon & outside & FROM_BEFORE(quote, s->before.quote, 1) &
-                     FROM_BEFORE(m->y_or_underscore, s->before.y_or_underscore, 2) &
-                     FROM_BEFORE(m->e_or_underscore, s->before.e_or_underscore, 3);
+                     FROM_BEFORE(y_or_underscore, s->before.y_or_underscore, 2) &
+                     FROM_BEFORE(e_or_underscore, s->before.e_or_underscore, 3);
     while (named != 0) {
-        size_t colon = base + lowest_bit64(named);
+        size_t colon = base + pasarela_lowest_bit64(named);
         named &= named - 1;
         if (colon >= 5 && memcmp(in + colon - 5, "\"key\"", 5) == 0) return 0;
         if (colon >= 11 && memcmp(in + colon - 11, "\"__proto__\"", 11) == 0) return 0;
@@ -1486,7 +1121,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     /* a string that starts with a digit: an integer-like key? */
     uint64_t digit_first = m->digit & valid & FROM_BEFORE(open_quote, s->before.open_quote, 1);
     while (digit_first != 0) {
-        size_t start = base + lowest_bit64(digit_first) - 1, end = trusted_string_end(in, start, n);
+        size_t start = base + pasarela_lowest_bit64(digit_first) - 1, end = trusted_string_end(in, start, n);
         digit_first &= digit_first - 1;
         if (end == 0) return 0;
         if (end < n && in[end] == ':' && key_order(in + start + 1, end - start - 2, 0) < NOT_INT_KEY) return 0;
@@ -1494,7 +1129,7 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     /* null literals (their fact), each checked whole, so that the fact is exact on any text */
     uint64_t nulls = m->n & outside;
     while (nulls != 0) {
-        size_t at = base + lowest_bit64(nulls);
+        size_t at = base + pasarela_lowest_bit64(nulls);
         nulls &= nulls - 1;
         if (n - at < 4 || memcmp(in + at, "null", 4) != 0) return 0;
         s->nulls = 1;
@@ -1503,8 +1138,8 @@ HOT_INLINE int canonical_block(canonical_scan *s, point_zeros *z, const uint8_t 
     unsigned opens = popcount64(m->open & outside), closes = popcount64(m->close & outside);
     if (s->depth + opens > PASARELA_JSON_MAX_DEPTH || s->depth + opens < closes) return 0;
     s->depth = s->depth + opens - closes;
-    previous_block now = {open_quote, quote, digit, point, minus, zero, run2, run4, run8, m->e_or_underscore,
-                          m->y_or_underscore}; /* in the order of previous_block's members */
+    previous_block now = {open_quote, quote, digit, point, minus, zero, run2, run4, run8, e_or_underscore,
+                          y_or_underscore}; /* in the order of previous_block's members */
     s->before = now;
     return 1;
 }
@@ -1523,7 +1158,7 @@ HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint
         canonical_scan s;                                                                                     \
         canonical_scan_start(&s);                                                                             \
         for (size_t base = 0; base < n; base += 64) {                                                         \
-            block_masks m;                                                                                    \
+            pasarela_classes m;                                                                               \
             CLASSES(in + base, n - base, &m);                                                                 \
             if (!canonical_block(&s, z, in, n, base, &m)) return 0;                                           \
         }                                                                                                     \
@@ -1531,34 +1166,31 @@ HOT_INLINE int canonical_end(const canonical_scan *s, point_zeros *z, const uint
         *facts = s.nulls != 0 ? PASARELA_JSON_FACT_NULL : 0;                                                  \
         return 1;                                                                                             \
     }
-#if defined(PASARELA_JSON_SSE2)
-CANONICAL_CHECK(trusted_text_is_canonical_sse2, , block_classes_sse2)
+#if defined(PASARELA_SSE2)
+CANONICAL_CHECK(trusted_text_is_canonical_sse2, , pasarela_classes_sse2)
 #else
-CANONICAL_CHECK(trusted_text_is_canonical_neon, , block_classes_neon)
+CANONICAL_CHECK(trusted_text_is_canonical_neon, , pasarela_classes_neon)
 #endif
-#if defined(PASARELA_JSON_X86_WIDE)
-CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), block_classes_avx2)
-CANONICAL_CHECK(trusted_text_is_canonical_avx512, AVX512_FN, block_classes_avx512)
+#if defined(PASARELA_X86_WIDE)
+CANONICAL_CHECK(trusted_text_is_canonical_avx2, __attribute__((target("avx2"))), pasarela_classes_avx2)
 #endif
 #undef CANONICAL_CHECK
 
 /* When the text is what the trusted pass would write but for the ".0" of integral numbers: writes that
  * result (the text without those) to out, its length to *out_len and its facts (a null literal) to *facts,
- * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX-512 BW
- * classifies a block in one instruction a class, AVX2 in two, SSE2 in four; AArch64 has NEON only; AVX-512 only with
- * PASARELA_CPU_AVX512_SHORT: not on Intel, pasarela.h). */
+ * and returns 1; else 0, and the trusted pass is to decide. cpu: pasarela_cpu_features() bits (AVX2 classifies a
+ * block in two instructions a class, SSE2 in four; AArch64 has NEON only). No AVX-512 instance: it made no
+ * difference to a seal (docs/performance.md, issue 54), where AVX2's saves 2-6% against SSE2's. */
 static int canonical_copy(unsigned cpu, const uint8_t *in, size_t n, uint8_t *out, size_t *out_len, unsigned *facts) {
     point_zeros z;
     int copy;
     if (n == 0) return 0;
     z.count = 0;
-#if defined(PASARELA_JSON_X86_WIDE)
-    if ((cpu & PASARELA_CPU_AVX512) && (cpu & PASARELA_CPU_AVX512_SHORT)) /* (pasarela.h: not on Intel) */
-        copy = trusted_text_is_canonical_avx512(in, n, &z, facts);
-    else if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
+#if defined(PASARELA_X86_WIDE)
+    if (cpu & PASARELA_CPU_AVX2) copy = trusted_text_is_canonical_avx2(in, n, &z, facts);
     else
 #endif
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
         copy = trusted_text_is_canonical_sse2(in, n, &z, facts);
 #else
         copy = trusted_text_is_canonical_neon(in, n, &z, facts);
@@ -1629,7 +1261,7 @@ int pasarela_json_canonicalize_cpu(unsigned cpu, const uint8_t *in, size_t n, un
         if (facts) *facts = s.facts;
         return PASARELA_OK;
     }
-    rc = (flags & PASARELA_JSON_SHORTEST_DIGITS) ? canonicalize_trusted(&s) : canonicalize(&s);
+    rc = (flags & PASARELA_JSON_SHORTEST_DIGITS) ? canonicalize_trusted(&s) : canonicalize_checked(&s);
     *out_len = rc == PASARELA_OK ? s.len : 0;
     if (error_offset) *error_offset = rc == PASARELA_OK ? 0 : s.pos;
     if (facts) *facts = s.facts;
@@ -1655,12 +1287,12 @@ static int array_item(const uint8_t *json, size_t start, size_t end, uint8_t *it
 
 /* Offset of the first '"' or '\\' in in[i, end) (the end of a string's plain run), else end. */
 HOT_INLINE size_t string_run_end(const uint8_t *in, size_t i, size_t end) {
-#if defined(PASARELA_JSON_SSE2)
+#if defined(PASARELA_SSE2)
     for (; end - i >= 16; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
                                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-        if (m != 0) return i + lowest_bit(m);
+        if (m != 0) return i + pasarela_lowest_bit(m);
     }
 #endif
     while (i < end && in[i] != '"' && in[i] != '\\') i++;
@@ -1698,41 +1330,7 @@ size_t pasarela_json_array_items_portable(const uint8_t *json, size_t n, uint8_t
     return count;
 }
 
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
-/* The classes the block scan of pasarela_json_array_items looks at, of the (up to) 64 bytes at p. */
-HOT_INLINE void split_classes(const uint8_t *p, size_t avail, uint64_t *quote, uint64_t *backslash, uint64_t *open,
-                              uint64_t *close, uint64_t *comma) {
-    uint8_t tail[64];
-    p = whole_block(p, avail, tail); /* the padding's zeros are in no class */
-#if defined(PASARELA_JSON_SSE2)
-    *quote = *backslash = *open = *close = *comma = 0;
-    for (unsigned i = 0; i < 64; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* '[' -> '{', ']' -> '}' */
-        *quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << i;
-        *backslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))) << i;
-        *open |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('{'))) << i;
-        *close |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('}'))) << i;
-        *comma |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(','))) << i;
-    }
-#else
-    uint8x16_t v[4], lower[4];
-    for (int i = 0; i < 4; i++) {
-        v[i] = vld1q_u8(p + 16 * i);
-        lower[i] = vorrq_u8(v[i], vdupq_n_u8(0x20)); /* '[' -> '{', ']' -> '}' */
-    }
-#define EQUAL(w, c) \
-    neon_bits(vceqq_u8(w[0], vdupq_n_u8(c)), vceqq_u8(w[1], vdupq_n_u8(c)), vceqq_u8(w[2], vdupq_n_u8(c)), \
-              vceqq_u8(w[3], vdupq_n_u8(c)))
-    *quote = EQUAL(v, '"');
-    *backslash = EQUAL(v, '\\');
-    *open = EQUAL(lower, '{');
-    *close = EQUAL(lower, '}');
-    *comma = EQUAL(v, ',');
-#undef EQUAL
-#endif
-}
-
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
 /* The same split 64 bytes at a time: where strings are from the block's quotes and backslashes (as the
  * check for canonical text finds them), then only the brackets outside strings are visited, one by one,
  * for the depth; the commas between them at depth 0 separate the items. On JSON text the same result as
@@ -1742,16 +1340,17 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
     size_t count = 0, depth = 0, start = 1, used = 0, last = n - 1;
     uint64_t escape_next = 0, in_string = 0;
     for (size_t base = 1; base < last; base += 64) {
-        uint64_t quote, backslash, open, close, comma, delimiters;
-        split_classes(json + base, last - base, &quote, &backslash, &open, &close, &comma);
-        uint64_t inside = string_bits(quote, backslash, &escape_next, &in_string, &delimiters);
-        uint64_t outside = ~inside & ~delimiters, brackets = (open | close) & outside, top = 0;
+        pasarela_classes m;
+        uint64_t delimiters;
+        pasarela_classes_base(json + base, last - base, &m);
+        uint64_t inside = string_bits(m.quote, m.backslash, &escape_next, &in_string, &delimiters);
+        uint64_t outside = ~inside & ~delimiters, brackets = (m.open | m.close) & outside, top = 0;
         unsigned from = 0; /* bits from here on are at the depth reached */
         while (brackets != 0) {
-            unsigned b = lowest_bit64(brackets);
+            unsigned b = pasarela_lowest_bit64(brackets);
             brackets &= brackets - 1;
             if (depth == 0) top |= ((UINT64_C(1) << b) - 1) & ~((UINT64_C(1) << from) - 1);
-            if ((open >> b) & 1u) {
+            if ((m.open >> b) & 1u) {
                 depth++;
             } else if (depth-- == 0) {
                 return 0; /* a closer without its opener */
@@ -1759,8 +1358,8 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
             from = b + 1;
         }
         if (depth == 0 && from < 64) top |= ~UINT64_C(0) << from;
-        for (uint64_t separators = comma & outside & top; separators != 0; separators &= separators - 1) {
-            size_t at = base + lowest_bit64(separators);
+        for (uint64_t separators = m.comma & outside & top; separators != 0; separators &= separators - 1) {
+            size_t at = base + pasarela_lowest_bit64(separators);
             if (!array_item(json, start, at, items, lens, max_items, &count, &used)) return 0;
             start = at + 1;
         }
@@ -1771,7 +1370,7 @@ static size_t array_items_by_blocks(const uint8_t *json, size_t n, uint8_t *item
 #endif
 
 size_t pasarela_json_array_items(const uint8_t *json, size_t n, uint8_t *items, size_t *lens, size_t max_items) {
-#if defined(PASARELA_JSON_SSE2) || defined(PASARELA_JSON_NEON)
+#if defined(PASARELA_SSE2) || defined(PASARELA_NEON)
     if (json == NULL || items == NULL || lens == NULL || n < 2 || json[0] != '[' || json[n - 1] != ']') return 0;
     return array_items_by_blocks(json, n, items, lens, max_items);
 #else

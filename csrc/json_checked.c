@@ -22,7 +22,7 @@
  * The grammar is checked on bit masks of the block's byte classes (bit i: byte i), as rules between a byte and
  * the one before it; only brackets and colons are visited one by one (the nesting, and the keys of each object).
  * The classes come from SSE2, AVX2, or AVX-512 BW, whose compares give a class's 64-bit mask in one instruction.
- * AVX-512 on every CPU that has it, Intel's too (unlike Base64's and json.c's, PASARELA_CPU_AVX512_SHORT): its
+ * AVX-512 on every CPU that has it, Intel's too (unlike Base64's, PASARELA_CPU_AVX512_SHORT): its
  * 512-bit work here is compares, not the multiplies and permutes that slow an Intel core's clock most, and measured
  * whole there (benchmarks/compare_trees.py) it pays, the seal after it unchanged (docs/performance.md, "Intel's
  * AVX-512 in short work").
@@ -30,93 +30,20 @@
  */
 #include <string.h>
 
+#include "byte_classes.h"
 #include "internal.h"
+#include "utf8.h"
 
 #define JSON_CHECKED_MAX_DEPTH 1000 /* json.c's PASARELA_JSON_MAX_DEPTH */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(PASARELA_X86_WIDE)
 #include <immintrin.h>
 
 #define HOT static inline __attribute__((always_inline))
-
-typedef struct byte_classes {
-    uint64_t quote, open, close, brace, comma, colon, digit, zero, point, minus, letter;
-    int stop, high; /* a backslash or a byte below ' ' (outside strings no more JSON than inside them) */
-} byte_classes;
-
-/* The classes of the 64 bytes at p (avail < 64: the readable ones, the rest in no class), WIDTH bytes a vector:
- * SSE2 (16) or AVX2 (32). stop and high (a byte >= 0x80) are tested on the whole block, not located. */
-#define CHECKED_CLASSES(ATTRIBUTES, name, WIDTH, VEC, LOAD, OR, AND, SET1, EQ, MAX, SUB, MASK)                  \
-    static inline __attribute__((always_inline)) ATTRIBUTES void name(const uint8_t *p, size_t avail,          \
-                                                                      byte_classes *m) {                       \
-        uint8_t tail[64];                                                                                      \
-        if (avail < 64) {                                                                                      \
-            memset(tail, ' ', sizeof tail); /* in no class, and not a stop */                                  \
-            memcpy(tail, p, avail);                                                                            \
-            p = tail;                                                                                          \
-        }                                                                                                      \
-        VEC stop = SET1(0), high = SET1(0);                                                                    \
-        m->quote = m->open = m->close = m->brace = m->comma = m->colon = 0;                                    \
-        m->digit = m->zero = m->point = m->minus = m->letter = 0;                                              \
-        for (unsigned i = 0; i < 64; i += WIDTH) {                                                             \
-            VEC v = LOAD((const VEC *)(const void *)(p + i));                                                  \
-            VEC lower = OR(v, SET1(0x20)); /* '[' -> '{', ']' -> '}' */                                        \
-            stop = OR(stop, OR(EQ(v, SET1('\\')), EQ(MAX(v, SET1(0x1F)), SET1(0x1F))));                        \
-            high = OR(high, v);                                                                                \
-            m->quote |= (uint64_t)MASK(EQ(v, SET1('"'))) << i;                                                 \
-            m->open |= (uint64_t)MASK(EQ(lower, SET1('{'))) << i;                                              \
-            m->close |= (uint64_t)MASK(EQ(lower, SET1('}'))) << i;                                             \
-            /* '{' and '}' (and 'y' and DEL, in neither bracket class) */                                      \
-            m->brace |= (uint64_t)MASK(EQ(AND(v, SET1((char)0xF9)), SET1(0x79))) << i;                         \
-            m->comma |= (uint64_t)MASK(EQ(v, SET1(','))) << i;                                                 \
-            m->colon |= (uint64_t)MASK(EQ(v, SET1(':'))) << i;                                                 \
-            m->digit |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('0')), SET1(9)), SET1(9))) << i;                     \
-            m->zero |= (uint64_t)MASK(EQ(v, SET1('0'))) << i;                                                  \
-            m->point |= (uint64_t)MASK(EQ(v, SET1('.'))) << i;                                                 \
-            m->minus |= (uint64_t)MASK(EQ(v, SET1('-'))) << i;                                                 \
-            m->letter |= (uint64_t)MASK(EQ(MAX(SUB(v, SET1('a')), SET1(25)), SET1(25))) << i;                  \
-        }                                                                                                      \
-        m->stop = MASK(stop) != 0;                                                                             \
-        m->high = MASK(high) != 0;                                                                             \
-    }
-
-#define SSE2_MASK(x) (uint32_t)_mm_movemask_epi8(x)
-CHECKED_CLASSES(, classes_sse2, 16, __m128i, _mm_loadu_si128, _mm_or_si128, _mm_and_si128, _mm_set1_epi8,
-                _mm_cmpeq_epi8, _mm_max_epu8, _mm_sub_epi8, SSE2_MASK)
-#undef SSE2_MASK
-#define AVX2_MASK(x) (uint32_t)_mm256_movemask_epi8(x)
 /* (BMI1 and BMI2 with AVX2: PASARELA_CPU_AVX2 requires them. andn, blsr, tzcnt, shlx and bzhi each do in one
  * instruction what the mask arithmetic of the rules otherwise takes two or three for.) */
-CHECKED_CLASSES(__attribute__((target("avx2,bmi,bmi2"))), classes_avx2, 32, __m256i, _mm256_loadu_si256,
-                _mm256_or_si256, _mm256_and_si256, _mm256_set1_epi8, _mm256_cmpeq_epi8, _mm256_max_epu8,
-                _mm256_sub_epi8, AVX2_MASK)
-#undef AVX2_MASK
-#undef CHECKED_CLASSES
-
-/* AVX-512 BW: a class in one instruction, its mask at once (AVX2 takes two compares and two moves of the mask);
- * the tail read with the unread bytes masked off, where the others copy it. */
+#define AVX2_FN __attribute__((target("avx2,bmi,bmi2")))
 #define AVX512_FN __attribute__((target("avx512f,avx512bw,avx2,bmi,bmi2")))
-static inline __attribute__((always_inline)) AVX512_FN void classes_avx512(const uint8_t *p, size_t avail,
-                                                                           byte_classes *m) {
-    __mmask64 readable = avail < 64 ? (UINT64_C(1) << avail) - 1 : ~UINT64_C(0);
-    __m512i v = _mm512_maskz_loadu_epi8(readable, p); /* nothing read past p + avail; the zeros are no class... */
-    __m512i lower = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
-    /* ...and below ' ': not counted as stops */
-    m->stop = (_mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\')) |
-               _mm512_mask_cmplt_epu8_mask(readable, v, _mm512_set1_epi8(' '))) != 0;
-    m->high = _mm512_movepi8_mask(v) != 0;
-    m->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
-    m->open = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('{'));
-    m->close = _mm512_cmpeq_epi8_mask(lower, _mm512_set1_epi8('}'));
-    m->brace = _mm512_cmpeq_epi8_mask(_mm512_and_si512(v, _mm512_set1_epi8((char)0xF9)), _mm512_set1_epi8(0x79));
-    m->comma = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(','));
-    m->colon = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(':'));
-    m->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
-    m->zero = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('0'));
-    m->point = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
-    m->minus = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('-'));
-    m->letter = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(26));
-}
 
 /* Whether the 64 bytes at p are all printable ASCII but '"' and '\\': the inside of a long string, which needs no
  * more than that. */
@@ -131,7 +58,7 @@ static inline __attribute__((always_inline)) int plain_sse2(const uint8_t *p) {
     return _mm_movemask_epi8(stop) == 0;
 }
 
-static inline __attribute__((always_inline, target("avx2,bmi,bmi2"))) int plain_avx2(const uint8_t *p) {
+static inline __attribute__((always_inline)) AVX2_FN int plain_avx2(const uint8_t *p) {
     __m256i stop = _mm256_setzero_si256();
     for (unsigned i = 0; i < 64; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
@@ -148,7 +75,6 @@ static inline __attribute__((always_inline)) AVX512_FN int plain_avx512(const ui
             _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"')) | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'))) == 0;
 }
 
-HOT unsigned lowest(uint64_t m) { return (unsigned)__builtin_ctzll(m); }
 HOT unsigned highest(uint64_t m) { return 63u - (unsigned)__builtin_clzll(m); }
 
 /* runs + marks (+ *carry from the block before), *carry set to what goes to the next block: each run of ones in
@@ -256,7 +182,7 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
     size_t depth = s->depth, nkeys = s->keys;
     int inside_object = object != 0;
     while (events != 0) {
-        unsigned b = lowest(events);
+        unsigned b = pasarela_lowest_bit64(events);
         uint64_t bit = UINT64_C(1) << b;
         events &= events - 1;
         if (colon & bit) { /* a key ends at b - 1: from the quote that opened it */
@@ -327,11 +253,11 @@ HOT uint64_t visit(checked_scan *s, const uint8_t *in, size_t n, size_t base, ui
 #define BEFORE(now, field, k) (((now) << (k)) | (s->field >> (64 - (k))))
 
 /* The block at in + base with classes m: 0 when the text is not known to be canonical. */
-HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base, const byte_classes *m,
+HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base, const pasarela_classes *m,
                       uint8_t *is_object, uint32_t *object_keys, key_entry *keys, uint32_t *table) {
     uint64_t valid = n - base < 64 ? (UINT64_C(1) << (n - base)) - 1 : ~UINT64_C(0);
-    if (m->stop) return 0; /* an escape, a control byte or whitespace */
-    s->utf8 |= m->high;    /* (outside strings, such bytes are in no class the rules allow there) */
+    if ((m->backslash | m->control) != 0) return 0; /* an escape, or a control byte (outside strings too) */
+    s->utf8 |= m->high != 0; /* (outside strings, such bytes are in no class the rules allow there) */
     uint64_t inside = pasarela_prefix_xor(m->quote) ^ s->in_string; /* opening quote and contents: 1; closing quote: 0 */
     s->in_string = (uint64_t)0 - (inside >> 63);
     uint64_t open_quote = m->quote & inside, close_quote = m->quote & ~inside;
@@ -399,7 +325,7 @@ HOT int checked_block(checked_scan *s, const uint8_t *in, size_t n, size_t base,
     if (bad != 0) return 0;
     /* literals, each compared whole */
     for (uint64_t starts = letter & first; starts != 0; starts &= starts - 1) {
-        size_t at = base + lowest(starts), len;
+        size_t at = base + pasarela_lowest_bit64(starts), len;
         if (n - at >= 5 && memcmp(in + at, "false", 5) == 0) {
             len = 5;
         } else if (n - at >= 4 && (memcmp(in + at, "true", 4) == 0 || memcmp(in + at, "null", 4) == 0)) {
@@ -449,7 +375,7 @@ HOT void plain_block(checked_scan *s) {
         uint32_t object_keys[JSON_CHECKED_MAX_DEPTH];                                                         \
         memset(&s, 0, sizeof s);                                                                              \
         for (size_t base = 0; base < n; base += 64) {                                                         \
-            byte_classes m;                                                                                   \
+            pasarela_classes m;                                                                               \
             /* (a string already 32 bytes long: a long one's inside, likely plain) */                        \
             if (s.in_string != 0 && base - s.last_open_quote > 32 && n - base >= 64 && PLAIN(in + base)) {   \
                 plain_block(&s);                                                                              \
@@ -463,10 +389,11 @@ HOT void plain_block(checked_scan *s) {
         *facts = s.nulls ? PASARELA_JSON_FACT_NULL : 0;                                                       \
         return 1;                                                                                             \
     }
-CHECKED_TEXT(checked_sse2, , classes_sse2, plain_sse2)
-CHECKED_TEXT(checked_avx2, __attribute__((target("avx2,bmi,bmi2"))), classes_avx2, plain_avx2)
-CHECKED_TEXT(checked_avx512, AVX512_FN, classes_avx512, plain_avx512)
+CHECKED_TEXT(checked_sse2, , pasarela_classes_sse2, plain_sse2)
+CHECKED_TEXT(checked_avx2, AVX2_FN, pasarela_classes_avx2, plain_avx2)
+CHECKED_TEXT(checked_avx512, AVX512_FN, pasarela_classes_avx512, plain_avx512)
 #undef CHECKED_TEXT
+#undef AVX2_FN
 #undef AVX512_FN
 
 int pasarela_json_checked_canonical(unsigned cpu, const uint8_t *in, size_t n, void *scratch, size_t scratch_cap,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 /* "<32 hex iv>:<hex ciphertext>" -> ciphertext decrypted into out (in place), padding included; *n its length. */
 static int decrypt_blocks(unsigned cpu, const pasarela_aes256_schedule *ks, const char *data, size_t data_len,

@@ -116,7 +116,7 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
 #define PASARELA_CPU_AES_ANY (PASARELA_CPU_AES_X86 | PASARELA_CPU_AES_ARM)
 #define PASARELA_CPU_AVX2 4u        /* x86-64 AVX2 + BMI1 + BMI2 with OS-saved YMM state (SHA-512) */
 #define PASARELA_CPU_AVX512 8u      /* x86-64 AVX-512 F+VL+BW with OS-saved ZMM/opmask state (SHA-512 multi-buffer) */
-/* With PASARELA_CPU_AVX512: 512-bit vectors pay for short work too (Base64, json.c's block check of a seal's text).
+/* With PASARELA_CPU_AVX512: 512-bit vectors pay for short work too (Base64 of a request's signed text).
  * Not set on Intel CPUs, whose cores run slower for a while after 512-bit instructions (a lower clock, and the
  * upper lanes powered up again): a request's few 512-bit Base64 blocks made the whole request, its Python
  * included, about 10% slower there than AVX2's. The 8-lane SHA-512 of batches uses AVX-512 on any of them, and so

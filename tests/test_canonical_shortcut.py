@@ -1,8 +1,8 @@
 """The trusted pass's check for text that is already canonical (csrc/json.c, trusted_text_is_canonical).
 
 orjson's text of a payload is most often exactly what JSON.stringify writes; the C core then copies it
-instead of rewriting it token by token. The check has three instances: SSE2 (what the public
-pasarela_json_canonicalize uses), AVX2 and AVX-512 BW (what sealing uses on a CPU that has them). Each is
+instead of rewriting it token by token. The check has two instances on x86-64: SSE2 (what the public
+pasarela_json_canonicalize uses) and AVX2 (what sealing uses on a CPU that has it). Each is
 held to the token by token pass (PASARELA_JSON_NO_SHORTCUT) and to the pure-Python reference, on payloads
 from the shared strategies and on every special token at every offset around the check's 64-byte blocks
 (the patterns it looks for span two blocks there).
@@ -30,17 +30,13 @@ TIMESTAMP = 1_700_000_000
 
 def _credentials(without: int) -> _binding.Credentials:
     credentials = _binding.Credentials(b"business", b"SN-1")
-    cpu = _binding.CPU_FEATURES
-    if cpu & lib.PASARELA_CPU_AVX512:  # the AVX-512 check runs on any AVX-512 CPU (only Intel's take it: pasarela.h)
-        cpu |= lib.PASARELA_CPU_AVX512_SHORT
-    credentials.struct.cpu = cpu & ~without
+    credentials.struct.cpu = _binding.CPU_FEATURES & ~without
     return credentials
 
 
-# Sealing with each instance of the check this CPU has: AVX-512 BW, AVX2, SSE2 (the CPU bits also choose
-# the SHA-512 and Base64 code, which give the same bytes whichever runs).
-INSTANCES = [_credentials(0), _credentials(lib.PASARELA_CPU_AVX512_SHORT),
-             _credentials(lib.PASARELA_CPU_AVX512_SHORT | lib.PASARELA_CPU_AVX2)]
+# Sealing with each instance of the check this CPU has: AVX2, SSE2 (the CPU bits also choose the SHA-512 and
+# Base64 code, which give the same bytes whichever runs).
+INSTANCES = [_credentials(0), _credentials(lib.PASARELA_CPU_AVX2 | lib.PASARELA_CPU_AVX512_ALL)]
 
 Result = tuple[int, Optional[bytes], int]  # status, text (None on failure), facts
 ALL_FACTS = 2**32 - 1

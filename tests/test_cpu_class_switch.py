@@ -62,7 +62,7 @@ def test_without_the_switch_the_cpu_is_as_detected() -> None:
 
 
 def test_short_work_takes_512_bit_vectors_on_avx512_cpus_but_intel_s() -> None:
-    """PASARELA_CPU_AVX512_SHORT (Base64 and the JSON block check of one request on 512-bit vectors) is set on an
+    """PASARELA_CPU_AVX512_SHORT (the Base64 of one request on 512-bit vectors) is set on an
     AVX-512 CPU unless it is Intel's, whose cores run the whole request slower after a few 512-bit instructions;
     the vendor and flags as the kernel reports them (/proc/cpuinfo) are the independent reading of CPUID."""
     lib = _binding.lib

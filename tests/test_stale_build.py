@@ -99,7 +99,7 @@ def test_import_with_fastcall_built_against_another_workspace_layout_raises_impo
     (headers / "pasarela.h").write_text(grown, encoding="utf-8")
     distribution = Distribution({"ext_modules": [Extension(
         "pasarela._fastcall", [str(CSRC / "cpython" / name) for name in ("fastcall.c", "parse.c", "stringify.c")],
-        include_dirs=[str(headers)],
+        include_dirs=[str(headers), str(CSRC)],  # the build's csrc/, with the grown pasarela.h found first
         define_macros=[("Py_LIMITED_API", "0x030A0000")], py_limited_api=True,
     )]})
     command = distribution.get_command_obj("build_ext")

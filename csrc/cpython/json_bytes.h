@@ -6,9 +6,9 @@
 
 #include <stdint.h>
 
-/* SSE2 is part of x86-64 (and of the x86 targets MSVC builds with /arch:SSE2): no run-time check. */
-#if (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)) && !defined(_M_ARM64EC)
-#define JSON_BYTES_SSE2 1
+#include "bits.h" /* PASARELA_SSE2, pasarela_lowest_bit, pasarela_hex_digit */
+
+#if defined(PASARELA_SSE2)
 #include <emmintrin.h>
 
 /* One bit for each of the 16 bytes of v that is below 0x20, '"' or '\\'. */
@@ -18,20 +18,6 @@ static inline int json_special_mask16(__m128i v) {
     return _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash)));
 }
 
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
-
-/* The index of the lowest set bit of a mask that has one. */
-static inline unsigned json_lowest_bit(unsigned mask) {
-#if defined(_MSC_VER) && !defined(__clang__)
-    unsigned long i;
-    _BitScanForward(&i, mask);
-    return (unsigned)i;
-#else
-    return (unsigned)__builtin_ctz(mask);
-#endif
-}
 #endif
 
 #define JSON_BYTES_ONES UINT64_C(0x0101010101010101)

@@ -51,10 +51,10 @@ static PyObject *value(parser *p, int depth);
 
 /* The end of the run of bytes from s that are neither '"', '\\' nor controls, at most up to end. */
 static const char *plain_run(const char *s, const char *end) {
-#if defined(JSON_BYTES_SSE2)
+#if defined(PASARELA_SSE2)
     for (; end - s >= 16; s += 16) {
         int mask = json_special_mask16(_mm_loadu_si128((const __m128i *)(const void *)s));
-        if (mask != 0) return s + json_lowest_bit((unsigned)mask);
+        if (mask != 0) return s + pasarela_lowest_bit((unsigned)mask);
     }
 #endif
     for (; end - s >= 8; s += 8) {
@@ -67,13 +67,6 @@ static const char *plain_run(const char *s, const char *end) {
         if (c < 0x20 || c == '"' || c == '\\') break;
     }
     return s;
-}
-
-static int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
 }
 
 /* Whether JSON.stringify writes the code unit code as the \u escape whose four hex digits are at digits: a control
@@ -124,7 +117,7 @@ static PyObject *escaped_string(parser *p) {
             if (p->end - p->at < 4) goto done;
             unsigned code = 0;
             for (int k = 0; k < 4; k++) {
-                int d = hex_digit(p->at[k]);
+                int d = pasarela_hex_digit((unsigned char)p->at[k]);
                 if (d < 0) goto done;
                 code = code << 4 | (unsigned)d;
             }

@@ -165,7 +165,7 @@ static int put_string(stringify_out *w, const char *s, Py_ssize_t n) {
     char *o = w->out + w->len;
     *o++ = '"';
     Py_ssize_t i = 0;
-#if defined(JSON_BYTES_SSE2)
+#if defined(PASARELA_SSE2)
     for (; n - i >= 16; i += 16, o += 16) { /* 16 bytes at a time while none needs an escape */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
         if (json_special_mask16(v) != 0) break;

@@ -137,6 +137,23 @@ static inline uint64_t fuzz_timestamp(fuzz_reader *r, int fold)
     return fold ? UINT64_C(1000000000) + t % UINT64_C(9000000000) : t;
 }
 
+/* The start of a seal target's input: its selector (bit 0: flags PASARELA_JSON_SHORTEST_DIGITS, else 0; bit 1: the
+ * timestamp folded into the valid range; the other bits the target's), then the timestamp (8 bytes). */
+typedef struct fuzz_seal_head {
+    uint8_t selector;
+    unsigned flags;
+    uint64_t timestamp;
+} fuzz_seal_head;
+
+static inline fuzz_seal_head fuzz_seal_start(fuzz_reader *r)
+{
+    fuzz_seal_head h;
+    h.selector = fuzz_u8(r);
+    h.flags = (h.selector & 1) ? PASARELA_JSON_SHORTEST_DIGITS : 0u;
+    h.timestamp = fuzz_timestamp(r, h.selector & 2);
+    return h;
+}
+
 static inline int fuzz_timestamp_valid(uint64_t t)
 {
     return t >= UINT64_C(1000000000) && t <= UINT64_C(9999999999);

@@ -17,18 +17,6 @@ static int nibble(uint8_t c)
     return -1;
 }
 
-/* pasarela_cpu_features() once (cpuid per input would cost more than the decoding). */
-static unsigned cpu_features(void)
-{
-    static unsigned features;
-    static int known;
-    if (!known) {
-        features = pasarela_cpu_features();
-        known = 1;
-    }
-    return features;
-}
-
 static void check_decode(unsigned cpu, const char *text, const uint8_t *data, size_t size, int valid)
 {
     uint8_t *out = (uint8_t *)fuzz_alloc(size / 2);
@@ -60,8 +48,8 @@ static void check_encode(unsigned cpu, const uint8_t *bytes, size_t size, const 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    unsigned avx2 = cpu_features() & PASARELA_CPU_AVX2;
-    unsigned vbmi = cpu_features() & (PASARELA_CPU_AVX512_VBMI | PASARELA_CPU_AVX2);
+    unsigned avx2 = fuzz_cpu() & PASARELA_CPU_AVX2;
+    unsigned vbmi = fuzz_cpu() & (PASARELA_CPU_AVX512_VBMI | PASARELA_CPU_AVX2);
     char *text = (char *)fuzz_copy(data, size);
     int valid = size % 2 == 0;
     for (size_t i = 0; i < size && valid; i++)

@@ -29,14 +29,12 @@ static int single(const pasarela_credentials *c, uint64_t timestamp, const uint8
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_reader r = {data, size};
-    uint8_t selector = fuzz_u8(&r);
-    unsigned flags = (selector & 1) ? PASARELA_JSON_SHORTEST_DIGITS : 0u;
-    uint64_t timestamp = fuzz_timestamp(&r, selector & 2);
+    fuzz_seal_head head = fuzz_seal_start(&r);
     pasarela_credentials creds[2];
     creds[0] = fuzz_credentials(&r, fuzz_cpu());
     creds[1] = fuzz_credentials(&r, fuzz_cpu());
     creds[1].id = 2;
-    if (selector & 8) creds[0].id = creds[1].id = 0;
+    if (head.selector & 8) creds[0].id = creds[1].id = 0;
 
     /* split the rest into items */
     const pasarela_credentials *item_creds[MAX_ITEMS];
@@ -56,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     uint8_t ivs[16 * MAX_ITEMS], pool[16 * MAX_ITEMS];
-    for (size_t i = 0; i < sizeof ivs; i++) ivs[i] = pool[i] = (uint8_t)(i * 7 + selector);
-    size_t out_cap = (selector & 16) ? PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(total / 2 + 1))
+    for (size_t i = 0; i < sizeof ivs; i++) ivs[i] = pool[i] = (uint8_t)(i * 7 + head.selector);
+    size_t out_cap = (head.selector & 16) ? PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(total / 2 + 1))
                                      : PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(total));
     pasarela_workspace ws;
     fuzz_workspace_alloc(&ws, PASARELA_JSON_OUT_MAX(total), PASARELA_WORKSPACE_SCRATCH_SIZE(total), out_cap);
@@ -76,8 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     size_t start = 0, offset = 0, pooled = 0; /* pooled: IVs the batch has taken from the pool */
     while (start < n) {
-        size_t done = pasarela_seal_json_batch(item_creds + start, timestamp, json + offset, lens + start, n - start,
-                                               flags, (selector & 4) ? NULL : ivs + 16 * start, &ws,
+        size_t done = pasarela_seal_json_batch(item_creds + start, head.timestamp, json + offset, lens + start, n - start,
+                                               head.flags, (head.selector & 4) ? NULL : ivs + 16 * start, &ws,
                                                statuses + start, plaintext_lens + start, out_lens + start,
                                                facts + start);
         FUZZ_CHECK(done <= n - start);
@@ -91,9 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* compare this call's items with single seals */
         size_t o = 0;
         for (size_t i = start; i < start + done; i++) {
-            const uint8_t *iv = (selector & 4) ? pool + 16 * pooled++ : ivs + 16 * i;
+            const uint8_t *iv = (head.selector & 4) ? pool + 16 * pooled++ : ivs + 16 * i;
             pasarela_workspace one;
-            int rc = single(item_creds[i], timestamp, json + offset, lens[i], flags, iv, &one);
+            int rc = single(item_creds[i], head.timestamp, json + offset, lens[i], head.flags, iv, &one);
             FUZZ_CHECK(statuses[i] == rc);
             if (statuses[i] == PASARELA_OK) {
                 FUZZ_CHECK(plaintext_lens[i] == one.plaintext_len && out_lens[i] == one.out_len &&
@@ -115,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         start += done;
     }
-    if (selector & 4) FUZZ_CHECK(ws.iv_pool_used == 16 * pooled);
+    if (head.selector & 4) FUZZ_CHECK(ws.iv_pool_used == 16 * pooled);
     for (unsigned mask = 0; mask < 16; mask += 5) { /* the first item its caller must look at, for some fact masks */
         size_t first = 0;
         while (first < n && statuses[first] == PASARELA_OK && (facts[first] & mask) == 0) first++;
@@ -132,8 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ws.iv_pool_len = 16 * sealed_n;
     ws.iv_pool_used = 0;
     for (size_t begin = 0, at = 0; begin < sealed_n;) {
-        size_t done = pasarela_seal_batch(sealed_creds + begin, timestamp, plaintexts + at, sealed_lens + begin,
-                                          sealed_n - begin, (selector & 4) ? NULL : sealed_ivs + 16 * begin, &ws,
+        size_t done = pasarela_seal_batch(sealed_creds + begin, head.timestamp, plaintexts + at, sealed_lens + begin,
+                                          sealed_n - begin, (head.selector & 4) ? NULL : sealed_ivs + 16 * begin, &ws,
                                           outs + begin, statuses);
         FUZZ_CHECK(done > 0 && done <= sealed_n - begin);
         for (size_t i = begin; i < begin + done; i++) {
@@ -143,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         begin += done;
     }
-    if (selector & 4) FUZZ_CHECK(ws.iv_pool_used == 16 * sealed_n);
+    if (head.selector & 4) FUZZ_CHECK(ws.iv_pool_used == 16 * sealed_n);
     for (size_t i = 0; i < sealed_n; i++) {
         free(outs[i]);
         free(requests[i]);

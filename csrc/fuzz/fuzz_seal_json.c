@@ -49,9 +49,7 @@ static void check_seal_again(const pasarela_credentials *c, uint64_t timestamp, 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_reader r = {data, size};
-    uint8_t selector = fuzz_u8(&r);
-    unsigned flags = (selector & 1) ? PASARELA_JSON_SHORTEST_DIGITS : 0u;
-    uint64_t timestamp = fuzz_timestamp(&r, selector & 2);
+    fuzz_seal_head head = fuzz_seal_start(&r);
     uint8_t iv[16];
     fuzz_fill(&r, iv, sizeof iv);
     pasarela_credentials c = fuzz_credentials(&r, fuzz_cpu());
@@ -61,25 +59,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_workspace_alloc(&ws, PASARELA_JSON_OUT_MAX(n), PASARELA_WORKSPACE_SCRATCH_SIZE(n),
                          PASARELA_REQUEST_LEN(PASARELA_JSON_OUT_MAX(n)));
 
-    int rc = pasarela_seal_json(&c, &ws, timestamp, json, n, flags, iv);
+    int rc = pasarela_seal_json(&c, &ws, head.timestamp, json, n, head.flags, iv);
     FUZZ_CHECK(rc == PASARELA_OK || rc == PASARELA_E_JSON_SYNTAX || rc == PASARELA_E_JSON_UNSUPPORTED ||
                rc == PASARELA_E_JSON_UNSAFE_INTEGER || rc == PASARELA_E_JSON_NOT_OBJECT ||
                rc == PASARELA_E_KEY_MEMBER || rc == PASARELA_E_TIMESTAMP);
     if (rc == PASARELA_E_TIMESTAMP)
-        FUZZ_CHECK(!fuzz_timestamp_valid(timestamp));
+        FUZZ_CHECK(!fuzz_timestamp_valid(head.timestamp));
     if (rc == PASARELA_OK) {
-        FUZZ_CHECK(fuzz_timestamp_valid(timestamp));
+        FUZZ_CHECK(fuzz_timestamp_valid(head.timestamp));
         FUZZ_CHECK(ws.out_len == PASARELA_REQUEST_LEN(ws.plaintext_len));
-        check_plaintext(&ws, json, n, flags);
-        FUZZ_CHECK(seal_check_body(&c, timestamp, iv, (const uint8_t *)ws.out, ws.plaintext_len,
+        check_plaintext(&ws, json, n, head.flags);
+        FUZZ_CHECK(seal_check_body(&c, head.timestamp, iv, (const uint8_t *)ws.out, ws.plaintext_len,
                                    ws.out + ws.plaintext_len + PASARELA_SIGNATURE_HEX_LEN));
-        FUZZ_CHECK(seal_check_signature(&c, timestamp, (const uint8_t *)ws.out, ws.plaintext_len,
+        FUZZ_CHECK(seal_check_signature(&c, head.timestamp, (const uint8_t *)ws.out, ws.plaintext_len,
                                         ws.out + ws.plaintext_len));
-        check_seal_again(&c, timestamp, iv, &ws);
+        check_seal_again(&c, head.timestamp, iv, &ws);
 #ifdef PASARELA_CPU_AVX2
-        if ((selector & 4) && (c.cpu & PASARELA_CPU_AVX2)) {
+        if ((head.selector & 4) && (c.cpu & PASARELA_CPU_AVX2)) {
             c.cpu &= ~PASARELA_CPU_AVX2;
-            check_seal_again(&c, timestamp, iv, &ws);
+            check_seal_again(&c, head.timestamp, iv, &ws);
         }
 #endif
     }

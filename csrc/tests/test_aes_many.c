@@ -33,6 +33,7 @@
 #include "internal.h"
 
 #include "check.h"
+#include "sp800_38a.h"
 
 /* The reference: the one-chain primitive over the full blocks, then the padded block. */
 static void ref_job(unsigned cpu, const pasarela_cbc_job *job)
@@ -57,13 +58,7 @@ static void ref_sha512(unsigned cpu, const uint8_t *msg, size_t len, uint8_t dig
     pasarela_sha512_final(&ctx, digest);
 }
 
-/* NIST SP 800-38A F.2.5 CBC-AES256 (four full blocks; PKCS#7 then adds a block of 16 x 0x10). */
-static const char *sp_key = "603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4";
-static const char *sp_iv = "000102030405060708090a0b0c0d0e0f";
-static const char *sp_pt = "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
-                           "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710";
-static const char *sp_ct = "f58c4c04d6e5f1ba779eabfb5f7bfbd69cfc4e967edb808d679f777bc6702c7d"
-                           "39f23369a9d9bacfa530e26304231461b2eb05e2c39be9fcda6c19078c6a9d1b";
+/* NIST SP 800-38A F.2.5 CBC-AES256 (sp800_38a.h: four full blocks; PKCS#7 then adds a block of 16 x 0x10). */
 
 /* FIPS 180-4 / NIST example: SHA-512("abc"). */
 static const char *abc_digest = "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "helpers.h"
 
 static int g_pass, g_fail;
 
@@ -36,17 +37,6 @@ static void check(int ok, const char *what)
     }
 }
 
-static void to_hex(const uint8_t *in, size_t n, char *out) /* test-side reference, NUL-terminated */
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t i;
-    for (i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static void check_digest(const uint8_t *d, size_t n, const char *expect_hex, const char *what)
 {
     char buf[129];
@@ -55,17 +45,6 @@ static void check_digest(const uint8_t *d, size_t n, const char *expect_hex, con
         printf("  got    %s\n  expect %s\n", buf, expect_hex);
     }
     check(strcmp(buf, expect_hex) == 0, what);
-}
-
-/* xorshift64* — deterministic inputs */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * UINT64_C(0x2545F4914F6CDD1D);
 }
 
 static void rng_fill(uint64_t *s, uint8_t *p, size_t n)

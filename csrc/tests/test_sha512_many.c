@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "helpers.h"
 
 static int g_pass, g_fail;
 
@@ -37,28 +38,6 @@ static void check(int ok, const char *what, unsigned cpu)
         g_fail++;
         printf("FAIL: %s (cpu %u)\n", what, cpu);
     }
-}
-
-/* xorshift64* — deterministic inputs */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * UINT64_C(0x2545F4914F6CDD1D);
-}
-
-static void to_hex(const uint8_t *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t i;
-    for (i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 static void reference(const uint8_t *msg, size_t len, uint8_t out[64])

@@ -26,6 +26,7 @@ from .inbound import (
     DEFAULT_TOLERANCE,
     Body,
     Params,
+    as_bytes,
     has_long_digit_run,
     parse_payload,
     read_request,
@@ -205,6 +206,8 @@ class Terminal:
         Returns the payload. Every failure raises AuthError, whose ``body`` is the same AUTH-001 for
         every cause; ``reason`` says what was wrong, for the operator's logs only.
         """
+        if type(body) is not bytes:
+            body = as_bytes(body)  # a str, bytearray or memoryview takes the bytes' path (one copy)
         start = 0
         # counted (the fast path by its C call); the first call and one in 64 timed
         if _COUNTING and not (type(body) is bytes and method == "POST" and _binding.open_post is _COUNTING_OPEN_POST) \
@@ -242,6 +245,8 @@ class Terminal:
         same ``reason``) and the same telemetry (counted as an open) as :meth:`open`; ``json.loads`` of the bytes
         is open's payload, up to the integers JSON.parse rounds (open returns those as the doubles it makes).
         """
+        if type(body) is not bytes:
+            body = as_bytes(body)  # a str, bytearray or memoryview takes the bytes' path (one copy)
         fast = _binding.open_post_bytes
         if fast is _C_OPEN_POST_BYTES and type(body) is bytes and method == "POST":
             # the common case, read by the C core as open's is, which counts the call (and times one in 64): the

@@ -37,7 +37,7 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 DEFAULT_TOLERANCE = 300
 """Seconds a timestamp may differ from the server's clock (spec section 8: plus or minus 5 minutes)."""
 
-Body = Union[bytes, bytearray, str, Mapping[str, object], None]
+Body = Union[bytes, bytearray, memoryview, str, Mapping[str, object], None]
 Params = Union[Mapping[str, str], Mapping[str, list[str]], str, None]
 
 _DATA = re.compile(r"([0-9a-fA-F]*):([0-9a-fA-F]*)")
@@ -193,6 +193,27 @@ def read_request(method: str, headers: Mapping[str, str], body: Body = None, par
     return Inbound(method, timestamp, signature, _data_field(method, body, params))
 
 
+def as_bytes(body: Body) -> Body:
+    """A ``str`` (``request.text``), ``bytearray`` or ``memoryview`` body as the ``bytes`` it holds, so that it takes
+    the C core's path as ``bytes`` does (one copy: about 1% of an open); any other body as it is.
+
+    A ``str`` is its UTF-8 (what the client sent and the server reads), unless it holds a lone surrogate, which no
+    UTF-8 has: then it stays a ``str``, for read_request's refusal. A memoryview that is not a C-contiguous view of
+    bytes (``format`` other than ``B``, ``b`` or ``c``) stays as it is too, read by orjson as before."""
+    kind = type(body)
+    if kind is str:
+        try:
+            return body.encode()  # type: ignore[union-attr]
+        except UnicodeEncodeError:
+            return body
+    if kind is bytearray:
+        return bytes(body)  # type: ignore[arg-type]
+    if kind is memoryview and body.c_contiguous and body.format in _BYTE_FORMATS:  # type: ignore[union-attr]
+        return body.tobytes()  # type: ignore[union-attr]
+    return body
+
+
+_BYTE_FORMATS = frozenset(("B", "b", "c"))
 _BODY_OPEN = b'{"data":"'
 _BODY_CLOSE = b'"}'
 
