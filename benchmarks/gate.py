@@ -76,6 +76,8 @@ RATIOS = {
     # a body that is not bytes (request.text, a buffer, a zero-copy read) against the same body as bytes (GOALS)
     **{f"open of a {form} body vs bytes": ("open", f"open {form}") for form in ("str", "bytearray", "memoryview")},
 }
+BODY_FORM_RATIOS = tuple(label for label in RATIOS if label.startswith("open of a "))
+"""Held to issue 54's goal (GOALS: at most 1.2x the bytes time) on every machine, in no baseline."""
 
 BESIDE_THE_HASH_ROWS = {shape: (f"seal {shape}, interleaved", f"open_bytes {shape}, interleaved",
                               f"shared hash {shape}") for shape in SHAPES}
@@ -120,8 +122,7 @@ GOALS: dict[str, dict[int, float]] = {
                     dict.fromkeys((64, 256, 1024), 4.0)),
     "open_bytes vs Node.js verify": dict.fromkeys((64, 256, 1024, 16384), 6.0),
     "open_bytes vs Node.js verify, string-heavy": dict.fromkeys((64, 256, 1024), 5.4),
-    **dict.fromkeys((f"open of a {form} body vs bytes" for form in ("str", "bytearray", "memoryview")),
-                    dict.fromkeys((64, 256, 1024, 16384), 1 / 1.2)),
+    **dict.fromkeys(BODY_FORM_RATIOS, dict.fromkeys((64, 256, 1024, 16384), 1 / 1.2)),
 }
 """Ratios held at given sizes on every machine, less GOAL_MARGIN (the baseline's value less the gate's margin instead,
 where that is higher). Issue 42's goal 2: Terminal.open_bytes in at most 0.8x the time of seal at 1 KiB and 16 KiB

@@ -153,10 +153,11 @@ def test_the_committed_baselines_cover_the_short_sizes_and_the_avx512_ones_every
         for label, by_size in baseline.items():
             assert {"256", "1024"} <= set(by_size), (machine, label)
     # (open and open_bytes vs the Node.js verify are measured on the Intel class only: RULES holds the others)
-    # (open_bytes against seal is held to issue 42's goal, GOALS, until a class's baseline measures it)
-    assert set(baselines["x86-64 AVX-512 AMD"]) == set(gate.RATIOS) - set(gate.NODE_VERIFY_RATIOS) - {
-        "open_bytes vs seal"}
-    assert set(baselines["x86-64 AVX-512 Intel"]) == set(gate.RATIOS) - {"open_bytes vs seal"}
+    # (open_bytes against seal is held to issue 42's goal, GOALS, until a class's baseline measures it; the body
+    # forms against bytes to issue 54's, in no baseline)
+    held_by_goals = {"open_bytes vs seal", *gate.BODY_FORM_RATIOS}
+    assert set(baselines["x86-64 AVX-512 AMD"]) == set(gate.RATIOS) - set(gate.NODE_VERIFY_RATIOS) - held_by_goals
+    assert set(baselines["x86-64 AVX-512 Intel"]) == set(gate.RATIOS) - held_by_goals
 
 
 def test_a_machine_of_a_class_without_a_baseline_is_held_to_its_vector_widths_else_to_any_machines() -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import pasarela
 from faulty_clients import BUSINESS_CODE, NOON, SERIAL
-from pasarela import AuthError, _binding
+from pasarela import AuthError, _binding, diagnose
 from pasarela.terminal import envelope
 from pasarela.terminal.inbound import as_bytes
 from strategies import sealable_objects
@@ -97,3 +97,17 @@ def test_as_bytes_copies_a_buffer_so_a_later_change_cannot_reach_the_opened_requ
     copy = as_bytes(memoryview(buffer))
     buffer[:] = b"x" * len(buffer)
     assert copy == sealed.body and TERMINAL.open("POST", sealed.headers, copy, now=NOON) == {"a": 1}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_diagnose_reads_each_body_form_as_its_bytes(form: str) -> None:
+    """(A memoryview body made diagnose raise TypeError: json.loads takes none.)"""
+    late = TERMINAL.seal({"a": 1}, timestamp=NOON - 3600)
+    assert late.body is not None
+    for body in (late.body, FORMS[form](late.body)):
+        assert diagnose("POST", late.headers, body, business_code=BUSINESS_CODE, terminal_serial=SERIAL,
+                        now=NOON).cause == "clock_skew"
+    timely = TERMINAL.seal({"a": 1}, timestamp=NOON)
+    wide = memoryview(array.array("H", [0x7B7B]))  # no JSON text: diagnosed, not a TypeError
+    assert diagnose("POST", timely.headers, wide, business_code=BUSINESS_CODE, terminal_serial=SERIAL,
+                    now=NOON).cause != "ok"

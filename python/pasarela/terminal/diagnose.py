@@ -36,7 +36,7 @@ from urllib.parse import parse_qs
 from .. import _binding
 from ..errors import AuthError, CredentialsError, PayloadError
 from . import reference
-from .inbound import BODY_METHODS, DEFAULT_TOLERANCE, Body, Params, header, raw_as_text, read_data
+from .inbound import BODY_METHODS, DEFAULT_TOLERANCE, Body, Params, as_bytes, header, raw_as_text, read_data
 from .request import encode_credential
 from .stringify import canonicalize_text
 
@@ -438,7 +438,9 @@ def _data(method: str, body: Body, params: Params) -> tuple[Union[str, Diagnosis
     parsed: Any = None
     if body is not None and not isinstance(body, Mapping):
         try:
-            parsed = json.loads(body) if body else None
+            text = as_bytes(body)  # (json.loads takes no memoryview: one left is of wider items, no JSON text)
+            parsed = json.loads(text) if isinstance(text, (str, bytes, bytearray)) and text else (
+                ValueError if text else None)
         except (ValueError, UnicodeDecodeError):
             parsed = ValueError
     elif body is not None:

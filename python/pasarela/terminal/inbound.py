@@ -200,16 +200,15 @@ def as_bytes(body: Body) -> Body:
     A ``str`` is its UTF-8 (what the client sent and the server reads), unless it holds a lone surrogate, which no
     UTF-8 has: then it stays a ``str``, for read_request's refusal. A memoryview that is not a C-contiguous view of
     bytes (``format`` other than ``B``, ``b`` or ``c``) stays as it is too, read by orjson as before."""
-    kind = type(body)
-    if kind is str:
+    if isinstance(body, str):
         try:
-            return body.encode()  # type: ignore[union-attr]
+            return body.encode()
         except UnicodeEncodeError:
             return body
-    if kind is bytearray:
-        return bytes(body)  # type: ignore[arg-type]
-    if kind is memoryview and body.c_contiguous and body.format in _BYTE_FORMATS:  # type: ignore[union-attr]
-        return body.tobytes()  # type: ignore[union-attr]
+    if type(body) is bytearray:
+        return bytes(body)
+    if type(body) is memoryview and body.c_contiguous and body.format in _BYTE_FORMATS:
+        return body.tobytes()
     return body
 
 
