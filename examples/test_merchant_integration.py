@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import closing
 
 import pytest
 
@@ -70,13 +71,16 @@ class Shop:
             rows = self._db.execute("SELECT status FROM applied WHERE order_id = ?", (order_id,)).fetchall()
         return Counter(status for (status,) in rows)
 
+    def close(self) -> None:
+        self._db.close()
+
 
 @pytest.fixture
 def shop(pasarela_sandbox: LiveSandbox) -> Iterator[Shop]:
     """The shop, its webhook endpoint served on a free port, the sandbox delivering to it."""
     shop = Shop(pasarela_sandbox.transfers, webhook_secret=pasarela_sandbox.config.webhook_secret,
                 public_key=pasarela_sandbox.config.public_key)
-    with ServedApp(shop.webhooks) as endpoint:
+    with closing(shop), ServedApp(shop.webhooks) as endpoint:
         pasarela_sandbox.webhook_url = f"{endpoint.url}/webhooks/transfers"
         yield shop
 
@@ -126,7 +130,7 @@ def test_the_webhook_endpoint_passes_the_conformance_run(
     applied exactly once, forged ones never."""
     shop = Shop(pasarela_sandbox.transfers, webhook_secret=pasarela_sandbox.config.webhook_secret,
                 public_key=pasarela_sandbox.config.public_key)
-    with ServedApp(shop.webhooks) as endpoint:
+    with closing(shop), ServedApp(shop.webhooks) as endpoint:
         report = pasarela_conformance(f"{endpoint.url}/webhooks/transfers", lambda order: shop.applied(order.order_id))
     print(report.table())
     report.raise_for_failures()
