@@ -494,7 +494,7 @@ def replay_store_rounds(rounds: int, requests: int = 10_000) -> list[dict[str, f
 
     sys.path.insert(0, str(HERE.parent / "tests"))
     import http_serving
-    from redis_server import RedisServer
+    from support.redis_server import RedisServer
 
     scopes = http_serving.asgi_requests(requests)
     results = []

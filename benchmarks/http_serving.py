@@ -411,7 +411,7 @@ def in_process(rounds: int, concurrency: int) -> int:
     and claims per script call (INFO commandstats): what the Redis store's wall time holds that is not ours."""
     import uvloop
 
-    from redis_server import RedisServer
+    from support.redis_server import RedisServer
 
     requests = asgi_requests(IN_PROCESS_REQUESTS)
     wall: dict[str, list[float]] = {kind: [] for kind in IN_PROCESS}
@@ -482,7 +482,7 @@ def main(argv: list[str]) -> int:
         print(f"http_serving.py: missing {', '.join(missing)}: `scripts/setup bench` installs them", file=sys.stderr)
         return 2
 
-    from redis_server import RedisServer
+    from support.redis_server import RedisServer
 
     main_count = args.max_rate * args.seconds
     warm_count = args.max_rate * WARM_UP_SECONDS

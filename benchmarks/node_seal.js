@@ -1,4 +1,4 @@
-// ns per request of a Node.js gateway sealing terminal requests: tests/node_envelope.js's sealObject
+// ns per request of a Node.js gateway sealing terminal requests: tests/support/node_envelope.js's sealObject
 // (crypto + JSON.stringify, keys derived per request, a fresh random IV each), timed in-process.
 // Input (stdin, one JSON line): {"businessCode", "terminalSerial", "timestamp", "seconds",
 //   "payloads": {"<size>": "<canonical JSON text>", ...}}
@@ -6,7 +6,7 @@
 'use strict';
 const crypto = require('crypto');
 const path = require('path');
-const { sealObject } = require(path.join(__dirname, '..', 'tests', 'node_envelope.js'));
+const { sealObject } = require(path.join(__dirname, '..', 'tests', 'support', 'node_envelope.js'));
 
 function sealer(payload, r) {
   return () => sealObject(payload, r.businessCode, r.terminalSerial, r.timestamp, crypto.randomBytes(16));

@@ -5,9 +5,9 @@
 // they are and the plaintext deciphered straight to text, JSON.parse'd, the key member set on the parsed payload
 // itself (deleted again after), JSON.stringify, Base64, SHA-512 (crypto.hash, one call each, on Node >= 20.12; on an
 // older Node, such as Debian 12's 18, createHash as a user there writes it), and
-// crypto.timingSafeEqual against the Authorization header's hash. Against issue 42's verify (tests/node_envelope.js's
+// crypto.timingSafeEqual against the Authorization header's hash. Against issue 42's verify (tests/support/node_envelope.js's
 // derive and signature, a copy of the payload signed, createHash), the same run, 7 rounds: 0.80-0.98x its time at
-// 256 B-16 KiB (docs/performance.md). tests/node_envelope.js stays the oracle of the tests; this is the peer of the
+// 256 B-16 KiB (docs/performance.md). tests/support/node_envelope.js stays the oracle of the tests; this is the peer of the
 // benchmarks.
 // Input (stdin, one JSON text): {"businessCode", "terminalSerial", "now", "seconds",
 //   "requests": {"<name>": {"headers": {"<lower-case name>": "<value>", ...}, "body": "<text>"}, ...}}

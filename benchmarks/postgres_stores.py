@@ -7,9 +7,9 @@ and through the Redis ledger; the replay table's size after a million signatures
     .venv/bin/python benchmarks/postgres_stores.py --parts replay,webhooks --rounds 3
 
 Self-contained: starts its own redis-server (no persistence, as the tests run it) and PostgreSQL
-(tests/postgres_server.py: initdb in a temporary directory, run as an unprivileged user, both on loopback ports).
-PostgreSQL runs with ``fsync`` and ``synchronous_commit`` on, as in production (``--no-fsync``: off, as the tests
-run it): the inbox's commit waits for the disk, where the Redis ledger's writes never do. The replay table is
+(tests/support/postgres_server.py: initdb in a temporary directory, run as an unprivileged user, both on loopback
+ports). PostgreSQL runs with ``fsync`` and ``synchronous_commit`` on, as in production (``--no-fsync``: off, as the
+tests run it): the inbox's commit waits for the disk, where the Redis ledger's writes never do. The replay table is
 UNLOGGED, so its checks never wait for the disk either way.
 
 - ``replay`` (in this process): benchmarks/http_serving.py's apps, the ones uvicorn serves below, called as uvicorn
@@ -60,9 +60,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "python"), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 import http_serving  # noqa: E402
-from postgres_server import PostgresServer  # noqa: E402
-from redis_memory import declare_new  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
+from support.postgres_server import PostgresServer  # noqa: E402
+from support.redis_memory import declare_new  # noqa: E402
+from support.redis_server import RedisServer  # noqa: E402
 
 REPLAY_KINDS = ["middleware", "redis", "postgres"]
 SERVED_KINDS = ["bare", "redis", "postgres"]

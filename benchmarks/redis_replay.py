@@ -4,7 +4,7 @@
     python benchmarks/redis_replay.py --seconds 3 --rounds 2 --connections 8
 
 Starts its own redis-server on a loopback port and two ``uvicorn --workers 4`` servers running
-tests/redis_app.py (TerminalAuthMiddleware): one with the shared Redis replay store, one with each worker's
+tests/support/redis_app.py (TerminalAuthMiddleware): one with the shared Redis replay store, one with each worker's
 own in-memory store (the single-process baseline, which does not protect across workers). Rounds alternate
 between the two so that both see the same machine load. Every request is a distinct, freshly sealed
 (pre-sealed before the clock starts) POST that must be answered 200.
@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "python"), str(ROOT / "tests")]
 
 import pasarela  # noqa: E402
-from faulty_clients import BUSINESS_CODE, SERIAL  # noqa: E402
-from redis_memory import declare_new  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-from uvicorn_workers import UvicornWorkers  # noqa: E402
+from support.faulty_clients import BUSINESS_CODE, SERIAL  # noqa: E402
+from support.redis_memory import declare_new  # noqa: E402
+from support.redis_server import RedisServer  # noqa: E402
+from support.uvicorn_workers import UvicornWorkers  # noqa: E402
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 _CONNECTION_SETUP = {"hello", "client|setinfo", "auth", "select"}
@@ -118,8 +118,8 @@ def main() -> None:
         declare_new(redis_server)  # a new Redis: the stores judge at once (see pasarela._redis_store)
         base = {"PASARELA_TEST_REDIS_URL": redis_server.url, "PASARELA_TEST_EVENTS": str(Path(scratch, "events")),
                 "PASARELA_TEST_WEBHOOK_SECRET": "unused"}
-        with UvicornWorkers("redis_app:app", base) as on_redis, \
-                UvicornWorkers("redis_app:app", {**base, "PASARELA_TEST_REPLAY_STORE": "memory"}) as in_memory:
+        with UvicornWorkers("support.redis_app:app", base) as on_redis, \
+                UvicornWorkers("support.redis_app:app", {**base, "PASARELA_TEST_REPLAY_STORE": "memory"}) as in_memory:
             servers = {"redis": on_redis, "memory": in_memory}
             totals = {name: [0, 0, 0.0] for name in servers}
             with redis_server.client() as stats:

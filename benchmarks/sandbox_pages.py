@@ -8,8 +8,8 @@ transfer) against the transfers page (one page of 50), in the same process, inte
 Each transfer is a Mexico CLABE transfer (token and init over the sandbox's ASGI app, in process), one payer per
 50 transfers, so rule 6 fails with thousands of pieces of evidence, as a busy test suite's sandbox has; every 7th
 token also gets a second init, refused. The last line is JSON: the medians in milliseconds and their ratio
-(certification / transfers, taken per round). Timings are never asserted (tests/test_sandbox_pages_tool.py runs
-it once, small).
+(certification / transfers, taken per round). Timings are never asserted (tests/instruments/test_sandbox_pages_tool.py
+runs it once, small).
 """
 
 from __future__ import annotations

@@ -13,18 +13,18 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from browser import SCREENSHOT_DIR, Browser, BrowserUnavailableError
-from node_envelope import NodeEnvelope
-from node_oracle import NodeOracle, NodeUnavailableError
+from support.browser import SCREENSHOT_DIR, Browser, BrowserUnavailableError
+from support.node_envelope import NodeEnvelope
+from support.node_oracle import NodeOracle, NodeUnavailableError
 
 if TYPE_CHECKING:  # imported by the fixture: the installed-wheel test runs (scripts/wheel-check) have no redis
     import httpx
 
     from pasarela.testing import LiveSandbox
-    from postgres_server import PostgresServer
-    from redis_server import RedisServer
+    from support.postgres_server import PostgresServer
+    from support.redis_server import RedisServer
 
-pytest_plugins = ("pytester",)  # tests/test_testing_plugin.py runs inner pytest sessions
+pytest_plugins = ("pytester",)  # tests/testing_kit/test_testing_plugin.py runs inner pytest sessions
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
@@ -114,7 +114,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One real redis-server on a free loopback port for the session (fails, never skips, without it)."""
-    from redis_server import RedisServer
+    from support.redis_server import RedisServer
 
     try:
         server = RedisServer()
@@ -147,7 +147,7 @@ def live_http(live: LiveSandbox) -> Iterator[httpx.Client]:
 def postgres_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL server (initdb in a temporary directory, run as an unprivileged user) on a free
     loopback port for the session (fails, never skips, without PostgreSQL's server programs)."""
-    from postgres_server import PostgresServer
+    from support.postgres_server import PostgresServer
 
     try:
         server = PostgresServer()
@@ -163,6 +163,6 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture
 def postgres_schema(postgres_server: PostgresServer) -> str:
     """A schema of the stores' tables of its own for the test (created by pasarela.postgres.create_schema)."""
-    from postgres_server import fresh_schema
+    from support.postgres_server import fresh_schema
 
     return fresh_schema(postgres_server)

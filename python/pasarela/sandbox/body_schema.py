@@ -108,7 +108,7 @@ PATTERN_WORDS = {
     r"^[ -~]+$": "must be printable ASCII characters",   # the Idempotency-Key header (pasarela.sandbox.idempotency)
 }
 """Each pattern of the OpenAPI document in words: a refusal is read by people (a payer, on the checkout's form), for
-whom ``must match \\S`` says nothing. tests/test_sandbox_units.py holds every pattern the document has to a line
+whom ``must match \\S`` says nothing. tests/sandbox/test_sandbox_units.py holds every pattern the document has to a line
 here."""
 
 _REASONS = {
