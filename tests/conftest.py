@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -36,17 +36,31 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+Started = TypeVar("Started", bound=_Closable)
+
+
+def _for_the_session(start: Callable[[], Started], refused: type[Exception], hint: str = "") -> Iterator[Started]:
+    """What a session fixture yields: what ``start()`` started, closed at the end; when it cannot start (a tool
+    missing), the test fails, naming it, and never skips."""
+    try:
+        started = start()
+    except refused as exc:
+        pytest.fail(f"{exc}{hint}", pytrace=False)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
 @pytest.fixture(scope="session")
 def node_oracle() -> Iterator[NodeOracle]:
     """One persistent ``node`` process for the session (fails, never skips, without node)."""
-    try:
-        oracle = NodeOracle()
-    except NodeUnavailableError as exc:
-        pytest.fail(f"{exc} (CI installs it; install Node.js locally to run these tests)", pytrace=False)
-    try:
-        yield oracle
-    finally:
-        oracle.close()
+    yield from _for_the_session(NodeOracle, NodeUnavailableError,
+                                " (CI installs it; install Node.js locally to run these tests)")
 
 
 @pytest.fixture(scope="session")
@@ -61,14 +75,7 @@ def node_stringify(node_oracle: NodeOracle) -> Callable[[bytes], bytes]:
 @pytest.fixture(scope="session")
 def node_envelope() -> Iterator[NodeEnvelope]:
     """The JavaScript server's side of the envelope, in one persistent node process (never skips)."""
-    try:
-        oracle = NodeEnvelope()
-    except RuntimeError as exc:
-        pytest.fail(f"{exc} (CI installs it)", pytrace=False)
-    try:
-        yield oracle
-    finally:
-        oracle.close()
+    yield from _for_the_session(NodeEnvelope, RuntimeError, " (CI installs it)")
 
 
 @pytest.fixture(scope="session")
@@ -83,14 +90,7 @@ def openssl() -> str:
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Browser]:
     """One headless Debian chromium, driven through chromedriver, for the session (fails, never skips, without it)."""
-    try:
-        started = Browser()
-    except BrowserUnavailableError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield started
-    finally:
-        started.close()
+    yield from _for_the_session(Browser, BrowserUnavailableError)
 
 
 @pytest.fixture
@@ -116,15 +116,7 @@ def redis_server() -> Iterator[RedisServer]:
     """One real redis-server on a free loopback port for the session (fails, never skips, without it)."""
     from support.redis_server import RedisServer
 
-    try:
-        server = RedisServer()
-        server.start()
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from _for_the_session(RedisServer.started, RuntimeError)
 
 
 @pytest.fixture
@@ -149,15 +141,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     loopback port for the session (fails, never skips, without PostgreSQL's server programs)."""
     from support.postgres_server import PostgresServer
 
-    try:
-        server = PostgresServer()
-        server.start()
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from _for_the_session(PostgresServer.started, RuntimeError)
 
 
 @pytest.fixture

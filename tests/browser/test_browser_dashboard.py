@@ -24,7 +24,8 @@ from starlette.routing import Route
 from pasarela import Terminal
 from support.browser import NAVIGATION_TIMEOUT, Browser
 from support.local_server import LocalServer
-from support.workbench import BUSINESS_CODE, SERIAL, Bench, bench, colombia_qr, mexico, wait_for
+from support.waiting import wait_for
+from support.workbench import BUSINESS_CODE, SERIAL, Bench, bench, colombia_qr, mexico
 
 
 @pytest.fixture(scope="module")

@@ -5,27 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-BLOCK = """
-import sys
-
-class Refuse:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == {blocked!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-        return None
-
-sys.meta_path.insert(0, Refuse())
-"""
-
-
-def run_without(blocked: str, code: str) -> subprocess.CompletedProcess[str]:
-    program = BLOCK.format(blocked=blocked) + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+from support.without_extras import run_without
 
 
 @pytest.mark.parametrize(
@@ -75,3 +59,16 @@ def test_the_benchmark_report_says_how_to_get_matplotlib_before_measuring() -> N
         """)
     assert result.returncode == 2 and result.stdout == ""
     assert 'run scripts/setup (or pip install "pasarela[bench]"), or pass --no-plot' in result.stderr
+
+
+@pytest.mark.parametrize(("client", "store", "extra"), [("redis", "replay_redis", "redis"),
+                                                        ("psycopg", "replay_postgres", "postgres")])
+def test_the_store_backends_are_imported_only_when_asked_for(client: str, store: str, extra: str) -> None:
+    """``import pasarela`` (and what a gateway imports with it) connects to no database and imports no database
+    client; a store module without its client names the extra that brings it."""
+    code = ("import sys, pasarela, pasarela.asgi, pasarela.transfers, pasarela.terminal.replay;"
+            f"sys.exit({client!r} in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    result = run_without(client, f"import pasarela.terminal.{store}")
+    assert result.returncode == 1
+    assert f'pip install "pasarela[{extra}]"' in result.stderr.strip().splitlines()[-1]

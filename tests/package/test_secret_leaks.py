@@ -6,20 +6,18 @@ in what a validation error echoes, not as a warning-free command line."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 import pasarela
-from pasarela.cli import main
 from pasarela.errors import CredentialsError, PayloadError, ValidationError
 from pasarela.terminal import reference
 from pasarela.terminal.diagnose import diagnose
 from pasarela.transfers import Amount
 from pasarela.transfers import fields as check
+from support.cli import run_cli
 from support.faulty_clients import BUSINESS_CODE, SERIAL
 
 SURROGATE_CODE = "biz-\ud800-SECRET-7788"
@@ -93,14 +91,6 @@ def test_choice_errors_do_not_echo_the_value_received() -> None:
 
 
 # --- the CLI ----------------------------------------------------------------------------------------------
-
-
-def run_cli(args: list[str], stdin: str, monkeypatch: pytest.MonkeyPatch,
-            capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_seal_warns_when_the_business_code_is_on_the_command_line(monkeypatch: pytest.MonkeyPatch,

@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from pasarela.sandbox import Sandbox, SandboxConfig
-from support.shifted_clock import ShiftedClock
+from support.clocks import ShiftedClock
 
 PUBLIC, PRIVATE = "pk-void", "sk-void"
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}

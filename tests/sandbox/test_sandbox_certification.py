@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from support.local_server import LocalServer
-from support.workbench import PRIVATE, Bench, bench, colombia_qr, mexico, wait_for
+from support.waiting import wait_for
+from support.workbench import PRIVATE, Bench, bench, colombia_qr, mexico
 
 
 @pytest.fixture

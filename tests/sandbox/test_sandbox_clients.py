@@ -44,6 +44,7 @@ from pasarela.transfers import (
     TransferTokenRequest,
     TransferWebhookReceiver,
 )
+from support.clocks import ShiftedClock
 from support.local_server import LocalServer, Receive, Send
 
 PUBLIC = "pk-test-sandbox"
@@ -106,21 +107,11 @@ def merchant() -> Iterator[Merchant]:
         yield merchant
 
 
-class ManualClock:
-    """Real time plus an offset the test moves (the 10-minute QR life passes at once)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-
 @dataclass
 class Running:
     sandbox: Sandbox
     base_url: str
-    clock: ManualClock
+    clock: ShiftedClock
     config: ServiceConfig
 
     def http(self) -> httpx.Client:
@@ -152,7 +143,7 @@ def start(merchant: Merchant) -> Iterator[Start]:
                 "webhook_secret": WEBHOOK_SECRET, "business_code": BUSINESS_CODE, "terminal_serial": SERIAL,
                 "webhook_backoff": 0.05, "webhook_backoff_max": 0.2, **changes,
             }
-            clock = ManualClock()
+            clock = ShiftedClock()
             sandbox = stack.enter_context(Sandbox(SandboxConfig(**settings), clock=clock))
             app: Any = sandbox.app  # an ASGI app (its own, MutableMapping-based, type aliases)
             server = stack.enter_context(LocalServer(app, max_lifetime=120))

@@ -21,8 +21,8 @@ from pasarela.transfers import (
     TransferState,
     TransferTokenRequest,
 )
+from support.clocks import ShiftedClock
 from support.local_server import LocalServer
-from support.shifted_clock import ShiftedClock
 
 PUBLIC, PRIVATE = "pk-pse", "sk-pse"
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from test_sandbox_cli import Started, sandbox_process
 
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver
-from support.local_server import LocalServer, Receive, Send
+from support.local_server import LocalServer, Receive, Send, read_body
+from support.sandbox_process import Started, sandbox_process
+from support.waiting import wait_for
 
 PUBLIC = "pk-restart"
 PRIVATE = "sk-restart"
@@ -46,14 +46,8 @@ class GatedReceiver:
             self.handled[event.dedup_key] += 1
 
     async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-        body = b"".join(chunks)
         with self._lock:
             mode = self.mode
             # One webhook per transfer here: the token names the event (X-Kushki-Id dates each attempt).
@@ -80,15 +74,6 @@ def sandbox(db: Path, webhook_url: str) -> Iterator[Started]:
     environment = {"PASARELA_SANDBOX_PRIVATE_KEY": PRIVATE, "PASARELA_SANDBOX_WEBHOOK_SECRET": SECRET}
     with sandbox_process(options, environment=environment) as started:
         yield started
-
-
-def wait_until(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not within {DEADLINE} s: {what}")
 
 
 def outbox(client: httpx.Client) -> list[dict[str, Any]]:
@@ -132,8 +117,8 @@ def test_sigkill_with_pending_webhooks_then_restart_delivers_each_exactly_once(t
             with httpx.Client(base_url=first.url, headers={"Private-Merchant-Id": PRIVATE}, timeout=10) as client:
                 expected = start_transfers(client)
                 before = statuses(client, list(expected))
-                wait_until(lambda: len(outbox(client)) == 5 and all(hook["attempts"] >= 1 for hook in outbox(client)),
-                           "every webhook refused at least once")
+                wait_for(lambda: len(outbox(client)) == 5 and all(hook["attempts"] >= 1 for hook in outbox(client)),
+                         "every webhook refused at least once", timeout=DEADLINE)
                 assert not any(hook["delivered"] for hook in outbox(client))
             gate.mode = _HOLD
             assert gate.held.wait(DEADLINE), "no delivery reached the receiver"
@@ -144,7 +129,8 @@ def test_sigkill_with_pending_webhooks_then_restart_delivers_each_exactly_once(t
         gate.mode = _OPEN
         with sandbox(db, url) as second, \
                 httpx.Client(base_url=second.url, headers={"Private-Merchant-Id": PRIVATE}, timeout=10) as client:
-            wait_until(lambda: all(hook["delivered"] for hook in outbox(client)), "every webhook delivered")
+            wait_for(lambda: all(hook["delivered"] for hook in outbox(client)), "every webhook delivered",
+                     timeout=DEADLINE)
             assert statuses(client, list(expected)) == before == expected
             hooks_after = outbox(client)
     assert len(hooks_after) == 5

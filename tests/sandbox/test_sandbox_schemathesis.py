@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_sandbox_cli import sandbox_process
+
+from support.sandbox_process import sandbox_process
 
 SECONDS = 45
 PUBLIC, PRIVATE = "pk-schemathesis", "sk-schemathesis"

@@ -14,8 +14,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from pasarela.sandbox import Sandbox, SandboxConfig
+from support.clocks import ShiftedClock
 from support.local_server import LocalServer
-from support.shifted_clock import ShiftedClock
 
 PUBLIC, PRIVATE = "pk-settle", "sk-settle"
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}

@@ -39,6 +39,7 @@ from pasarela.sandbox.store import Store, Transfer
 from pasarela.sandbox.webhooks import Answer, Backoff, Dispatcher, signed_headers
 from pasarela.transfers import TransferWebhookReceiver
 from pasarela.transfers.webhook_signature import verify_webhook_signature
+from support.clocks import ManualClock
 
 # --- CLABE ----------------------------------------------------------------------------------------
 
@@ -327,14 +328,6 @@ def test_backoff_doubles_up_to_the_maximum_with_jitter() -> None:
     assert high.delay(1) == pytest.approx(2.0, abs=0.01) and high.delay(9) == pytest.approx(30.0, abs=0.1)
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Recorder:
     """A webhook receiver stand-in: answers from a script, remembers every delivery."""
 
@@ -352,7 +345,7 @@ class Recorder:
         return Answer(int(answer))
 
 
-def _sandbox_with(sender: Recorder, clock: FakeClock, config: SandboxConfig = _CONFIG) -> Sandbox:
+def _sandbox_with(sender: Recorder, clock: ManualClock, config: SandboxConfig = _CONFIG) -> Sandbox:
     return Sandbox(config, clock=clock, sender=sender, backoff=Backoff(2.0, 30.0, jitter=lambda: 0.0))
 
 
@@ -364,7 +357,7 @@ def _queue(sandbox: Sandbox, status: TransferStatus) -> None:
 
 
 def test_dispatcher_retries_with_backoff_until_200_then_never_again() -> None:
-    clock, sender = FakeClock(), Recorder(503, ConnectionRefusedError("refused"), 204, 200)
+    clock, sender = ManualClock(1000.0), Recorder(503, ConnectionRefusedError("refused"), 204, 200)
     sandbox = _sandbox_with(sender, clock)
     _queue(sandbox, TransferStatus.PAID)
     dispatcher: Dispatcher = sandbox.dispatcher
@@ -397,7 +390,7 @@ def test_dispatcher_retries_with_backoff_until_200_then_never_again() -> None:
 
 
 def test_dispatcher_body_carries_the_documented_fields() -> None:
-    clock, sender = FakeClock(), Recorder()
+    clock, sender = ManualClock(1000.0), Recorder()
     sandbox = _sandbox_with(sender, clock)
     _queue(sandbox, TransferStatus.REJECTED)
     assert sandbox.dispatcher.deliver_due() == 1
@@ -416,7 +409,7 @@ def test_dispatcher_body_carries_the_documented_fields() -> None:
 
 
 def test_dispatcher_without_a_url_keeps_events_pending() -> None:
-    clock, sender = FakeClock(), Recorder()
+    clock, sender = ManualClock(1000.0), Recorder()
     sandbox = _sandbox_with(sender, clock, SandboxConfig())
     _queue(sandbox, TransferStatus.PAID)
     assert sandbox.dispatcher.deliver_due() == 0 and not sender.deliveries

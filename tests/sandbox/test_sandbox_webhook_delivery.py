@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -15,10 +14,10 @@ import httpx
 
 from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.sandbox.store import Store
-from support.local_server import LocalServer
+from support.local_server import LocalServer, read_body
+from support.waiting import wait_for
 
 PUBLIC, PRIVATE = "pk-delivery", "sk-delivery"
-DEADLINE = 10.0
 FLOW = {"processorName": "BRE-B", "type": "QR"}
 PAID_AT_ONCE = {"subtotalIva": 0, "subtotalIva0": 10000, "iva": 0}  # spec 8: PAID with a webhook at init
 
@@ -32,12 +31,7 @@ class StuckOnFirst:
         self.received: list[str] = []  # transfer tokens, in arrival order
 
     async def __call__(self, scope: Mapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         with self.lock:
             self.received.append(json.loads(body)["token"])
             first = len(self.received) == 1
@@ -49,15 +43,6 @@ class StuckOnFirst:
     def tokens(self) -> list[str]:
         with self.lock:
             return list(self.received)
-
-
-def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not within {DEADLINE} s: {what}")
 
 
 def _paid_transfer(client: httpx.Client) -> str:
@@ -77,14 +62,14 @@ def test_a_hanging_receiver_does_not_hold_back_other_events() -> None:
         with Sandbox(config) as sandbox, LocalServer(sandbox.app) as server, \
                 httpx.Client(base_url=server.base_url, timeout=10) as client:  # type: ignore[arg-type]
             stuck = _paid_transfer(client)
-            _wait_for(lambda: receiver.tokens() == [stuck], "the first delivery reaches the receiver")
+            wait_for(lambda: receiver.tokens() == [stuck], "the first delivery reaches the receiver")
             others = [_paid_transfer(client) for _ in range(5)]
-            _wait_for(lambda: set(others) <= set(receiver.tokens()), "the other events arrive")
+            wait_for(lambda: set(others) <= set(receiver.tokens()), "the other events arrive")
             assert not receiver.release.is_set()  # ... while the first one still hangs
             assert receiver.tokens().count(stuck) == 1  # and it was not handed out again while in flight
             receiver.release.set()
             listed = client.get("/sandbox/v1/webhooks", headers={"Private-Merchant-Id": PRIVATE}).json()["webhooks"]
-            _wait_for(lambda: all(hook["delivered"] for hook in client.get(
+            wait_for(lambda: all(hook["delivered"] for hook in client.get(
                 "/sandbox/v1/webhooks", headers={"Private-Merchant-Id": PRIVATE}).json()["webhooks"]),
                 "every event recorded as delivered")
             assert len(listed) == 6

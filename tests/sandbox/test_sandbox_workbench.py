@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from pasarela import Terminal
+from support.waiting import wait_for
 from support.workbench import (
     BUSINESS_CODE,
     FLOW,
@@ -23,7 +24,6 @@ from support.workbench import (
     conforms,
     mexico,
     untaxed,
-    wait_for,
 )
 
 

@@ -35,6 +35,7 @@ from pasarela.transfers.pending_postgres import PostgresPendingTransfers
 from pasarela.transfers.webhook_dedup import Claim, EventKey
 from pasarela.transfers.webhook_dedup_postgres import PostgresEventLedger
 from support.postgres_server import PostgresServer, fresh_schema
+from support.signed_webhooks import answer, delivered_until_received
 
 T = TypeVar("T")
 SECRET = "whsec-postgres-faults"
@@ -82,23 +83,6 @@ def delivery(reference: str, status: str = "PAID") -> tuple[dict[str, str], byte
     return {"X-Kushki-Id": webhook_id, "X-Kushki-Signature": body_signature(SECRET, body, webhook_id)}, body
 
 
-def answer(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> str:
-    """What the service is told: the outcome of a 200 or 503, or 'unavailable' (the ASGI app's 503)."""
-    try:
-        reply = receiver.handle(headers, body)
-    except StoreUnavailableError:
-        return "unavailable"
-    return str(json.loads(reply.body)["status"])
-
-
-def delivered_until_received(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> list[str]:
-    """The service delivering again after each 503 until it gets a 200, as it does; the outcomes in order."""
-    outcomes = [answer(receiver, headers, body)]
-    deadline = time.monotonic() + 30
-    while outcomes[-1] in ("in progress", "unavailable") and time.monotonic() < deadline:
-        time.sleep(0.05)
-        outcomes.append(answer(receiver, headers, body))
-    return outcomes
 
 
 def until_answered(call: Callable[[], T]) -> tuple[int, T]:

@@ -98,17 +98,6 @@ def test_a_store_whose_schema_was_never_created_fails_closed_and_says_how(pool: 
             call()
 
 
-def test_import_pasarela_touches_no_database_and_imports_no_psycopg() -> None:
-    code = ("import sys, pasarela, pasarela.asgi, pasarela.transfers, pasarela.terminal.replay;"
-            "sys.exit('psycopg' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
-
-
-def test_without_psycopg_the_stores_name_the_extra_to_install() -> None:
-    code = ("import sys; sys.modules['psycopg'] = None\n"
-            "try:\n import pasarela.terminal.replay_postgres\nexcept ImportError as exc:\n print(exc)")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert 'pip install "pasarela[postgres]"' in out
 
 
 def test_settings_and_connections_are_checked(postgres_server: PostgresServer, pool: ConnectionPool) -> None:

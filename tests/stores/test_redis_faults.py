@@ -32,6 +32,7 @@ from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisE
 from support.redis_faults import busy, calls, pause, refusing_scripts, retrying_client
 from support.redis_memory import declare_new
 from support.redis_server import RedisServer
+from support.signed_webhooks import answer, delivered_until_received
 
 T = TypeVar("T")
 KINDS = ["sync", "async"]
@@ -168,23 +169,6 @@ LEASE = 0.5  # short, so that the tests see a lease end; the default is a minute
 AWAY_FOR = 2.0  # well past the client's tries (4 x 0.3 s), even on a loaded machine: the command fails
 
 
-def answer(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> str:
-    """What the service is told: the outcome of a 200 or 503, or 'unavailable' (the ASGI app's 503)."""
-    try:
-        reply = receiver.handle(headers, body)
-    except StoreUnavailableError:
-        return "unavailable"
-    return str(json.loads(reply.body)["status"])
-
-
-def delivered_until_received(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> list[str]:
-    """The service delivering again after each 503 until it gets a 200, as it does; the outcomes in order."""
-    outcomes = [answer(receiver, headers, body)]
-    deadline = time.monotonic() + 30
-    while outcomes[-1] in ("in progress", "unavailable") and time.monotonic() < deadline:
-        time.sleep(0.05)
-        outcomes.append(answer(receiver, headers, body))
-    return outcomes
 
 
 @pytest.mark.parametrize("fault", ["paused", "refusing scripts"])

@@ -29,7 +29,7 @@ from support.redis_faults import RETRIES, SOCKET_TIMEOUT, faults_meanwhile
 from support.redis_memory import declare_new
 from support.redis_racers import reserve_each_order_under_faults
 from support.redis_server import RedisServer
-from support.uvicorn_workers import UvicornWorkers
+from support.uvicorn_workers import UvicornWorkers, redis_app_workers
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 WEBHOOK_SECRET = "whsec-faults-multiprocess"  # noqa: S105 (a test fixture)
@@ -41,11 +41,8 @@ COPIES = 3  # deliveries of each event at once, as a service retrying early and 
 @pytest.fixture(scope="module")
 def workers(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UvicornWorkers]:
     events = tmp_path_factory.mktemp("events") / "events.log"
-    events.touch()
-    environment = {"PASARELA_TEST_REDIS_URL": redis_server.url, "PASARELA_TEST_EVENTS": str(events),
-                   "PASARELA_TEST_WEBHOOK_SECRET": WEBHOOK_SECRET, "PASARELA_TEST_REDIS_TIMEOUT": str(SOCKET_TIMEOUT),
-                   "PASARELA_TEST_REDIS_RETRIES": str(RETRIES), "PASARELA_TEST_LEASE": "10"}
-    with UvicornWorkers("support.redis_app:app", environment, workers=4) as server:
+    with redis_app_workers(redis_server.url, events, WEBHOOK_SECRET, PASARELA_TEST_REDIS_TIMEOUT=str(SOCKET_TIMEOUT),
+                           PASARELA_TEST_REDIS_RETRIES=str(RETRIES), PASARELA_TEST_LEASE="10") as server:
         server.events = events  # type: ignore[attr-defined]
         yield server
 

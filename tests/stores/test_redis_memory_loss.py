@@ -35,6 +35,7 @@ from pasarela.transfers.pending import PendingTransfers
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPendingTransfers
 from pasarela.transfers.webhook_dedup import EventKey
 from pasarela.transfers.webhook_dedup_redis import AsyncRedisEventLedger, RedisEventLedger
+from support.clocks import ManualClock
 from support.faulty_clients import NOON
 from support.redis_server import RedisServer
 
@@ -46,16 +47,6 @@ GUARD = {"sync": RedisPendingTransfers, "async": AsyncRedisPendingTransfers}
 LEDGER = {"sync": RedisEventLedger, "async": AsyncRedisEventLedger}
 SECRET = "whsec-memory-loss"
 SIGNATURE = "ab" * 64
-
-
-class Clock:
-    """The stores' and the receiver's clock, moved by the test."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +94,7 @@ def test_replay_store_after_memory_loss_refuses_what_it_may_have_seen_then_judge
     kind: str, how: str, server: RedisServer
 ) -> None:
     async def body(client: Any) -> None:
-        clock = Clock(NOON)
+        clock = ManualClock(NOON)
         store = REPLAY[kind](client, clock=clock)  # tolerance 300, clock_skew 5
         await settle(store.declare_memory_complete())
         assert await settle(store.first_use(SIGNATURE, NOON + 300)) is True
@@ -126,7 +117,7 @@ def test_replay_store_after_memory_loss_refuses_what_it_may_have_seen_then_judge
 def test_replay_store_on_a_redis_never_declared_refuses_until_the_window_has_passed(server: RedisServer) -> None:
     with server.client() as client:
         client.flushall()
-        clock = Clock(NOON)
+        clock = ManualClock(NOON)
         store = RedisReplayStore(client, tolerance=60, clock_skew=0, clock=clock)
         with pytest.raises(StoreUnavailableError, match="memory lost"):
             store.first_use(SIGNATURE, NOON + 60)  # Redis may have lost what it held before now
@@ -151,7 +142,7 @@ def test_guard_after_memory_loss_refuses_to_start_a_transfer_until_its_ttl_has_p
     kind: str, how: str, server: RedisServer
 ) -> None:
     async def body(client: Any) -> None:
-        clock = Clock(NOON)
+        clock = ManualClock(NOON)
         guard = GUARD[kind](client, ttl=600, clock=clock)  # clock_skew 5
         await settle(guard.declare_memory_complete())
         await settle(guard.reserve("order-1", "tok-1"))
@@ -180,7 +171,7 @@ def test_guard_after_memory_loss_judges_at_once_when_the_operator_declares_nothi
     kind: str, server: RedisServer
 ) -> None:
     async def body(client: Any) -> None:
-        guard = GUARD[kind](client, clock=Clock(NOON))
+        guard = GUARD[kind](client, clock=ManualClock(NOON))
         await settle(guard.declare_memory_complete())
         await settle(guard.reserve("order-1", "tok-1"))
         lose_memory(server, "flushall")
@@ -243,7 +234,7 @@ def test_webhook_ledger_after_memory_loss_answers_503_to_what_may_have_been_hand
     kind: str, how: str, server: RedisServer
 ) -> None:
     async def body(client: Any) -> None:
-        clock, handled = Clock(NOON), []
+        clock, handled = ManualClock(NOON), []
         ledger = LEDGER[kind](client, clock=clock)  # clock_skew 5
         await settle(ledger.declare_memory_complete())
         receiver = TransferWebhookReceiver(lambda event: handled.append(event.dedup_key), secret=SECRET,
@@ -277,7 +268,7 @@ def test_every_store_notes_a_memory_loss_on_a_redis_cluster(kind: str) -> None:
     """Each script touches the marker and its keys in one slot (RedisCluster refuses a script across slots)."""
 
     async def body(client: Any) -> None:
-        clock = Clock(NOON)
+        clock = ManualClock(NOON)
         store, guard, ledger = REPLAY[kind](client, clock=clock), GUARD[kind](client, clock=clock), \
             LEDGER[kind](client, clock=clock)
         for each in (store, guard, ledger):
@@ -312,7 +303,7 @@ def test_a_redis_never_declared_refuses_naming_the_call_that_ends_it(kind: str, 
     """Every store on a new Redis refuses its first claims as after a loss: the message names
     declare_memory_complete(), which ends it (issue 58: it said "memory lost" alone)."""
     async def body(client: Any) -> None:
-        clock = Clock(NOON)
+        clock = ManualClock(NOON)
         claims = [lambda: REPLAY[kind](client, clock=clock).first_use(SIGNATURE, NOON + 300),
                   lambda: GUARD[kind](client, clock=clock).reserve("order-1", "tok-1"),
                   lambda: LEDGER[kind](client, clock=clock).claim(EventKey("ref-1", "PAID", final=True), "undated")]

@@ -24,7 +24,7 @@ from support.faulty_clients import BUSINESS_CODE, SERIAL
 from support.redis_memory import declare_new
 from support.redis_racers import reserve_each_order
 from support.redis_server import RedisServer
-from support.uvicorn_workers import UvicornWorkers
+from support.uvicorn_workers import UvicornWorkers, redis_app_workers
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 WEBHOOK_SECRET = "whsec-multiprocess-test"  # noqa: S105 (a test fixture)
@@ -33,10 +33,7 @@ WEBHOOK_SECRET = "whsec-multiprocess-test"  # noqa: S105 (a test fixture)
 @pytest.fixture(scope="module")
 def workers(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UvicornWorkers]:
     events = tmp_path_factory.mktemp("events") / "events.log"
-    events.touch()
-    environment = {"PASARELA_TEST_REDIS_URL": redis_server.url, "PASARELA_TEST_EVENTS": str(events),
-                   "PASARELA_TEST_WEBHOOK_SECRET": WEBHOOK_SECRET}
-    with UvicornWorkers("support.redis_app:app", environment, workers=4) as server:
+    with redis_app_workers(redis_server.url, events, WEBHOOK_SECRET) as server:
         server.events = events  # type: ignore[attr-defined]
         yield server
 

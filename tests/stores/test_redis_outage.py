@@ -29,7 +29,7 @@ from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers, RedisPe
 from support.faulty_clients import BUSINESS_CODE, SERIAL
 from support.redis_memory import declare_new
 from support.redis_server import RedisServer
-from support.uvicorn_workers import UvicornWorkers
+from support.uvicorn_workers import UvicornWorkers, redis_app_workers
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 WEBHOOK_SECRET = "whsec-outage-test"  # noqa: S105 (a test fixture)
@@ -39,12 +39,9 @@ WEBHOOK_SECRET = "whsec-outage-test"  # noqa: S105 (a test fixture)
 def outage(tmp_path: Path) -> Iterator[tuple[RedisServer, UvicornWorkers, Path]]:
     """A Redis of its own (this test kills it) and the 4-worker app on it."""
     events = tmp_path / "events.log"
-    events.touch()
     with RedisServer() as server:
         declare_new(server)
-        environment = {"PASARELA_TEST_REDIS_URL": server.url, "PASARELA_TEST_EVENTS": str(events),
-                       "PASARELA_TEST_WEBHOOK_SECRET": WEBHOOK_SECRET}
-        with UvicornWorkers("support.redis_app:app", environment, workers=4) as workers:
+        with redis_app_workers(server.url, events, WEBHOOK_SECRET) as workers:
             yield server, workers, events
 
 

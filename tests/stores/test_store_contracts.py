@@ -314,7 +314,11 @@ class Merchant:
     its own table in the inbox's transaction); fails when told to; waits while ``hold`` is clear. For an asyncio
     receiver (``is_async``) it is a coroutine function, as an application's would be."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, *, own_table: bool = False) -> None:
+        """``own_table``: create the table it writes to under the inbox (merchant_effects)."""
+        if own_table:
+            with backend.server.connect() as admin:
+                admin.execute(f"CREATE TABLE {backend.schema}.merchant_effects (event text NOT NULL)")
         self.handed: list[str] = []
         self.fail: set[str] = set()
         self.hold = threading.Event()
@@ -359,10 +363,7 @@ def receiver_backend(request: pytest.FixtureRequest) -> tuple[str, Backend]:
 def test_the_receiver_answers_alike_on_every_ledger_and_on_the_inbox(receiver_backend: tuple[str, Backend]) -> None:
     mode, backend = receiver_backend
     inbox = mode.startswith("inbox")
-    merchant = Merchant(backend)
-    if inbox:
-        with backend.server.connect() as admin:
-            admin.execute(f"CREATE TABLE {backend.schema}.merchant_effects (event text NOT NULL)")
+    merchant = Merchant(backend, own_table=inbox)
 
     async def body(stores: Stores) -> list[str]:
         guard = stores.guard()
@@ -401,10 +402,7 @@ def test_a_twin_delivered_while_the_first_is_handled_is_never_handled_twice(
     and finds it handled (200 "duplicate"); it is never handed over."""
     mode, backend = receiver_backend
     inbox = mode.startswith("inbox")
-    merchant = Merchant(backend)
-    if inbox:
-        with backend.server.connect() as admin:
-            admin.execute(f"CREATE TABLE {backend.schema}.merchant_effects (event text NOT NULL)")
+    merchant = Merchant(backend, own_table=inbox)
     headers, body_bytes = delivery("ref-twin", "PAID")
 
     async def body(stores: Stores) -> list[str]:

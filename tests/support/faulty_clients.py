@@ -12,7 +12,7 @@ import datetime
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from pasarela.terminal import reference
 
@@ -200,3 +200,29 @@ class UnsignedKeyClient(SpecClient):
 class NoBase64Client(SpecClient):
     def signature(self, signed: bytes) -> str:
         return hashlib.sha512(signed).hexdigest()
+
+
+# A request of each kind a terminal side tells apart, with the outcome it is refused (or opened) under: made by the
+# clients above (each making one mistake), or by hand where no client would send it.
+FAULTY: list[tuple[str, Callable[[], Captured]]] = [
+    ("ok", lambda: SpecClient().request({"amount": 1})),
+    ("not_verified", lambda: WrongCredentialsClient().request({"amount": 1})),
+    ("clock_skew", lambda: SkewedClockClient(3600).request({"amount": 1})),
+    ("malformed_timestamp", lambda: MillisecondsClient().request({"amount": 1})),
+    ("missing_basic_prefix", lambda: NoBasicPrefixClient().request({"amount": 1})),
+    ("malformed_signature", lambda: UppercaseHexClient().request({"amount": 1})),
+    ("not_verified", lambda: ReserializingClient(indent=2).request({"amount": 1})),
+    ("not_verified", lambda: KeyInPayloadClient().request({"amount": 1})),
+]
+
+
+def _without(captured: Captured, name: str) -> Captured:
+    return Captured(captured.method, {k: v for k, v in captured.headers.items() if k != name}, captured.body)
+
+
+HANDMADE: list[tuple[str, Callable[[], Captured]]] = [
+    ("missing_header", lambda: _without(SpecClient().request({"amount": 1}), "Authorization")),
+    ("malformed_data", lambda: Captured("POST", SpecClient().request({}).headers, b'{"data":"not hex"}')),
+    ("malformed_data", lambda: Captured("POST", SpecClient().request({}).headers, b"not json")),
+    ("unsupported_method", lambda: Captured("DELETE", SpecClient().request({}).headers, b"{}")),
+]

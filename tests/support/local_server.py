@@ -25,6 +25,16 @@ import uvicorn
 
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
 Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+async def read_body(receive: Receive) -> bytes:
+    """An ASGI request's whole body, however many messages it came in."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 App = Callable[[Mapping[str, Any], Receive, Send], Awaitable[None]]
 
 
@@ -112,16 +122,11 @@ class ScriptedService:
 
     async def __call__(self, scope: Mapping[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         path = scope["raw_path"].decode("ascii").partition("?")[0]  # still percent-encoded, as sent
         self.requests.append(
-            RecordedRequest(scope["method"], path, scope["query_string"].decode(), headers, b"".join(chunks))
+            RecordedRequest(scope["method"], path, scope["query_string"].decode(), headers, body)
         )
         queue = self._routes.get((scope["method"], path))
         reply = queue.popleft() if queue else ScriptedReply(404, b'{"code":"NOT-SCRIPTED"}')

@@ -66,3 +66,11 @@ def delta(before: dict[Key, Any], after: dict[Key, Any]) -> dict[Key, Any]:
 
 def key(name: str, **attributes: Any) -> Key:
     return (name, frozenset(attributes.items()))
+
+
+OPENS = "pasarela.terminal.opens"
+
+
+def opened(sdk: Sdk, before: dict[Any, Any]) -> dict[str, int]:
+    return {dict(attributes)["outcome"]: value for (name, attributes), value in delta(before, sdk.points()).items()
+            if name == OPENS}

@@ -24,12 +24,12 @@ import tempfile
 import time
 from contextlib import suppress
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Optional
 
 import psycopg
 
 from support.redis_server import die_with_parent, free_port
+from support.server_process import ServerProcess
 
 SETTINGS = {
     # a test server: no fsync (a crash of the server process loses nothing the kernel holds; only a crash of the
@@ -74,7 +74,7 @@ def _server_user() -> Optional[str]:
     raise RuntimeError("running as root, and neither a postgres nor a nobody user exists to run PostgreSQL")
 
 
-class PostgresServer:
+class PostgresServer(ServerProcess):
     """``with PostgresServer() as server:``; ``server.conninfo`` (database ``postgres``, user ``pasarela``,
     trusted on loopback) and :meth:`connect`. ``settings`` add to or override :data:`SETTINGS`."""
 
@@ -204,15 +204,6 @@ class PostgresServer:
             self.resume()  # a paused server cannot shut down
             self.stop("immediate")
         self._directory.cleanup()
-
-    def __enter__(self) -> PostgresServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
 
 _schemas = itertools.count()

@@ -16,10 +16,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Callable, Optional
 
 import redis
+
+from support.server_process import ServerProcess
 
 
 def _die_with_parent() -> None:
@@ -44,7 +45,7 @@ def free_port(*, below: int = 65536) -> int:
             return port
 
 
-class RedisServer:
+class RedisServer(ServerProcess):
     """``cluster=True``: a one-node Redis Cluster serving all 16384 slots (a real Cluster to its clients:
     redis-py's RedisCluster refuses a multi-key command whose keys hash to different slots)."""
 
@@ -116,12 +117,3 @@ class RedisServer:
     def close(self) -> None:
         self.kill()
         self._directory.cleanup()
-
-    def __enter__(self) -> RedisServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()

@@ -29,15 +29,11 @@ from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.logging import JSONFormatter
 from pasarela.terminal.replay import InMemoryReplayStore
 from support.faulty_clients import BUSINESS_CODE, SERIAL
+from support.local_server import read_body
 
 
 async def echo(scope: Any, receive: Any, send: Any) -> None:
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await read_body(receive)
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
 

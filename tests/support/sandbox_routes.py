@@ -22,7 +22,8 @@ from starlette.routing import Mount, Route
 
 from pasarela import Terminal
 from pasarela.sandbox import Sandbox
-from support.workbench import BUSINESS_CODE, PRIVATE, PUBLIC, SERIAL, Bench, colombia_qr, mexico, wait_for
+from support.waiting import wait_for
+from support.workbench import BUSINESS_CODE, PRIVATE, PUBLIC, SERIAL, Bench, colombia_qr, mexico
 
 PUBLIC_KEY = {"Public-Merchant-Id": PUBLIC}
 PRIVATE_KEY = {"Private-Merchant-Id": PRIVATE}

@@ -7,8 +7,11 @@ forgery an attacker who saw one delivery can send (the id and its simple signatu
 from __future__ import annotations
 
 import json
+import time
 
-from pasarela.transfers import body_signature, id_signature
+from pasarela.errors import StoreUnavailableError
+from pasarela.transfers import TransferWebhookReceiver, body_signature, id_signature
+from support.clocks import ManualClock
 
 SECRET = "whsec-0123456789"
 NOW = 1_700_000_000.0
@@ -18,14 +21,11 @@ BODY = json.dumps({"token": "tok-1", "transactionReference": REFERENCE, "status"
                   separators=(",", ":")).encode()  # as JSON.stringify writes it
 
 
-class Clock:
-    """The receiver's clock, moved by the test."""
+class Clock(ManualClock):
+    """The receiver's clock, at NOW until the test moves it."""
 
     def __init__(self, now: float = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+        super().__init__(now)
 
 
 def clock() -> float:
@@ -53,3 +53,22 @@ def simple_only(webhook_id: str = WEBHOOK_ID) -> dict[str, str]:
     """What an attacker who saw one delivery can send with any body: the id and its simple signature."""
     return {"X-Kushki-Id": webhook_id, "X-Kushki-SimpleSignature": id_signature(SECRET, webhook_id),
             "X-Kushki-Key": "merchant-1"}
+
+
+def answer(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> str:
+    """What the service is told: the outcome of a 200 or 503, or 'unavailable' (the ASGI app's 503)."""
+    try:
+        reply = receiver.handle(headers, body)
+    except StoreUnavailableError:
+        return "unavailable"
+    return str(json.loads(reply.body)["status"])
+
+
+def delivered_until_received(receiver: TransferWebhookReceiver, headers: dict[str, str], body: bytes) -> list[str]:
+    """The service delivering again after each 503 until it gets a 200, as it does; the outcomes in order."""
+    outcomes = [answer(receiver, headers, body)]
+    deadline = time.monotonic() + 30
+    while outcomes[-1] in ("in progress", "unavailable") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        outcomes.append(answer(receiver, headers, body))
+    return outcomes

@@ -16,19 +16,18 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Optional
 
 import httpx
 
 import pasarela
 from support.redis_server import die_with_parent, free_port
+from support.server_process import ServerProcess
 
 TESTS = Path(__file__).resolve().parents[1]
 PASARELA_HOME = Path(pasarela.__file__).resolve().parent.parent
 
 
-class UvicornWorkers:
+class UvicornWorkers(ServerProcess):
     """``app``: ``module:attribute``, imported from tests/ or from one of ``import_from``."""
 
     def __init__(self, app: str, environment: Mapping[str, str], *, workers: int = 4,
@@ -91,11 +90,18 @@ class UvicornWorkers:
                 self._process.wait(timeout=10)
         self._log.close()
 
-    def __enter__(self) -> UvicornWorkers:
+    def start(self) -> None:
+        """The process started with the object: ``with`` waits until every worker answers."""
         self.wait_ready()
-        return self
 
-    def __exit__(
-        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    def close(self) -> None:
         self.stop()
+
+
+def redis_app_workers(redis_url: str, events: Path, webhook_secret: str, **settings: str) -> UvicornWorkers:
+    """tests/support/redis_app.py under 4 uvicorn workers on the Redis at ``redis_url``, each event its webhook
+    receiver hands over written to ``events`` (created here); ``settings``: more of its PASARELA_TEST_* variables."""
+    events.touch()
+    environment = {"PASARELA_TEST_REDIS_URL": redis_url, "PASARELA_TEST_EVENTS": str(events),
+                   "PASARELA_TEST_WEBHOOK_SECRET": webhook_secret, **settings}
+    return UvicornWorkers("support.redis_app:app", environment, workers=4)

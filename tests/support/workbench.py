@@ -5,11 +5,10 @@ uvicorn, clients for both keys, and each answer held to the sandbox's /openapi.j
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import httpx
 import jsonschema
@@ -18,10 +17,10 @@ from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.sandbox.openapi import document
 from pasarela.sandbox.webhooks import Backoff
 from support.local_server import LocalServer, ScriptedService
+from support.waiting import DEADLINE as DEADLINE
 
 PUBLIC, PRIVATE = "pk-workbench", "sk-workbench-secret"
 BUSINESS_CODE, SERIAL = "bc-workbench-secret", "SN-WORKBENCH"
-DEADLINE = 10.0
 FLOW = {"processorName": "BRE-B", "type": "QR"}
 
 
@@ -37,16 +36,6 @@ def mexico(document_number: str = "123456789", email: str = "payer@example.com")
     return {"currency": "MXN", "amount": {"subtotalIva": 100, "subtotalIva0": 0, "iva": 16}, "userType": "1",
             "documentType": "CURP", "documentNumber": document_number, "email": email,
             "paymentDescription": "order 42"}
-
-
-def wait_for(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"not within {DEADLINE} s: {what}")
 
 
 def _openapi_3_0_to_json_schema(schema: Any) -> Any:

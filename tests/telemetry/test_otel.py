@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from test_missing_extras import run_without
 
 import pasarela._telemetry as telemetry
 from pasarela import Terminal
@@ -32,6 +31,7 @@ from pasarela.transfers import SeenEvents, TransferClient, TransferEvent, Transf
 from support.local_server import LocalServer
 from support.otel_sdk import Sdk, delta, installed, key
 from support.signed_webhooks import BODY, FORGED, NOW, REFERENCE, SECRET, Clock, at, signed, simple_only
+from support.without_extras import run_without
 
 PUBLIC = "pk-otel-public-4242"
 PRIVATE = "sk-otel-private-4242"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from test_missing_extras import run_without
-from test_sandbox_cli import sandbox_process
 
 from pasarela import Terminal
+from support.sandbox_process import sandbox_process
+from support.without_extras import run_without
 
 CODE = "bc-prometheus-1"
 SERIAL = "SN-PROM-1"

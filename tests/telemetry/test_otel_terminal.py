@@ -24,32 +24,21 @@ from pasarela.logging import JSONFormatter
 from pasarela.terminal.replay import InMemoryReplayStore
 from support.faulty_clients import (
     BUSINESS_CODE,
+    FAULTY,
+    HANDMADE,
     NOON,
     SERIAL,
     Captured,
-    KeyInPayloadClient,
-    MillisecondsClient,
-    NoBasicPrefixClient,
-    ReserializingClient,
-    SkewedClockClient,
     SpecClient,
-    UppercaseHexClient,
     WrongCredentialsClient,
 )
-from support.otel_sdk import Sdk, delta, installed, key
-
-OPENS = "pasarela.terminal.opens"
+from support.otel_sdk import OPENS, Sdk, delta, installed, key, opened
 
 
 @pytest.fixture(scope="module")
 def sdk() -> Sdk:
     assert telemetry.ENABLED, "opentelemetry-api must be installed for these tests (the dev extra has it)"
     return installed()
-
-
-def opened(sdk: Sdk, before: dict[Any, Any]) -> dict[str, int]:
-    return {dict(attributes)["outcome"]: value for (name, attributes), value in delta(before, sdk.points()).items()
-            if name == OPENS}
 
 
 def test_seals_are_counted_by_method_and_seal_many_per_request(sdk: Sdk) -> None:
@@ -149,30 +138,6 @@ def test_an_open_whose_workspace_grows_is_counted_once(sdk: Sdk) -> None:
     thread.join()
     assert opened_payloads == [{"note": "n" * 20_000}]
     assert opened(sdk, before) == {"ok": 1}
-
-
-FAULTY: list[tuple[str, Callable[[], Captured]]] = [
-    ("ok", lambda: SpecClient().request({"amount": 1})),
-    ("not_verified", lambda: WrongCredentialsClient().request({"amount": 1})),
-    ("clock_skew", lambda: SkewedClockClient(3600).request({"amount": 1})),
-    ("malformed_timestamp", lambda: MillisecondsClient().request({"amount": 1})),
-    ("missing_basic_prefix", lambda: NoBasicPrefixClient().request({"amount": 1})),
-    ("malformed_signature", lambda: UppercaseHexClient().request({"amount": 1})),
-    ("not_verified", lambda: ReserializingClient(indent=2).request({"amount": 1})),
-    ("not_verified", lambda: KeyInPayloadClient().request({"amount": 1})),
-]
-
-
-def _without(captured: Captured, name: str) -> Captured:
-    return Captured(captured.method, {k: v for k, v in captured.headers.items() if k != name}, captured.body)
-
-
-HANDMADE: list[tuple[str, Callable[[], Captured]]] = [
-    ("missing_header", lambda: _without(SpecClient().request({"amount": 1}), "Authorization")),
-    ("malformed_data", lambda: Captured("POST", SpecClient().request({}).headers, b'{"data":"not hex"}')),
-    ("malformed_data", lambda: Captured("POST", SpecClient().request({}).headers, b"not json")),
-    ("unsupported_method", lambda: Captured("DELETE", SpecClient().request({}).headers, b"{}")),
-]
 
 
 @pytest.mark.parametrize(("outcome", "make"), FAULTY + HANDMADE, ids=[o for o, _ in FAULTY + HANDMADE])

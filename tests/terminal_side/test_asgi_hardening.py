@@ -15,18 +15,11 @@ import pasarela
 from pasarela.asgi import AUTH_001_RESPONSE, TerminalAuthMiddleware
 from pasarela.auth_limit import AuthFailureLimiter
 from pasarela.errors import ConfigurationError
+from support.clocks import ManualClock
 from support.faulty_clients import BUSINESS_CODE, SERIAL
 from support.local_server import LocalServer, Receive, Send
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class CountingTerminal:
@@ -79,7 +72,7 @@ def test_without_a_limiter_failures_never_lock_the_terminal_out() -> None:
 def test_past_the_limit_every_request_gets_auth_001_unopened_until_the_window_ends(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock, terminal = Clock(), CountingTerminal()
+    clock, terminal = ManualClock(1000.0), CountingTerminal()
     limiter = AuthFailureLimiter(max_failures=3, window=60.0, clock=clock)
     caplog.set_level(logging.WARNING, logger="pasarela.asgi")
     with LocalServer(TerminalAuthMiddleware(echo, terminal, failure_limiter=limiter)) as server, \
@@ -102,7 +95,7 @@ def test_past_the_limit_every_request_gets_auth_001_unopened_until_the_window_en
 
 
 def test_successes_do_not_reset_the_count() -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     limiter = AuthFailureLimiter(max_failures=2, window=60.0, clock=clock)
     with LocalServer(TerminalAuthMiddleware(echo, TERMINAL, failure_limiter=limiter)) as server, \
             httpx.Client(base_url=server.base_url) as http:
@@ -115,7 +108,7 @@ def test_successes_do_not_reset_the_count() -> None:
 
 
 def test_the_limit_key_can_come_from_the_request() -> None:
-    limiter = AuthFailureLimiter(max_failures=1, window=60.0, clock=Clock())
+    limiter = AuthFailureLimiter(max_failures=1, window=60.0, clock=ManualClock(1000.0))
     middleware = TerminalAuthMiddleware(echo, TERMINAL, failure_limiter=limiter,
                                         limit_key=lambda scope: dict(scope["headers"]).get(b"x-gateway", b"").decode())
     with LocalServer(middleware) as server, httpx.Client(base_url=server.base_url) as http:
@@ -128,7 +121,7 @@ def test_the_limit_key_can_come_from_the_request() -> None:
 
 
 def test_the_limiter_holds_a_bounded_number_of_keys() -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     limiter = AuthFailureLimiter(max_failures=1, window=60.0, max_keys=100, clock=clock)
     for n in range(10_000):
         limiter.failed(f"serial-{n}")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,6 +16,7 @@ from pasarela import Diagnosis, diagnose, reference
 from pasarela.cli import main
 from pasarela.terminal.diagnose import CAUSES
 from support import faulty_clients as fc
+from support.cli import run_cli
 from support.faulty_clients import BUSINESS_CODE, NOON, SERIAL, Captured, SpecClient
 from support.strategies import sealable_objects
 
@@ -298,14 +297,6 @@ def test_diagnosis_is_frozen() -> None:
 # --- the command line ------------------------------------------------------------------------------------
 
 
-def _run_cli(args: list[str], stdin: str, monkeypatch: pytest.MonkeyPatch,
-             capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize(
     ("client", "cause", "code"),
     [(SpecClient(), "valid", 0), (fc.LocalTimeClient(-300), "local_time", 1),
@@ -316,7 +307,7 @@ def test_cli_diagnose(client: SpecClient, cause: str, code: int, monkeypatch: py
     monkeypatch.setenv("PASARELA_BUSINESS_CODE", BUSINESS_CODE)
     monkeypatch.setenv("PASARELA_TERMINAL_SERIAL", SERIAL)
     captured = {**client.request(PAYLOAD).as_json(), "now": NOON}
-    status, out, err = _run_cli(["diagnose"], json.dumps(captured), monkeypatch, capsys)
+    status, out, err = run_cli(["diagnose"], json.dumps(captured), monkeypatch, capsys)
     assert status == code and err == ""
     assert out.startswith(f"verdict: {cause}\n") and "\nfix: " in out
     assert all(secret not in out for secret in client.secrets | SERVER_SECRETS)
@@ -331,15 +322,15 @@ def test_cli_diagnose_json_file_and_options(tmp_path: Path, monkeypatch: pytest.
     path.write_text(json.dumps(request))
     args = ["diagnose", "--output", "json", "--now", str(NOON), "--business-code", BUSINESS_CODE,
             "--terminal-serial", SERIAL, str(path)]
-    status, out, err = _run_cli(args, "", monkeypatch, capsys)
+    status, out, err = run_cli(args, "", monkeypatch, capsys)
     assert status == 1 and "deprecated" not in err
     verdict = json.loads(out)
     assert verdict["cause"] == "local_time" and verdict["offset"] == "UTC-05:00"
     assert all(secret not in out for secret in client.secrets | SERVER_SECRETS)
     # the old spelling still works, says it is deprecated, and is not offered in the help
-    status, old, err = _run_cli([*args[:1], "--json", *args[3:]], "", monkeypatch, capsys)
+    status, old, err = run_cli([*args[:1], "--json", *args[3:]], "", monkeypatch, capsys)
     assert (status, old) == (1, out) and "pasarela diagnose: --json is deprecated: use --output json\n" in err
-    status, text, _ = _run_cli([*args[:2], "text", *args[3:]], "", monkeypatch, capsys)
+    status, text, _ = run_cli([*args[:2], "text", *args[3:]], "", monkeypatch, capsys)
     assert status == 1 and text.startswith("verdict: local_time\n")
 
 
@@ -347,9 +338,9 @@ def test_cli_diagnose_reads_the_output_of_seal(monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PASARELA_BUSINESS_CODE", BUSINESS_CODE)
     monkeypatch.setenv("PASARELA_TERMINAL_SERIAL", SERIAL)
-    status, sealed, _ = _run_cli(["seal", "--timestamp", str(NOON)], json.dumps(PAYLOAD), monkeypatch, capsys)
+    status, sealed, _ = run_cli(["seal", "--timestamp", str(NOON)], json.dumps(PAYLOAD), monkeypatch, capsys)
     assert status == 0
-    status, out, _ = _run_cli(["diagnose", "--now", str(NOON)], sealed, monkeypatch, capsys)
+    status, out, _ = run_cli(["diagnose", "--now", str(NOON)], sealed, monkeypatch, capsys)
     assert status == 0 and out.startswith("verdict: valid")
 
 
@@ -358,7 +349,7 @@ def test_cli_diagnose_usage_errors(stdin: str, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PASARELA_BUSINESS_CODE", BUSINESS_CODE)
     monkeypatch.setenv("PASARELA_TERMINAL_SERIAL", SERIAL)
-    status, out, err = _run_cli(["diagnose"], stdin, monkeypatch, capsys)
+    status, out, err = run_cli(["diagnose"], stdin, monkeypatch, capsys)
     assert status == 2 and out == "" and "pasarela diagnose: error:" in err
 
 
@@ -366,7 +357,7 @@ def test_cli_diagnose_without_credentials(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.delenv("PASARELA_BUSINESS_CODE", raising=False)
     monkeypatch.delenv("PASARELA_TERMINAL_SERIAL", raising=False)
     request = json.dumps(SpecClient().request(PAYLOAD).as_json())
-    status, _, err = _run_cli(["diagnose"], request, monkeypatch, capsys)
+    status, _, err = run_cli(["diagnose"], request, monkeypatch, capsys)
     assert status == 2 and "PASARELA_BUSINESS_CODE" in err
     with pytest.raises(SystemExit) as info:
         main(["diagnose", "--now", "soon"])

@@ -24,6 +24,7 @@ from pasarela import AuthError, _fastcall, canonical_json  # _fastcall: CPython
 from pasarela import reference as reference_impl
 from pasarela.terminal.stringify import format_number
 from support.finalizers import finalizer_at_each_collection
+from support.json_text import text_depth
 from support.node_oracle import NodeJSONError
 from support.strategies import (
     BOUNDARY_FLOATS,
@@ -107,7 +108,7 @@ def test_it_reads_every_canonical_text_of_plain_payloads(payload: dict[str, Any]
     """What open hands it: JSON.stringify's text. Declined only for what it leaves to the general path."""
     text = canonical_json(payload)
     read = check(text)
-    declinable = b"\\ud" in text.lower() or any(len(run) > 18 for run in _integer_runs(text)) or _deeper_than(text, 64)
+    declinable = b"\\ud" in text.lower() or any(len(run) > 18 for run in _integer_runs(text)) or text_depth(text) > 64
     assert read or declinable, text
 
 
@@ -306,27 +307,9 @@ def _integer_runs(text: bytes) -> list[bytes]:
     return runs + ([current] if current else [])
 
 
-def _deeper_than(text: bytes, limit: int) -> bool:
-    depth, deepest, in_string, escaped = 0, 0, False, False
-    for byte in text:
-        c = chr(byte)
-        if in_string:
-            in_string = escaped or c != '"'
-            escaped = not escaped and c == "\\"
-            continue
-        if c == '"':
-            in_string = True
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest > limit
-
-
 def test_the_helpers_of_these_tests() -> None:
     assert _integer_runs(b'{"a1":12,"b":[3.5,"7"]}') == [b"12", b"3", b"5"]
-    assert _deeper_than(b'[[["]]]]"]]]', 2) and not _deeper_than(b'[[["[[[["]]]', 3)
+    assert text_depth(b'[[["]]]]"]]]') == 3 and text_depth(b'[[["[[[["]]]') == 3 and text_depth('[1,"\\"[",[]]') == 2
     assert same(-0.0, -0.0) and not same(0.0, -0.0) and not same(1, 1.0) and not same({"a": 1, "b": 2},
                                                                                       {"b": 2, "a": 1})
 

@@ -25,7 +25,7 @@ from pasarela.requests_adapter import TerminalClient as RequestsTerminalClient
 from pasarela.terminal import reference as primitives
 from pasarela.terminal.replay import InMemoryReplayStore
 from support.faulty_clients import BUSINESS_CODE, SERIAL
-from support.local_server import LocalServer, Receive, Send
+from support.local_server import LocalServer, Receive, Send, read_body
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 PAYLOAD = {"amount": 100.0, "currency": "COP", "items": [{"sku": "café", "qty": 2}]}
@@ -34,13 +34,7 @@ SENT = {"amount": 100, "currency": "COP", "items": [{"sku": "café", "qty": 2}]}
 
 async def application(scope: Any, receive: Receive, send: Send) -> None:
     """The service behind the middleware: echoes what it was given; /encrypted/* answers encrypted."""
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
+    body = await read_body(receive)
     if scope["path"] == "/error":
         status, answer = 400, {"code": "T023", "message": "Transaction has a final status."}
     else:

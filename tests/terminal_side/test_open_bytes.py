@@ -30,7 +30,6 @@ from test_open_as_sent import _request as _request_signed_as_sent
 from test_open_key_member import TEXTS as SPLICED_KEY_TEXTS
 from test_open_key_member import _request as _spliced_request
 from test_open_padding import LAST_BLOCKS, WYCHEPROOF, _encrypt_blocks, _headers, _padded
-from test_otel_terminal import FAULTY, HANDMADE, opened
 
 import pasarela
 from pasarela import AuthError, _binding, reference
@@ -38,8 +37,8 @@ from pasarela.errors import AUTH_001_BODY, NOT_VERIFIED
 from pasarela.terminal import envelope
 from pasarela.terminal.replay import InMemoryReplayStore, Verifier
 from pasarela.terminal.stringify import stringify
-from support.faulty_clients import BUSINESS_CODE, NOON, SERIAL, Captured
-from support.otel_sdk import Sdk, installed
+from support.faulty_clients import BUSINESS_CODE, FAULTY, HANDMADE, NOON, SERIAL, Captured
+from support.otel_sdk import Sdk, installed, opened
 from support.strategies import json_texts, mutated_json_texts, sealable_objects
 
 PATHS = ["fastcall", "cffi", "no_aes", "reference"]

@@ -33,6 +33,7 @@ from pasarela import Terminal, canonical_json, reference
 from pasarela.asgi import TerminalAuthMiddleware
 from pasarela.errors import AuthError
 from pasarela.terminal.stringify import MAX_DEPTH
+from support.json_text import text_depth
 from support.node_envelope import NodeEnvelope, ServerVerdict
 from support.recursion_limit import recursion_limit
 from support.strategies import json_texts, keys, number_texts, scalar_texts, string_texts, whitespace
@@ -162,23 +163,6 @@ def routes() -> Iterator[dict[str, Route]]:
         }
     finally:
         loop.close()
-
-
-def text_depth(text: str) -> int:
-    """How deep the text's arrays and objects nest (the top-level object is 1), strings skipped."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
 
 
 def expected(verdict: ServerVerdict, text: str) -> bool:

@@ -14,21 +14,14 @@ import pasarela
 from pasarela import AuthError
 from pasarela.errors import AUTH_001_BODY
 from pasarela.terminal.replay import InMemoryReplayStore, ReplayStore, Verifier, verify_once
+from support.clocks import ManualClock
 from support.faulty_clients import BUSINESS_CODE, NOON, SERIAL
 
 TERMINAL = pasarela.Terminal(BUSINESS_CODE, SERIAL)
 
 
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_store_first_use_only_once() -> None:
-    store = InMemoryReplayStore(clock=Clock(NOON))
+    store = InMemoryReplayStore(clock=ManualClock(NOON))
     assert store.first_use("a", NOON + 300)
     assert not store.first_use("a", NOON + 300)
     assert store.first_use("b", NOON + 300)
@@ -36,7 +29,7 @@ def test_store_first_use_only_once() -> None:
 
 
 def test_store_forgets_after_expiry() -> None:
-    clock = Clock(NOON)
+    clock = ManualClock(NOON)
     store = InMemoryReplayStore(clock=clock)
     assert store.first_use("a", NOON + 300)
     clock.now = NOON + 300  # still inside the window at its very edge
@@ -48,13 +41,13 @@ def test_store_forgets_after_expiry() -> None:
 
 
 def test_store_does_not_remember_what_already_expired() -> None:
-    store = InMemoryReplayStore(clock=Clock(NOON))
+    store = InMemoryReplayStore(clock=ManualClock(NOON))
     assert store.first_use("old", NOON - 1)
     assert len(store) == 0
 
 
 def test_store_is_bounded_evicting_the_soonest_to_expire() -> None:
-    store = InMemoryReplayStore(max_entries=3, clock=Clock(NOON))
+    store = InMemoryReplayStore(max_entries=3, clock=ManualClock(NOON))
     for signature, expires_at in [("late", NOON + 300), ("early", NOON + 10), ("middle", NOON + 100)]:
         assert store.first_use(signature, expires_at)
     assert store.first_use("new", NOON + 200)
@@ -73,7 +66,7 @@ def test_store_agrees_with_a_plain_model(steps: list[tuple[str, int, int]], max_
     """Entries grouped by expiry time answer as a plain dict of signature -> expiry does: forget what expired,
     remember the rest, and when full drop entries among the soonest to expire (which one among equals is the
     store's choice: the model then forgets the same one)."""
-    clock = Clock(NOON)
+    clock = ManualClock(NOON)
     store = InMemoryReplayStore(max_entries=max_entries, clock=clock)
     model: dict[str, float] = {}
     for signature, expires_in, advance in steps:
@@ -96,7 +89,7 @@ def test_store_agrees_with_a_plain_model(steps: list[tuple[str, int, int]], max_
 
 
 def test_store_is_thread_safe() -> None:
-    store = InMemoryReplayStore(max_entries=10_000, clock=Clock(NOON))
+    store = InMemoryReplayStore(max_entries=10_000, clock=ManualClock(NOON))
     results: list[bool] = []
     lock = threading.Lock()
     start = threading.Barrier(8)
@@ -121,7 +114,7 @@ def test_in_memory_store_is_a_replay_store() -> None:
 
 
 def test_verify_once_refuses_the_second_request() -> None:
-    store = InMemoryReplayStore(clock=Clock(NOON))
+    store = InMemoryReplayStore(clock=ManualClock(NOON))
     sealed = TERMINAL.seal({"amount": 100}, timestamp=NOON)
     assert verify_once(TERMINAL, store, "POST", sealed.headers, sealed.body, now=NOON) == {"amount": 100}
     with pytest.raises(AuthError) as info:
@@ -136,7 +129,7 @@ def test_verify_once_refuses_the_second_request() -> None:
 
 
 def test_verify_once_does_not_record_refused_requests() -> None:
-    store = InMemoryReplayStore(clock=Clock(NOON))
+    store = InMemoryReplayStore(clock=ManualClock(NOON))
     sealed = TERMINAL.seal({"amount": 100}, timestamp=NOON)
     forged = {**sealed.headers}
     with pytest.raises(AuthError):  # a forged request carrying a real signature must not burn it
@@ -146,7 +139,7 @@ def test_verify_once_does_not_record_refused_requests() -> None:
 
 
 def test_verifier_window_ends_with_the_tolerance() -> None:
-    clock = Clock(NOON)
+    clock = ManualClock(NOON)
     store = InMemoryReplayStore(clock=clock)
     verifier = Verifier(TERMINAL, replay_store=store, tolerance=60, clock=clock)
     sealed = TERMINAL.seal({"a": 1}, timestamp=NOON)
@@ -162,7 +155,7 @@ def test_verifier_window_ends_with_the_tolerance() -> None:
 
 def test_verifier_without_store_only_opens() -> None:
     sealed = TERMINAL.seal({"a": 1}, timestamp=NOON)
-    verifier = Verifier(TERMINAL, clock=Clock(NOON))
+    verifier = Verifier(TERMINAL, clock=ManualClock(NOON))
     assert verifier.open("POST", sealed.headers, sealed.body) == {"a": 1}
     assert verifier.open("POST", sealed.headers, sealed.body) == {"a": 1}
 
@@ -183,7 +176,7 @@ class AsyncStore:
 
 def test_verifier_with_an_async_store() -> None:
     store = AsyncStore()
-    verifier = Verifier(TERMINAL, replay_store=store, clock=Clock(NOON))
+    verifier = Verifier(TERMINAL, replay_store=store, clock=ManualClock(NOON))
     sealed = TERMINAL.seal({"a": 1}, timestamp=NOON)
 
     async def twice() -> Any:

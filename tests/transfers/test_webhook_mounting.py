@@ -27,7 +27,8 @@ from pasarela.sandbox import Sandbox, SandboxConfig
 from pasarela.sandbox.webhooks import Backoff
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver
 from support.local_server import LocalServer
-from support.workbench import PRIVATE, PUBLIC, colombia_qr, wait_for
+from support.waiting import wait_for
+from support.workbench import PRIVATE, PUBLIC, colombia_qr
 
 SECRET = "mounting-webhook-secret"  # noqa: S105 (a test value)
 PATH = "/webhooks/transfers"
