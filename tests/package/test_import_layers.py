@@ -167,3 +167,29 @@ def test_the_c_graph_finds_a_loop_hidden_behind_a_shared_header(tmp_path: Path) 
 
 def test_no_two_c_modules_depend_on_each_other() -> None:
     assert _loops(_c_graph(CSRC)) == []
+
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _test_module_imports(path: Path) -> set[str]:
+    """The test modules (``test_*``) that the file at ``path`` imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {name for name in names if name.partition(".")[0].startswith("test_")}
+
+
+def test_what_tests_share_is_in_support_not_in_another_folders_test_module() -> None:
+    """A test module imports another only from its own folder (pytest puts that folder on sys.path for it): run
+    alone, it finds what it imports; shared pieces live in tests/support/, which imports no test module."""
+    misplaced = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for name in _test_module_imports(path):
+            if path.parent.name == "support" or not (path.parent / f"{name}.py").is_file():
+                misplaced.append(f"{path.relative_to(TESTS)} imports {name}")
+    assert misplaced == []
+    assert _test_module_imports(TESTS / "terminal_side" / "test_open_bytes.py")  # the walk sees such imports
