@@ -1,7 +1,8 @@
 """benchmarks/seal_speed.c builds and runs as its header says, and refuses text the C core refuses (its timings
 are never asserted: a benchmark's numbers belong in benchmarks/, not in tests). Needs the source tree, a C
-compiler and the OpenSSL headers (scripts/setup installs libssl-dev), as scripts/hardening does. And the glibc
-tunables docs/performance.md gives for batches do what it says (page faults counted, not times)."""
+compiler and the OpenSSL headers (scripts/setup installs libssl-dev), as scripts/hardening does. The glibc
+tunables docs/performance.md gives for batches do what it says (page faults counted, not times), and the developer's
+tools in scripts/ that time with benchmarks/' instruments (compare_trees.py, padding_oracle.py) run from there."""
 
 from __future__ import annotations
 
@@ -80,3 +81,25 @@ def test_the_documented_glibc_tunables_keep_a_batchs_memory() -> None:
     [tunables] = re.findall(r"^ +GLIBC_TUNABLES=(\S+)$", (ROOT / "docs" / "performance.md").read_text("utf-8"), re.M)
     default, tuned = _faults_per_batch(None), _faults_per_batch(tunables)
     assert default > 1000 and tuned < default / 100, (default, tuned)
+
+
+def test_compare_trees_runs_from_scripts_and_pairs_the_trees_by_round() -> None:
+    """scripts/compare_trees.py (a developer's tool; it times with benchmarks/gate.py's loop): one tree against itself,
+    the after / before row of each operation asked for (its figures are never asserted, only that they are numbers)."""
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_trees.py"), str(ROOT), str(ROOT),
+                          "--rounds", "1", "--sizes", "64", "--only", "seal", "--only", "open"],
+                         capture_output=True, text=True, check=True)
+    rows = re.findall(r"^\| (\w+), after / before \(paired by round\) \| ([\d.]+)x \|$", run.stdout, re.M)
+    assert [name for name, _ in rows] == ["seal", "open"], run.stdout
+    assert all(float(ratio) > 0 for _, ratio in rows), run.stdout
+
+
+def test_padding_oracle_runs_from_scripts_with_a_verdict_per_size_and_its_exit_status() -> None:
+    """scripts/padding_oracle.py runs benchmarks/padding_timing.py's measurement alone: a line per entry and size, and
+    exit status 1 exactly when a line is out of bounds (4 rounds: either can happen; neither is asserted)."""
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "padding_oracle.py"), "--rounds", "4",
+                          "--entry", "C call"], capture_output=True, text=True)
+    lines = re.findall(r"^C call +(\d+) B: bad padding .+ median ratio [\d.]+, bad slower in +\d+% of 4 rounds(.*)$",
+                       run.stdout, re.M)
+    assert [size for size, _ in lines] == ["256", "65536"], run.stdout + run.stderr
+    assert run.returncode == (1 if any("OUT OF BOUNDS" in rest for _, rest in lines) else 0), run.stderr
