@@ -1,7 +1,6 @@
 """Is padding validity visible in the time a refusal takes? The CBC padding-oracle forgery, timed through each public
-entry (issue 11, item 2; issue 38, defect 1).
-
-Run: python3 benchmarks/padding_timing.py [--short] [--rounds N] [--entry NAME ...]
+entry (issue 11, item 2; issue 38, defect 1). The instrument benchmarks/gate.py holds to its bounds; run it alone,
+every entry with its verdict, as python3 scripts/padding_oracle.py [--short] [--rounds N] [--entry NAME ...].
 
 The attack's own probe: from a genuine request's ciphertext C_1..C_n, the attacker sends C_1..C_{n-2} || R || C_n
 with the genuine headers, so the last plaintext block is D(C_n) xor R, known to the attacker, and the block before
@@ -20,13 +19,12 @@ first alternating), at 256 B and 64 KiB, through
   reference       pasarela.reference.Terminal.open, the whole-call fallback on CPUs without AES instructions.
 For each it prints the median time of each probe, their ratio (bad / valid) and the share of rounds in which the bad
 padding took longer. The goal (issue 38): the ratio within 1.05 either way and that share between 25% and 75%
-(50% is no difference at all). benchmarks/gate.py runs it (--short) and fails outside those bounds. Not a test:
+(50% is no difference at all). benchmarks/gate.py runs it (150 rounds) and fails outside those bounds. Not a test:
 times depend on the machine; only ratios taken within one run are compared.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -296,21 +294,3 @@ def run(entries: tuple[str, ...] = ENTRIES, sizes: tuple[int, ...] = SIZES, roun
             print(result.line(), flush=True)
             results.append(result)
     return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--short", action="store_true", help="150 rounds (what the gate runs; about 5 s)")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 400, --short 150)")
-    parser.add_argument("--entry", action="append", choices=ENTRIES, help="only this entry (repeatable)")
-    args = parser.parse_args(argv)
-    rounds = args.rounds or (150 if args.short else 400)
-    print(f"pasarela {pasarela.__version__} from {Path(pasarela.__file__).parent}: the padding-oracle forgery, "
-          f"{rounds} interleaved rounds; bounds: ratio within {MAX_RATIO}, bad slower in "
-          f"{SHARE_BOUNDS[0]:.0%}-{SHARE_BOUNDS[1]:.0%} of rounds")
-    results = run(tuple(args.entry or ENTRIES), SIZES, rounds)
-    return 0 if all(result.ok() for result in results) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

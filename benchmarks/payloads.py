@@ -43,7 +43,7 @@ SHAPES = {"string-heavy": string_heavy_payload, "items-heavy": payload_of_size}
 
 def main(argv: list[str]) -> None:
     """Writes DIR/payload-<size>.json for each size: orjson's text of the payload, what seal hands the C core
-    (for benchmarks/seal_speed.c and open_parts.c); with a SHAPE of SHAPES, DIR/payload-<shape>-<size>.json of that
+    (for benchmarks/seal_speed.c); with a SHAPE of SHAPES, DIR/payload-<shape>-<size>.json of that
     shape's payloads."""
     import orjson
 

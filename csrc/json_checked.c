@@ -24,7 +24,7 @@
  * The classes come from SSE2, AVX2, or AVX-512 BW, whose compares give a class's 64-bit mask in one instruction.
  * AVX-512 on every CPU that has it, Intel's too (unlike Base64's, PASARELA_CPU_AVX512_SHORT): its
  * 512-bit work here is compares, not the multiplies and permutes that slow an Intel core's clock most, and measured
- * whole there (benchmarks/compare_trees.py) it pays, the seal after it unchanged (docs/performance.md, "Intel's
+ * whole there (scripts/compare_trees.py) it pays, the seal after it unchanged (docs/performance.md, "Intel's
  * AVX-512 in short work").
  * The fuzz target and the tests hold it to the token by token pass: same result on every text it says yes to.
  */

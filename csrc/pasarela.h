@@ -129,7 +129,7 @@ size_t pasarela_workspace_scratch_size(size_t json_len);
  * AVX-512 clock): hex decoding reads 32 characters' values and validity from a 64-entry byte table in two registers
  * (vpermt2b), where AVX2 takes three pshufb and more: a 16 KiB ciphertext's hex in 0.87 against 1.18 us. */
 #define PASARELA_CPU_AVX512_VBMI 64u
-/* Every AVX-512 bit: what running this CPU as an AVX2 one clears (PASARELA_NO_AVX512=1, open_parts --no-avx512). */
+/* Every AVX-512 bit: what running this CPU as an AVX2 one clears (PASARELA_NO_AVX512=1). */
 #define PASARELA_CPU_AVX512_ALL (PASARELA_CPU_AVX512 | PASARELA_CPU_AVX512_SHORT | PASARELA_CPU_AVX512_VBMI)
 
 const char *pasarela_strerror(int status);

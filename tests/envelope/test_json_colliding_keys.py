@@ -1,6 +1,6 @@
 """Objects whose keys all share one FNV-1a hash (issue 11, item 3): the C canonicalizer still finds every
 duplicate and accepts distinct keys, as JSON.parse + JSON.stringify would (a repeated key keeps its first
-position and its last value). The cost, now O(k log k), is measured in benchmarks/json_colliding_keys.py."""
+position and its last value). Its cost, now O(k log k), is in docs/security.md ("Sizes"), with the measurement."""
 
 from __future__ import annotations
 

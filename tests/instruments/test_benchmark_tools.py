@@ -1,6 +1,7 @@
 """benchmarks/seal_speed.c builds and runs as its header says, and refuses text the C core refuses (its timings
 are never asserted: a benchmark's numbers belong in benchmarks/, not in tests). Needs the source tree, a C
-compiler and the OpenSSL headers (scripts/setup installs libssl-dev), as scripts/hardening does."""
+compiler and the OpenSSL headers (scripts/setup installs libssl-dev), as scripts/hardening does. The developer's
+tools in scripts/ that time with benchmarks/' instruments (compare_trees.py, padding_oracle.py) run from there."""
 
 from __future__ import annotations
 
@@ -42,40 +43,23 @@ def test_it_stops_on_text_the_c_core_refuses(seal_speed: Path, tmp_path: Path, t
     assert run.returncode == 1 and "refused" in run.stderr, (run.returncode, run.stderr)
 
 
-def test_heap_trim_shows_the_batch_faulting_its_memory_in_again_unless_the_process_keeps_it() -> None:
-    """What docs/performance.md (Batches and glibc's heap) says of glibc: a batch of 16 KiB payloads dropped, the next
-    one faults its pages in again (about 2,900 per batch of 256); with the tunables the script sets, it does not. Linux
-    with glibc, as CI and scripts/hardening."""
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "heap_trim.py"), "--pairs", "1", "--rounds", "1",
-                          "--case", "seal_many 16 KiB"], capture_output=True, text=True, check=True)
-    row = re.search(r"^\| seal_many 16 KiB \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+)x \|$",
-                    run.stdout, re.M)
-    assert row is not None, run.stdout
-    default_ns, default_faults, tuned_ns, tuned_faults = (int(cell.replace(",", "")) for cell in row.groups()[:4])
-    assert min(default_ns, tuned_ns) > 0 and float(row.group(5)) > 0
-    assert default_faults > 1000 and tuned_faults < default_faults // 100, run.stdout
-
-
-def test_avx512_short_compares_the_two_policies_on_credentials_that_carry_them() -> None:
-    """benchmarks/avx512_short.py (the reason for PASARELA_CPU_AVX512_SHORT) times each call under both policies,
-    which it sets on the credentials it seals with: on an AVX-512 CPU a row per call with two times and their ratio,
-    and the terminals really differ in that bit; elsewhere it says why it measures nothing."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import avx512_short
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    from pasarela import _binding
-
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "avx512_short.py"), "--rounds", "1"],
+def test_compare_trees_runs_from_scripts_and_pairs_the_trees_by_round() -> None:
+    """scripts/compare_trees.py (a developer's tool; it times with benchmarks/gate.py's loop): one tree against itself,
+    the after / before row of each operation asked for (its figures are never asserted, only that they are numbers)."""
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_trees.py"), str(ROOT), str(ROOT),
+                          "--rounds", "1", "--sizes", "64", "--only", "seal", "--only", "open"],
                          capture_output=True, text=True, check=True)
-    if not _binding.CPU_FEATURES & _binding.lib.PASARELA_CPU_AVX512:
-        assert "has no AVX-512" in run.stdout, run.stdout
-        return
-    bit = _binding.lib.PASARELA_CPU_AVX512_SHORT
-    cpus = [avx512_short.terminal(short)._native.struct.cpu for short in (False, True)]
-    assert not cpus[0] & bit and cpus[1] & bit and cpus[0] | bit == cpus[1]
-    rows = re.findall(r"^\| ((?:seal|open|open_bytes|seal_many)[^|]*) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+)x ",
-                      run.stdout, re.M)
-    assert len(rows) == 12, run.stdout
-    assert all(min(float(a), float(b), float(r)) > 0 for _, a, b, r in rows)
+    rows = re.findall(r"^\| (\w+), after / before \(paired by round\) \| ([\d.]+)x \|$", run.stdout, re.M)
+    assert [name for name, _ in rows] == ["seal", "open"], run.stdout
+    assert all(float(ratio) > 0 for _, ratio in rows), run.stdout
+
+
+def test_padding_oracle_runs_from_scripts_with_a_verdict_per_size_and_its_exit_status() -> None:
+    """scripts/padding_oracle.py runs benchmarks/padding_timing.py's measurement alone: a line per entry and size, and
+    exit status 1 exactly when a line is out of bounds (4 rounds: either can happen; neither is asserted)."""
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "padding_oracle.py"), "--rounds", "4",
+                          "--entry", "C call"], capture_output=True, text=True)
+    lines = re.findall(r"^C call +(\d+) B: bad padding .+ median ratio [\d.]+, bad slower in +\d+% of 4 rounds(.*)$",
+                       run.stdout, re.M)
+    assert [size for size, _ in lines] == ["256", "65536"], run.stdout + run.stderr
+    assert run.returncode == (1 if any("OUT OF BOUNDS" in rest for _, rest in lines) else 0), run.stderr

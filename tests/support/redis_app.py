@@ -7,8 +7,7 @@
 - ``/health``: 200, unverified, touching nothing.
 
 Every answer carries ``x-worker-pid``, so a test can see that several processes took part. Settings come
-from the environment: PASARELA_TEST_REDIS_URL, PASARELA_TEST_EVENTS, PASARELA_TEST_WEBHOOK_SECRET,
-PASARELA_TEST_REPLAY_STORE=memory for a per-worker in-memory replay store instead (benchmarks only), and
+from the environment: PASARELA_TEST_REDIS_URL, PASARELA_TEST_EVENTS, PASARELA_TEST_WEBHOOK_SECRET, and
 for the fault tests the Redis client's PASARELA_TEST_REDIS_TIMEOUT (seconds, default 1) and
 PASARELA_TEST_REDIS_RETRIES (default 1), and the webhook ledger's PASARELA_TEST_LEASE (seconds, default 60).
 """
@@ -27,7 +26,6 @@ import redis.backoff
 
 import pasarela
 from pasarela.asgi import TerminalAuthMiddleware
-from pasarela.terminal.replay import InMemoryReplayStore
 from pasarela.terminal.replay_redis import AsyncRedisReplayStore
 from pasarela.transfers import TransferEvent, TransferWebhookReceiver
 from pasarela.transfers.pending_redis import AsyncRedisPendingTransfers
@@ -61,11 +59,8 @@ async def _on_event(event: TransferEvent) -> None:
         events.write(f"{os.getpid()} {event.dedup_key}\n")
 
 
-# benchmarks/redis_replay.py compares with each worker's own in-memory store (no sharing: not a guarantee).
-_replay_store = (InMemoryReplayStore() if os.environ.get("PASARELA_TEST_REPLAY_STORE") == "memory"
-                 else AsyncRedisReplayStore(_client))
 _terminal = TerminalAuthMiddleware(_terminal_endpoint, pasarela.Terminal(BUSINESS_CODE, SERIAL),
-                                   replay_store=_replay_store)
+                                   replay_store=AsyncRedisReplayStore(_client))
 _ledger = AsyncRedisEventLedger(_client, lease=float(os.environ.get("PASARELA_TEST_LEASE", "60")))
 _webhooks = TransferWebhookReceiver(_on_event, secret=_webhook_secret, ledger=_ledger,
                                     pending=AsyncRedisPendingTransfers(_client))

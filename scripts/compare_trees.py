@@ -1,6 +1,6 @@
 """Before/after: seal, seal_many and open of two source trees, measured alternately in one run.
 
-    python benchmarks/compare_trees.py BEFORE_DIR AFTER_DIR [--rounds 3] [--sizes 64,256] [--only seal_many]
+    python scripts/compare_trees.py BEFORE_DIR AFTER_DIR [--rounds 3] [--sizes 64,256] [--only seal_many]
 
 Each round runs this script once per tree in a child process (PYTHONPATH=<tree>/python, or the installed
 pasarela when the tree has no built module), the trees' order swapped every other round, then the primitives'
@@ -11,7 +11,8 @@ seal_many --sizes 64,256,1024; two copies of one tree gave 1.003-1.010x in 30 ro
 Sizes: 64 B, 256 B, 1 KiB, 16 KiB and 1 MiB; batches of 256, 64 and 8 requests. "seal, kept": seal() in a loop
 over the batch, keeping the requests (seal alone drops each request before the next). Payloads: payloads.py's
 items-heavy shape, and for the ", string-heavy" operations its string-heavy one (open_bytes / seal of each shape: issue
-42's goal 2).
+42's goal 2). A developer's tool, not an instrument of the gate: it times with the gate's own calibrated loop and the
+floor of report.py, imported from benchmarks/ (this checkout's, whichever trees it compares).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))  # gate, payloads, report
 
 SIZES = [64, 256, 1024, 16384, 1 << 20]
 OPERATIONS = ["seal", "seal, kept", "seal_many", "open", "open_bytes", "seal, string-heavy", "open_bytes, string-heavy"]
 TIMESTAMP = 1763812800
+HERE = Path(__file__).resolve()  # the child runs this file with the other tree as its working directory
 
 
 def _payload(size: int, shape: str = "items-heavy") -> dict[str, Any]:
@@ -97,7 +99,7 @@ def main() -> int:
             env = dict(os.environ)
             if list((tree / "python" / "pasarela").glob("_native*")):
                 env["PYTHONPATH"] = str(tree / "python")
-            result = subprocess.run([sys.executable, __file__, "--child", json.dumps([args.sizes, operations])],
+            result = subprocess.run([sys.executable, str(HERE), "--child", json.dumps([args.sizes, operations])],
                                     cwd=tree, env=env, capture_output=True, text=True, check=True)
             runs[name].append(json.loads(result.stdout))
         floor.append({str(size): primitives_sum_ns(size) for size in args.sizes})
