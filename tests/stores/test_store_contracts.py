@@ -26,9 +26,9 @@ import pytest
 
 import pasarela
 from pasarela import AuthError
-from pasarela.errors import PendingTransferError, StoreUnavailableError
+from pasarela.errors import PendingTransferError, StoreUnavailableError, ValidationError
 from pasarela.terminal.replay import Verifier
-from pasarela.transfers import TransferEvent, TransferWebhookReceiver, body_signature
+from pasarela.transfers import PendingTransfers, TransferEvent, TransferWebhookReceiver, body_signature
 from pasarela.transfers.webhook_dedup import Claim, EventKey
 from support.faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from support.postgres_server import fresh_schema
@@ -456,3 +456,46 @@ def test_every_store_fails_closed_when_its_server_cannot_be_reached(networked: B
     assert networked.run_unreachable(body, free_port()) == [
         f"replay store ({family})", f"webhook ledger ({family})", f"pending-transfer guard ({family})",
         f"pending-transfer guard ({family})"]
+
+
+@pytest.mark.parametrize(("reference", "status"), [("ref-\ud800", "PAID"), ("ref-lone", "PAID\udc00"),
+                                                    ("\udfff" * 300, "declined")])
+def test_a_lone_surrogate_in_a_signed_body_is_an_event_like_any_other(
+    receiver_backend: tuple[str, Backend], reference: str, status: str
+) -> None:
+    """A JSON escape (``"\\ud800"``) gives a string UTF-8 cannot encode: every ledger, the inbox and every guard
+    still take the event (Redis as its bytes, PostgreSQL hashed, a guard finding no reservation for it) and a
+    redelivery is a duplicate. The Redis stores and the SQLite guard raised UnicodeEncodeError: a 500."""
+    mode, backend = receiver_backend
+    handed: list[str] = []
+
+    def handle(event: TransferEvent, tx: Any = None) -> None:
+        handed.append(event.dedup_key)
+
+    async def handle_async(event: TransferEvent, tx: Any = None) -> None:
+        handle(event)
+
+    async def body(stores: Stores) -> list[str]:
+        options: dict[str, Any] = {"inbox": stores.inbox()} if mode.startswith("inbox") else {"ledger": stores.ledger()}
+        receiver = TransferWebhookReceiver(handle_async if backend.is_async else handle, secret=SECRET,
+                                           pending=stores.guard(), **options)
+        answers = []
+        for _ in range(2):
+            reply = await receiver.handle_async(*delivery(reference, status))
+            answers.append(str(json.loads(reply.body)["status"]))
+        return answers
+
+    assert backend.run(body) == ["received", "duplicate"]
+    assert handed == [f"{reference}:{status}"]
+
+
+def test_the_sqlite_guard_refuses_by_name_what_it_cannot_hold() -> None:
+    guard = PendingTransfers()
+    with pytest.raises(ValidationError, match=r"^token: holds a lone surrogate"):
+        guard.reserve("order-1", "tok-\ud800")
+    guard.reserve("order-1", "tok-1")
+    with pytest.raises(ValidationError, match=r"^transaction_reference: holds a lone surrogate"):
+        guard.confirm("order-1", "ref-\udc00", token="tok-1")
+    assert guard.release_transfer(transaction_reference="ref-\udc00") is None
+    assert guard.release_transfer(token="tok-1") == "order-1"
+    guard.close()

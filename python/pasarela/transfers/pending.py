@@ -118,7 +118,7 @@ class PendingTransfers:
             with self._lock:
                 self._db.execute(
                     "INSERT INTO pending_transfers (order_id, token, reserved_at) VALUES (?, ?, ?)",
-                    (order_id, token, self._clock()),
+                    (_held("order_id", order_id), _held("token", token), self._clock()),
                 )
         except sqlite3.IntegrityError:
             raise PendingTransferError(order_id) from None
@@ -128,7 +128,8 @@ class PendingTransfers:
             self._db.execute(
                 "UPDATE pending_transfers SET confirmed = 1, transaction_reference = ?"
                 " WHERE order_id = ? AND token = ?",
-                (transaction_reference, order_id, token),
+                (_held("transaction_reference", transaction_reference), _held("order_id", order_id),
+                 _held("token", token)),
             )
 
     def release(self, order_id: str) -> None:
@@ -138,7 +139,8 @@ class PendingTransfers:
     def release_transfer(
         self, *, token: Optional[str] = None, transaction_reference: Optional[str] = None
     ) -> Optional[str]:
-        keys = (token, transaction_reference)  # a NULL matches nothing
+        # a NULL matches nothing; from a webhook body, a value SQLite cannot hold is held by no reservation either
+        keys = (_or_none(token), _or_none(transaction_reference))
         with self._lock:
             rows = self._db.execute(
                 "SELECT order_id FROM pending_transfers WHERE token = ? OR transaction_reference = ?", keys
@@ -227,3 +229,23 @@ class GuardedInit:
 
 def _reference(result: TransferInit) -> Optional[str]:
     return result.transaction_reference if isinstance(result, (MexicoClabe, ColombiaQr)) else None
+
+
+def _encodable(value: str) -> bool:
+    """Whether SQLite can bind ``value``: UTF-8 encodes it (a lone surrogate, which a JSON escape may carry, not)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _held(field: str, value: Optional[str]) -> Optional[str]:
+    """A value the application gives the guard, checked: one SQLite cannot hold is refused by name."""
+    if value is not None and not _encodable(value):
+        raise ValidationError(field, "holds a lone surrogate, which UTF-8 (and so SQLite) cannot encode")
+    return value
+
+
+def _or_none(value: Optional[str]) -> Optional[str]:
+    return value if value is not None and _encodable(value) else None

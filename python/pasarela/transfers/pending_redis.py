@@ -45,6 +45,7 @@ from .._redis_store import (
     MEMORY_BEGAN,
     attempt_token,
     check_prefix,
+    encoded,
     failing_closed,
     is_memory_lost,
     memory_lost,
@@ -136,7 +137,7 @@ if #fields == 0 and tonumber(ARGV[2]) < began + tonumber(ARGV[3]) then return {'
 return fields
 """
 
-Call = tuple[Any, list[str], list[Union[str, float, int]]]
+Call = tuple[Any, list[bytes], list[Union[bytes, float, int]]]
 _FORGOTTEN = "a transfer reserved before then may still be Initialized: refused until the guard's ttl has passed"
 
 
@@ -162,8 +163,11 @@ class _GuardScripts:
 
     def _call(self, script: Any, keys: list[str], first: Union[str, float, int], *rest: Union[str, float, int],
               now: Optional[float] = None) -> Call:
-        """The script with the marker before ``keys`` and now (ms) after ``first``."""
-        return script, [self._marker(), *keys], [first, unix_ms(self._clock() if now is None else now), *rest]
+        """The script with the marker before ``keys`` and now (ms) after ``first``; names and values as Redis gets
+        them (UTF-8, a lone surrogate from a webhook body or an answer as it comes: Redis is binary-safe)."""
+        args = [first, unix_ms(self._clock() if now is None else now), *rest]
+        return (script, [encoded(key) for key in (self._marker(), *keys)],
+                [encoded(arg) if isinstance(arg, str) else arg for arg in args])
 
     def _reserve_call(self, order_id: str, token: str) -> Call:
         now = self._clock()
@@ -191,7 +195,7 @@ class _GuardScripts:
 
 
 def _text(value: Union[bytes, str]) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def _known(answer: Any) -> Any:

@@ -39,6 +39,7 @@ from .._redis_store import (
     bucket_markers,
     bucket_tag,
     check_prefix,
+    encoded,
     failing_closed,
     is_memory_lost,
     memory_lost,
@@ -121,17 +122,18 @@ class _LedgerScripts:
             transaction = "sha256:" + hashlib.sha256(transaction.encode("utf-8", "surrogatepass")).hexdigest()
         return self._prefix + bucket_tag(transaction), transaction
 
-    def _key(self, event: EventKey) -> list[str]:
+    def _key(self, event: EventKey) -> list[bytes]:
         bucket, transaction = self._bucket(event)
-        return [bucket + "t:" + transaction]
+        return [encoded(bucket + "t:" + transaction)]
 
-    def _claim_keys(self, event: EventKey) -> list[str]:
+    def _claim_keys(self, event: EventKey) -> list[bytes]:
         bucket, transaction = self._bucket(event)
-        return [bucket + "memory", bucket + "t:" + transaction]
+        return [encoded(bucket + "memory"), encoded(bucket + "t:" + transaction)]
 
     def _claim_args(self, event: EventKey, token: str, earliest_receipt: Optional[float]) -> list[Any]:
         earliest = "" if earliest_receipt is None else unix_ms(earliest_receipt)
-        return [event.status, token, self._lease_ms, self._ttl_ms, unix_ms(self._clock()), earliest, self._skew_ms]
+        return [encoded(event.status), token, self._lease_ms, self._ttl_ms, unix_ms(self._clock()), earliest,
+                self._skew_ms]
 
     def _setting_markers(self, answer: Any, args: list[Any]) -> Any:
         """After the claim that noticed a loss, the pipeline telling the other buckets; else None."""
@@ -140,7 +142,7 @@ class _LedgerScripts:
         return setting_markers(self._client, self._markers, unix_ms(self._clock()), missing_only=True)
 
     def _confirm_args(self, event: EventKey, token: str) -> list[Any]:
-        return [event.status, token, "1" if event.final else "0", self._ttl_ms]
+        return [encoded(event.status), token, "1" if event.final else "0", self._ttl_ms]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(prefix={self._prefix!r})"
