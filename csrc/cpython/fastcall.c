@@ -25,11 +25,9 @@
 
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
-#if defined(_WIN32)
-#include <windows.h> /* QueryPerformanceCounter: monotonic_ns() */
-#endif
 
+#include "clock.h"
+#include "counting.h"
 #include "pasarela.h"
 #include "parse.h"
 #include "stringify.h"
@@ -47,22 +45,6 @@ typedef size_t (*seal_batch_fn)(const pasarela_credentials *const *, uint64_t, c
 typedef size_t (*seal_json_batch_fn)(const pasarela_credentials *const *, uint64_t, const uint8_t *, const size_t *,
                                      size_t, unsigned, const uint8_t *, pasarela_workspace *, int *, size_t *, size_t *,
                                      unsigned *);
-
-/* pasarela._telemetry's counts of seal_payload and open_post (and open_post_bytes, counted as open_post: an open)
- * (issue 40): every call counted here, under the GIL, so that Terminal.seal, Terminal.open and Terminal.open_bytes
- * pay nothing in Python for being counted (one more Python-level call is a measurable share of a small seal:
- * docs/performance.md, "What OpenTelemetry costs"); the first call and one in COUNT_SAMPLE_EVERY after it timed, when the call ends with its
- * result made here, into samples (at most COUNT_SAMPLES until counts() takes them), each with a label: the index of
- * a seal's method in COUNT_METHODS (pasarela._telemetry.METHODS), 0 for an open. */
-#define COUNT_SAMPLE_EVERY 64
-#define COUNT_SAMPLES 256
-static const char *const COUNT_METHODS[4] = {"GET", "POST", "PUT", "PATCH"};
-typedef struct {
-    unsigned long long calls;
-    long long samples[COUNT_SAMPLES]; /* nanoseconds */
-    int labels[COUNT_SAMPLES];
-    int n_samples;
-} fast_counts;
 
 typedef struct {
     seal_json_fn seal_json;
@@ -82,9 +64,10 @@ typedef struct {
     long long released_ns; /* how long the GIL was released in all (released_ns(), for benchmarks/threads.py) */
     double open_gil_share; /* of a large open that makes a payload, the share that holds the GIL, as learned from
                             * the last calls (learn_open_share): its release depends on it (open_releases) */
-    fast_counts counts[2]; /* seal_payload's [0], open_post's and open_post_bytes's [1] calls, for pasarela._telemetry
-                            * (counted_call) */
-    int counting; /* set_counting(): counts kept (pasarela[otel] installed) */
+    call_counts counts[2]; /* seal_payload's [0] (by method), open_post's and open_post_bytes's [1] finished calls, for
+                            * pasarela._telemetry (counting.h) */
+    int counting; /* set_counting(): counts kept (pasarela[otel] in use) */
+    PyObject *methods[COUNT_LABELS]; /* COUNT_METHODS, interned: the labels of seals (method_label) */
 } fastcall_state;
 
 /* RELEASE_BYTES: the default of release_bytes. Releasing the GIL around a C call lets another thread run Python
@@ -95,8 +78,6 @@ typedef struct {
  * (benchmarks/threads.py --release-bytes measures where the line falls: docs/performance.md, "Threads").
  * set_gil_release_bytes() changes it (the benchmarks). */
 #define RELEASE_BYTES 16384
-
-static long long monotonic_ns(void);
 
 /* A release of the GIL around C work: the thread state to restore (NULL: the GIL was kept) and the clock when the
  * GIL was let go. */
@@ -146,45 +127,6 @@ static void reacquire(fastcall_state *state, gil_release r) {
     long long released = monotonic_ns() - r.since;
     PyEval_RestoreThread(r.saved);
     state->released_ns += released;
-}
-
-/* A monotonic clock in nanoseconds (only differences mean anything). */
-static long long monotonic_ns(void) {
-#if defined(_WIN32)
-    LARGE_INTEGER now, frequency;
-    QueryPerformanceCounter(&now);
-    QueryPerformanceFrequency(&frequency);
-    return (long long)((double)now.QuadPart * 1e9 / (double)frequency.QuadPart);
-#else
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
-#endif
-}
-
-/* Counts a call of kind (0: seal_payload, 1: open_post); the clock when it is to be timed (counted_end), else 0. */
-static long long counted_call(fastcall_state *state, int kind) {
-    if (!state->counting)
-        return 0;
-    return state->counts[kind].calls++ % COUNT_SAMPLE_EVERY == 0 ? monotonic_ns() : 0;
-}
-
-/* A timed call (start: counted_call's clock) ended with its result made here: its duration kept as a sample. */
-static void counted_end(fastcall_state *state, int kind, long long start, int label) {
-    fast_counts *counts = &state->counts[kind];
-    if (start != 0 && label >= 0 && counts->n_samples < COUNT_SAMPLES) {
-        counts->labels[counts->n_samples] = label;
-        counts->samples[counts->n_samples++] = monotonic_ns() - start;
-    }
-}
-
-/* The index in COUNT_METHODS of a seal's method, head[1] (seal_payload's head: (terminal, method)); -1 if none. */
-static int method_label(PyObject *head) {
-    PyObject *method = PyTuple_Check(head) && PyTuple_Size(head) > 1 ? PyTuple_GetItem(head, 1) : NULL;
-    for (int i = 0; method != NULL && PyUnicode_Check(method) && i < 4; i++)
-        if (PyUnicode_CompareWithASCIIString(method, COUNT_METHODS[i]) == 0)
-            return i;
-    return -1;
 }
 
 static fastcall_state *state_of(PyObject *module) {
@@ -554,7 +496,7 @@ static PyObject *fastcall_seal_payload(PyObject *module, call_args args, Py_ssiz
     if (begin_call_with_credentials(module, args, nargs, 6, "seal_payload", &target) < 0 ||
         read_row_arguments(args, 3, "seal_payload", "seal_payload: iv", &a) < 0)
         return NULL;
-    long long start = counted_call(target.state, 0);
+    long long start = counting_start(target.state->counting, &target.state->counts[0]);
     PyObject *timestamp = timestamp_of(args[1], "seal_payload", &a.timestamp);
     if (timestamp == NULL)
         return NULL;
@@ -579,8 +521,8 @@ static PyObject *fastcall_seal_payload(PyObject *module, call_args args, Py_ssiz
     } else if (status == PASARELA_OK) {
         result = sealed_row(&target, &a, timestamp);
         timestamp = NULL; /* taken */
-        if (result != NULL && start != 0)
-            counted_end(target.state, 0, start, method_label(args[5]));
+        if (result != NULL && target.state->counting)
+            counting_end(1, &target.state->counts[0], start, method_label(target.state->methods, args[5]));
     } else {
         result = PyLong_FromLong(status);
     }
@@ -720,7 +662,7 @@ static PyObject *open_post(PyObject *module, call_args args, Py_ssize_t nargs, i
     if (begin_call_with_credentials(module, args, nargs, 5, names[as_bytes], &target) < 0)
         return NULL;
     fastcall_state *state = target.state;
-    long long start = counted_call(state, 1);
+    long long start = counting_start(state->counting, &state->counts[1]);
     PyObject *headers = args[1];
     Py_ssize_t body_len;
     const char *body = bytes_of(args[2], &body_len, "open_post: body");
@@ -801,10 +743,8 @@ static PyObject *open_post(PyObject *module, call_args args, Py_ssize_t nargs, i
     if (timed != NULL && result != NULL && PyDict_Check(result)) /* a payload made */
         learn_open_share(state, c_ns, parse_ns);
     Py_XDECREF(buffers);
-    if (result != NULL && PyLong_Check(result) && status == PASARELA_E_BUFFER_TOO_SMALL && state->counting)
-        state->counts[1].calls--; /* counted when the caller calls again, its workspace grown (settle_open_post) */
-    else if (result != NULL && result != Py_None && !PyLong_Check(result)) /* a payload, its text, or the bytes */
-        counted_end(state, 1, start, 0);
+    if (result != NULL && result != Py_None && !PyLong_Check(result)) /* a payload, its text, or the bytes */
+        counting_end(state->counting, &state->counts[1], start, 0);
     return result;
 }
 
@@ -1256,19 +1196,22 @@ static PyObject *fastcall_parse_canonical(PyObject *module, PyObject *text) {
     return value;
 }
 
-/* counts() -> (seal_payload calls, open_post and open_post_bytes calls, seal samples, open samples): the calls
- * counted since set_counting(True), and the samples taken since the last counts() (lists of (nanoseconds, label)),
- * which it takes. */
+/* counts() -> (seal_payload calls by method, open_post and open_post_bytes calls, seal samples, open samples): the
+ * finished calls counted since set_counting(True) (a tuple of four, by the index of the method in COUNT_METHODS, and
+ * an int), and the samples taken since the last counts() (lists of (nanoseconds, label)), which it takes. */
 static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
     (void)unused;
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     if (state == NULL)
         return NULL;
-    PyObject *items[4];
+    PyObject *seals[COUNT_LABELS];
+    for (int label = 0; label < COUNT_LABELS; label++)
+        seals[label] = PyLong_FromUnsignedLongLong(state->counts[0].calls[label]);
+    PyObject *items[4] = {tuple_of(COUNT_LABELS, seals), PyLong_FromUnsignedLongLong(state->counts[1].calls[0]),
+                          NULL, NULL};
     for (int kind = 0; kind < 2; kind++) {
-        fast_counts *counts = &state->counts[kind];
+        call_counts *counts = &state->counts[kind];
         int n = counts->n_samples; /* (making objects may run a finalizer that seals: a sample it adds is dropped) */
-        items[kind] = PyLong_FromUnsignedLongLong(counts->calls);
         items[2 + kind] = PyList_New(n);
         for (int i = 0; items[2 + kind] != NULL && i < n; i++) {
             PyObject *pair[2] = {PyLong_FromLongLong(counts->samples[i]), PyLong_FromLong(counts->labels[i])};
@@ -1283,8 +1226,8 @@ static PyObject *fastcall_counts(PyObject *module, PyObject *unused) {
     return result;
 }
 
-/* set_counting(on) -> None: whether seal_payload, open_post and open_post_bytes count their calls
- * (pasarela._telemetry, when pasarela[otel] is installed; benchmarks/otel_overhead.py). */
+/* set_counting(on) -> None: whether seal_payload, open_post and open_post_bytes count their finished calls
+ * (counting.h; pasarela._telemetry, once, when pasarela[otel] is in use; benchmarks/otel_overhead.py). */
 static PyObject *fastcall_set_counting(PyObject *module, PyObject *on) {
     fastcall_state *state = (fastcall_state *)PyModule_GetState(module);
     int value = PyObject_IsTrue(on);
@@ -1315,7 +1258,7 @@ static PyMethodDef fastcall_methods[] = {
      "-> list"},
     {"parse", fastcall_parse, METH_O, "parse(text) -> value | text"},
     {"counts", fastcall_counts, METH_NOARGS,
-     "counts() -> (seal_payload calls, open_post calls, seal samples, open samples): lists of (ns, label)"},
+     "counts() -> (seal_payload calls by method, open_post calls, seal samples, open samples): lists of (ns, label)"},
     {"set_counting", fastcall_set_counting, METH_O, "set_counting(on) -> None"},
     {"seal_json_batch", (PyCFunction)(void (*)(void))fastcall_seal_json_batch, METH_FASTCALL,
      "seal_json_batch(credentials, timestamp, json, json_offset, json_lens, start, n, json_flags, ws, statuses, "
@@ -1341,6 +1284,8 @@ static void fastcall_free(void *module) {
     Py_CLEAR(state->workspace);
     Py_CLEAR(state->buffers_name);
     Py_CLEAR(state->ws_address_name);
+    for (int i = 0; i < COUNT_LABELS; i++)
+        Py_CLEAR(state->methods[i]);
     pasarela_parse_keys_clear(&state->keys);
 }
 
@@ -1373,6 +1318,9 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
         made &= (state->get = PyUnicode_InternFromString("get")) != NULL;
         made &= (state->buffers_name = PyUnicode_InternFromString("buffers")) != NULL;
         made &= (state->ws_address_name = PyUnicode_InternFromString("ws_address")) != NULL;
+        static const char *const methods[COUNT_LABELS] = COUNT_METHODS;
+        for (int i = 0; i < COUNT_LABELS; i++)
+            made &= (state->methods[i] = PyUnicode_InternFromString(methods[i])) != NULL;
         if (!made)
             Py_CLEAR(module); /* fastcall_free releases the names made */
     }

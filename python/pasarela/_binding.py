@@ -693,7 +693,7 @@ def _open_post_cffi(credentials: Credentials, headers: Mapping[str, str], body: 
         return None
     timestamp_text, authorization = read
     with _workspace.hold() as held:  # until the text is copied out (as seal)
-        b = held.buffers  # (too small: settle_open_post grows _workspace.buffers, which these are again after)
+        b = held.buffers  # (too small: open_post_grown grows _workspace.buffers, which these are again after)
         ws = b.ws
         status: int = _open_request(credentials.struct, ws, timestamp_text, len(timestamp_text), now, tolerance,
                                     authorization, len(authorization), body, len(body))
@@ -708,9 +708,9 @@ headers (the str values of "timestamp" and "Authorization", or else "authorizati
 body read by the C core too, in this thread's workspace. credentials: a Credentials. The payload of the
 verified canonical text (as orjson.loads returns it, built by pasarela._fastcall), or (that text, its FACT_* bits)
 when it is left to the caller to read (without pasarela._fastcall; a text with an integer of 17 digits or more,
-which JSON.parse rounds; what that reader declines), a status (an int: settle_open_post), or None when the request
-is to be read the slower way (read_request_bytes, then open_request), which gives the precise refusal: the headers
-not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is not ASCII). The C
+which JSON.parse rounds; what that reader declines), a status (an int: open_post_grown, then settle_open_post), or
+None when the request is to be read the slower way (read_request_bytes, then open_request), which gives the precise
+refusal: the headers not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is not ASCII). The C
 function itself where there is one: Terminal.open calls it with no Python call around it."""
 
 
@@ -724,20 +724,23 @@ def _open_post_bytes_cffi(credentials: Credentials, headers: Mapping[str, str], 
 open_post_bytes = _fast_open_post_bytes if _fast_open_post_bytes is not None else _open_post_bytes_cffi
 """open_post_bytes(credentials, headers, body, now, tolerance): open_post's checks, returning the verified canonical
 text (bytes: what JSON.stringify writes, without the "key" member) instead of its payload; or, as open_post, a status
-(settle_open_post(..., as_bytes=True)) or None (read the slower way). Terminal.open_bytes calls it directly."""
+(open_post_grown(..., as_bytes=True), then settle_open_post) or None (read the slower way). Terminal.open_bytes calls
+it directly."""
 
 
-def settle_open_post(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float,
-                     status: int, as_bytes: bool = False) -> Union[Any, tuple[bytes, int], None]:
-    """What becomes of open_post's status (as_bytes: open_post_bytes's): a workspace too small for the body is grown
-    and the request opened again; None for a status the slower way reads (it names the refusal); other refusals
-    raise AuthError."""
-    if status == _BUFFER_TOO_SMALL:
-        _workspace.grow(len(body) // 2)
-        out = (open_post_bytes if as_bytes else open_post)(credentials, headers, body, now, tolerance)
-        if type(out) is not int:
-            return out
-        status = out
+def open_post_grown(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float, tolerance: float,
+                    status: int, as_bytes: bool = False) -> Union[Any, tuple[bytes, int], int, None]:
+    """open_post's answer once its status is seen to (as_bytes: open_post_bytes's): a workspace too small for the body
+    is grown and the request opened again (that call's answer); any other status as it is."""
+    if status != _BUFFER_TOO_SMALL:
+        return status
+    _workspace.grow(len(body) // 2)
+    return (open_post_bytes if as_bytes else open_post)(credentials, headers, body, now, tolerance)
+
+
+def settle_open_post(headers: Mapping[str, str], status: int) -> None:
+    """What becomes of a status open_post answered (open_post_grown's, its workspace grown): None for a status the
+    slower way reads (it names the refusal); other refusals raise AuthError."""
     if status in _READ_THE_SLOWER_WAY:
         return None
     _refuse(status, 0, cast("tuple[bytes, bytes]", _post_headers(headers))[1][6:])

@@ -2,9 +2,10 @@
 
 :data:`ENABLED` is True when ``opentelemetry-api`` is installed (``pip install "pasarela[otel]"``) and the
 environment does not say ``PASARELA_OTEL=off``; otherwise nothing of OpenTelemetry is imported and every hook
-here does nothing. Seals and opens are counted where they pass (:data:`FAST_PATHS_COUNTED`: the fast paths in
-``pasarela._fastcall``'s C calls, at no cost in Python; the others with ``itertools.count``, one C call, atomic under
-the GIL) and read at collection time by :mod:`pasarela._otel`'s observable counters; one call in
+here does nothing. Seals and opens are counted once, where their result is made (:data:`FAST_PATHS_COUNTED`: the
+fast paths by ``pasarela._fastcall``'s C calls, at no cost in Python; the others by the wrappers
+:mod:`pasarela.terminal.counting` installs, with ``itertools.count``, one C call, atomic under the GIL) and read at
+collection time by :mod:`pasarela._otel`'s observable counters; one call in
 :data:`SAMPLE_EVERY` is timed for the duration histograms. Attribute values come from fixed sets only (a method,
 a cause, a verdict, an operation name, a status class, a store name): never a key, a token, a code or an amount.
 """
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ENABLED", "KNOWN_METHODS", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION",
            "WEBHOOK_VERDICTS", "ClientCall", "client_call", "clock", "http_method", "middleware_refused", "next_open",
-           "next_seal", "open_failed", "open_refused", "open_took", "refusal_cause", "seal_took", "sealed_many",
+           "next_seal", "open_failed", "open_refused", "open_took", "opened", "refusal_cause", "seal_took", "sealed",
+           "sealed_many",
            "span_ids", "store_error", "tracing", "verify_span", "webhook_verdict"]
 
 
@@ -52,41 +54,37 @@ SAMPLE_MASK = SAMPLE_EVERY - 1
 clock = time.perf_counter_ns
 
 METHODS = ("GET", "POST", "PUT", "PATCH")
-_seal_count = itertools.count()
-next_seal: Callable[[], int] = _seal_count.__next__
-"""Counts one call of Terminal.seal and returns how many there were before it (the first call, and every
-SAMPLE_EVERY-th after it, is timed). A method other than POST is counted apart too (:func:`seal_method`): one
-C call on the hot path, the per-method split made at collection time."""
-_open_count = itertools.count()
-next_open: Callable[[], int] = _open_count.__next__
+_seal_sample = itertools.count()
+next_seal: Callable[[], int] = _seal_sample.__next__
+"""How many seals counted in Python began before this one (the first, and every SAMPLE_EVERY-th after it, is
+timed)."""
+_open_sample = itertools.count()
+next_open: Callable[[], int] = _open_sample.__next__
+_seals = {method: itertools.count() for method in METHODS}  # seals counted in Python, by method (one C call each)
+_opens_ok = itertools.count()
+_replays_after_ok = itertools.count()  # opens counted ok that TerminalAuthMiddleware then refused as replays
 
 FAST_PATHS_COUNTED = ENABLED and _binding.FASTCALL
 """Terminal.seal of a dict and Terminal.open and Terminal.open_bytes of a POST's bytes are counted, and one call in
-SAMPLE_EVERY timed, by the one C call each makes (pasarela._fastcall's seal_payload, open_post and open_post_bytes
-count their calls under the GIL): the Python around them does nothing for it, where next_seal/next_open had cost
-2-4% of a seal at 256 B. Every other way through seal, open and open_bytes (another payload, another method or
-body, the cffi path of PyPy or PASARELA_NO_FASTCALL=1) counts itself with next_seal/next_open. _fastcall times the C
-call alone (a seal's or open's argument checks before it are not in its samples), and only when it made the result: a
-refusal on the fast path is counted, not timed."""
-FastCounts = tuple[int, int, list[tuple[int, int]], list[tuple[int, int]]]
+SAMPLE_EVERY timed, by the one C call each makes when it makes their result (pasarela._fastcall's seal_payload,
+open_post and open_post_bytes: csrc/cpython/counting.h), installed here once; every other way through them is
+counted by pasarela.terminal.counting, which wraps Terminal's slower ways once (or, where pasarela._fastcall is not
+built, Terminal's methods themselves). _fastcall times the C call alone (a seal's or open's argument checks before it
+are not in its samples)."""
+FastCounts = tuple[tuple[int, ...], int, list[tuple[int, int]], list[tuple[int, int]]]
 
 
 def _no_fast_counts() -> FastCounts:
-    return 0, 0, [], []
+    return (0,) * len(METHODS), 0, [], []
 
 
 _fast_counts: Callable[[], FastCounts] = _no_fast_counts
-"""(seals, opens, seal samples, open samples) of the fast paths: _fastcall.counts (its docstring)."""
-COUNTING_SEAL_PAYLOAD: Optional[Callable[..., Any]] = None
-"""_fastcall.seal_payload when it counts its calls: Terminal.seal counts in Python unless it calls this one."""
-COUNTING_OPEN_POST: Optional[Callable[..., Any]] = None
-"""_fastcall.open_post when it counts its calls: Terminal.open counts in Python unless it calls this one."""
+"""(seals by method, opens, seal samples, open samples) of the fast paths: _fastcall.counts (its docstring)."""
 if FAST_PATHS_COUNTED:
     from . import _fastcall
 
     _fastcall.set_counting(True)
     _fast_counts = _fastcall.counts
-    COUNTING_SEAL_PAYLOAD, COUNTING_OPEN_POST = _fastcall.seal_payload, _fastcall.open_post
 
 OPEN_OUTCOMES = (
     "ok", "clock_skew", "malformed_timestamp", "missing_header", "malformed_header", "missing_basic_prefix",
@@ -133,8 +131,6 @@ def refusal_cause(reason: Optional[str]) -> str:
 
 _lock = threading.Lock()
 _batch_seals = dict.fromkeys(METHODS, 0)
-_other_seals = dict.fromkeys(METHODS, 0)  # single seals of a method other than POST
-_reported_post = 0
 _refusals = dict.fromkeys(OPEN_OUTCOMES[1:], 0)
 _reported_ok = 0
 
@@ -147,11 +143,14 @@ _store_errors = dict.fromkeys([*STORES.values(), "other"], 0)
 _client_calls: dict[tuple[tuple[str, str], ...], int] = {}
 
 
-def seal_method(method: str) -> None:
-    """Terminal.seal was called with ``method`` (checked, upper case), which is not the default POST."""
-    if ENABLED and method != "POST":
-        with _lock:
-            _other_seals[method] += 1
+def sealed(method: str) -> None:
+    """Terminal.seal sealed a request the fast path did not (pasarela.terminal.counting), of ``method``."""
+    next(_seals[method])
+
+
+def opened() -> None:
+    """Terminal.open or Terminal.open_bytes opened a request the fast path did not (pasarela.terminal.counting)."""
+    next(_opens_ok)
 
 
 def sealed_many(method: str, count: int) -> None:
@@ -177,16 +176,15 @@ def open_failed(exc: Exception, start: int) -> None:
         open_took(start, "refused")
 
 
-def middleware_refused(reason: str, opened: bool) -> str:
-    """TerminalAuthMiddleware refused a request (AuthError.reason); ``opened``: Terminal.open was called for it (and
+def middleware_refused(reason: str, was_opened: bool) -> str:
+    """TerminalAuthMiddleware refused a request (AuthError.reason); ``was_opened``: Terminal.open was called for it (and
     counted what it refused itself). Counts what open did not see: a refusal before it (the limiter, a repeated
     header, a query), counted as one more open, or a replay after it accepted the request. Returns the cause."""
     cause = refusal_cause(reason)
-    if ENABLED and not opened:
-        next_open()
+    if ENABLED and (not was_opened or cause == "replayed"):
         open_refused(reason)
-    elif opened and cause == "replayed":
-        open_refused(reason)
+        if was_opened:  # (open counted it ok)
+            next(_replays_after_ok)
     return cause
 
 
@@ -242,16 +240,12 @@ def _read(count: itertools.count[int]) -> int:
 
 
 def _seal_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
-    global _reported_post
     fast_seals, _, seal_samples, open_samples = _fast_counts()
     _record_samples(seal_samples, open_samples)
     with _lock:
-        counts = {method: _batch_seals[method] + _other_seals[method] for method in METHODS}
-        # seal counts every call on entry and a method other than POST just before: read between the two, a call
-        # would be taken away from POST for a moment
-        _reported_post = max(_reported_post, _read(_seal_count) + fast_seals - sum(_other_seals.values()))
-        counts["POST"] += _reported_post
-    return {(("method", method),): count for method, count in counts.items()}
+        batches = dict(_batch_seals)
+    return {(("method", method),): fast + _read(_seals[method]) + batches[method]
+            for method, fast in zip(METHODS, fast_seals)}
 
 
 def _open_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
@@ -260,8 +254,8 @@ def _open_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
     _record_samples(seal_samples, open_samples)
     with _lock:
         refused = dict(_refusals)
-        # open() counts itself on entry and a refusal on its way out: read between the two, a call is neither yet
-        _reported_ok = max(_reported_ok, _read(_open_count) + fast_opens - sum(refused.values()))
+        # a replay is counted ok by open, then taken back: read between the two, a call would be ok for a moment
+        _reported_ok = max(_reported_ok, fast_opens + _read(_opens_ok) - _read(_replays_after_ok))
         ok = _reported_ok
     return {(("outcome", "ok"),): ok, **{(("outcome", cause),): value for cause, value in refused.items()}}
 

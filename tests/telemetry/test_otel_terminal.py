@@ -6,6 +6,7 @@ request with its outcome; no attribute holds a secret."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import os
@@ -85,45 +86,70 @@ def test_counts_stay_exact_with_threads_sharing_a_terminal(sdk: Sdk) -> None:
     assert changed[key(OPENS, outcome="ok")] == 2000
 
 
-def test_the_fast_paths_are_counted_by_their_c_call_with_nothing_done_in_python(sdk: Sdk) -> None:
+def _in_python() -> tuple[int, int]:
+    """The seals and the opens (ok) counted so far by pasarela.terminal.counting's wrappers."""
+    return sum(map(telemetry._read, telemetry._seals.values())), telemetry._read(telemetry._opens_ok)
+
+
+def test_the_fast_paths_are_counted_by_their_c_call_the_other_ways_by_the_wrappers(sdk: Sdk) -> None:
     # issue 40: an itertools.count call per seal cost 2-4% of a seal at 256 B; seal of a dict and open of a POST's
-    # bytes are counted by pasarela._fastcall's call instead, the other ways (and the cffi path: PyPy,
-    # PASARELA_NO_FASTCALL=1) still in Python
+    # bytes are counted by pasarela._fastcall's call instead, the other ways (and, where pasarela._fastcall is not
+    # built, every way) by the wrappers pasarela.terminal.counting installs once (issue 54)
     assert telemetry.FAST_PATHS_COUNTED == _binding.FASTCALL
     in_python_too = 0 if telemetry.FAST_PATHS_COUNTED else 1
     terminal = Terminal(BUSINESS_CODE, SERIAL)
     one = terminal.seal({"amount": 1})
     before = sdk.points()
-    in_python = telemetry._read(telemetry._seal_count), telemetry._read(telemetry._open_count)
+    in_python = _in_python()
     terminal.seal({"amount": 2})
     terminal.seal({"amount": 3}, method="PUT")
     terminal.open("POST", one.headers, one.body, now=one.timestamp)
-    assert (telemetry._read(telemetry._seal_count), telemetry._read(telemetry._open_count)) == (
-        in_python[0] + 2 * in_python_too, in_python[1] + in_python_too)
-    terminal.seal(b'{"amount":4}')  # the other ways: counted in Python
+    assert _in_python() == (in_python[0] + 2 * in_python_too, in_python[1] + in_python_too)
+    terminal.seal(b'{"amount":4}')  # the other ways: counted by the wrappers
     terminal.open("PUT", one.headers, one.body, now=one.timestamp)
-    assert (telemetry._read(telemetry._seal_count), telemetry._read(telemetry._open_count)) == (
-        in_python[0] + 2 * in_python_too + 1, in_python[1] + in_python_too + 1)
+    assert _in_python() == (in_python[0] + 2 * in_python_too + 1, in_python[1] + in_python_too + 1)
     changed = delta(before, sdk.points())
     assert changed[key("pasarela.terminal.seals", method="POST")] == 2
     assert changed[key("pasarela.terminal.seals", method="PUT")] == 1
     assert changed[key(OPENS, outcome="ok")] == 2
 
 
-def test_the_cffi_path_in_the_c_functions_place_counts_itself(sdk: Sdk, monkeypatch: pytest.MonkeyPatch) -> None:
-    # (as test_open and test_fastcall run the cffi path on CPython) the count is left only to the C functions that
-    # make it
-    monkeypatch.setattr(_binding, "seal_payload", _binding._seal_payload_declined)
-    monkeypatch.setattr(_binding, "open_post", _binding._open_post_cffi)
-    terminal = Terminal(BUSINESS_CODE, SERIAL)
-    before = sdk.points()
-    one = terminal.seal({"amount": 1})
-    terminal.open("POST", one.headers, one.body, now=one.timestamp)
-    with pytest.raises(AuthError):
-        terminal.open("POST", {**one.headers, "Authorization": "Basic " + "0" * 128}, one.body, now=one.timestamp)
-    changed = delta(before, sdk.points())
-    assert changed[key("pasarela.terminal.seals", method="POST")] == 1
-    assert opened(sdk, before) == {"ok": 1, "not_verified": 1}
+def test_counting_is_installed_once_and_terminal_s_methods_hold_none() -> None:
+    # issue 54: no telemetry in seal, open or open_bytes; with pasarela[otel] the ways their fast path hands on are
+    # wrapped once (and install() again changes nothing)
+    from pasarela.terminal import counting, envelope
+
+    wrapped = {"_seal_text", "_open_rest"} if telemetry.FAST_PATHS_COUNTED else {"seal", "open", "open_bytes"}
+    before = {name: Terminal.__dict__[name] for name in ("seal", "open", "open_bytes", "_seal_text", "_open_rest")}
+    assert {name for name, method in before.items() if hasattr(method, "__wrapped__")} == wrapped
+    counting.install()
+    assert before == {name: Terminal.__dict__[name] for name in before}
+    source = inspect.getsource(envelope)
+    assert "_COUNTING" not in source and "next_seal" not in source and "open_failed" not in source
+
+
+def test_the_cffi_path_in_the_c_functions_place_is_counted_by_the_wrappers() -> None:
+    # PASARELA_NO_FASTCALL=1 (as on PyPy): no C call counts, so seal, open and open_bytes themselves are wrapped
+    probe = """
+import json, pasarela, pasarela._telemetry as telemetry
+from pasarela import AuthError, Terminal
+terminal = Terminal("bc-1", "SN-1")
+one = terminal.seal({"amount": 1})
+terminal.seal({"amount": 2}, method="GET")
+terminal.open("POST", one.headers, one.body, now=one.timestamp)
+terminal.open_bytes("POST", one.headers, one.body, now=one.timestamp)
+try:
+    terminal.open("POST", {**one.headers, "Authorization": "Basic " + "0" * 128}, one.body, now=one.timestamp)
+except AuthError:
+    pass
+seals = {m[0][1]: n for m, n in telemetry._seal_readings().items()}
+print(json.dumps({"fast": telemetry.FAST_PATHS_COUNTED, "seals": seals,
+                  "opens": {o[0][1]: n for o, n in telemetry._open_readings().items() if n}}))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PASARELA_NO_FASTCALL": "1"},
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    assert json.loads(out) == {"fast": False, "seals": {"GET": 1, "POST": 1, "PUT": 0, "PATCH": 0},
+                               "opens": {"ok": 2, "not_verified": 1}}
 
 
 def test_an_open_whose_workspace_grows_is_counted_once(sdk: Sdk) -> None:

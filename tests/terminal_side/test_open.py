@@ -470,13 +470,15 @@ def test_open_post_is_the_path_a_sealed_request_takes(monkeypatch: pytest.Monkey
     assert opened == {"amount": 100, "currency": "COP", "reference": "order-1042"}
     late = _binding.open_post(terminal._native, headers, body, NOON + 301, 300)
     assert late in _binding._READ_THE_SLOWER_WAY  # outside the window: read the slower way, which names it
-    assert _binding.settle_open_post(terminal._native, headers, body, NOON + 301, 300, late) is None
+    assert _binding.open_post_grown(terminal._native, headers, body, NOON + 301, 300, late) == late
+    assert _binding.settle_open_post(headers, late) is None
     monkeypatch.setattr(_binding, "open_post", _binding._open_post_cffi)  # through cffi (PyPy): the text, for Python
     opened = _binding.open_post(terminal._native, headers, body, NOON, 300)
     assert type(opened) is tuple and opened[0] == b'{"amount":100,"currency":"COP","reference":"order-1042"}'
     late = _binding.open_post(terminal._native, headers, body, NOON + 301, 300)
     assert late in _binding._READ_THE_SLOWER_WAY
-    assert _binding.settle_open_post(terminal._native, headers, body, NOON + 301, 300, late) is None
+    assert _binding.open_post_grown(terminal._native, headers, body, NOON + 301, 300, late) == late
+    assert _binding.settle_open_post(headers, late) is None
 
 
 # JSON.stringify writes these with 17 digits or more; JSON.parse reads them back as the doubles they are

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import pasarela
 from pasarela import AuthError, _binding, diagnose
-from pasarela.terminal import envelope
 from pasarela.terminal.inbound import as_bytes
 from support.faulty_clients import BUSINESS_CODE, NOON, SERIAL
 from support.strategies import sealable_objects
@@ -67,8 +66,6 @@ def test_each_body_form_takes_the_c_call_bytes_take(form: str, monkeypatch: pyte
 
     monkeypatch.setattr(_binding, "open_post", counted(open_post))
     monkeypatch.setattr(_binding, "open_post_bytes", counted(open_post_bytes))
-    if envelope._C_OPEN_POST_BYTES is not None:  # _fastcall's door (else the cffi path's, PASARELA_NO_FASTCALL=1)
-        monkeypatch.setattr(envelope, "_C_OPEN_POST_BYTES", _binding.open_post_bytes)
     sealed = TERMINAL.seal({"amount": 100, "currency": "COP"}, timestamp=NOON)
     assert sealed.body is not None
     body = FORMS[form](sealed.body)

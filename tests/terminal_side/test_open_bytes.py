@@ -53,11 +53,8 @@ def _on_path(path: str) -> Iterator[Any]:
         if path == "cffi":
             patch.setattr(_binding, "open_post", _binding._open_post_cffi)
             patch.setattr(_binding, "open_post_bytes", _binding._open_post_bytes_cffi)
-        elif path == "no_aes":  # (and what envelope derives from it at import: no fast path counts in C)
+        elif path == "no_aes":
             patch.setattr(envelope, "_HAS_HW_AES", False)
-            patch.setattr(envelope, "_COUNTING_SEAL_PAYLOAD", None)
-            patch.setattr(envelope, "_COUNTING_OPEN_POST", None)
-            patch.setattr(envelope, "_C_OPEN_POST_BYTES", None)
         yield (reference.Terminal if path == "reference" else pasarela.Terminal)(BUSINESS_CODE, SERIAL)
 
 

@@ -59,21 +59,6 @@ _dumps = orjson.dumps
 _loads = orjson.loads
 _seal_json = _binding.seal_json
 _FACT_LONG_INT = _binding.FACT_LONG_INT
-_COUNTING = _telemetry.ENABLED  # pasarela[otel]: seals and opens counted, a sample timed (pasarela._telemetry)
-_next_seal = _telemetry.next_seal
-_next_open = _telemetry.next_open
-_SAMPLE = _telemetry.SAMPLE_MASK
-_clock = _telemetry.clock
-# the C functions that count their calls (pasarela._telemetry): while _binding's are these, seal and open leave the
-# count to them (compared each time: a test may put the cffi path in their place)
-_COUNTING_SEAL_PAYLOAD = _telemetry.COUNTING_SEAL_PAYLOAD if _HAS_HW_AES else None
-_COUNTING_OPEN_POST = _telemetry.COUNTING_OPEN_POST if _HAS_HW_AES else None
-_C_OPEN_POST_BYTES = _binding.open_post_bytes if _binding.FASTCALL and _HAS_HW_AES else None
-"""pasarela._fastcall's open_post_bytes, which counts its calls as opens itself (with pasarela[otel]):
-Terminal.open_bytes takes its shortest way while _binding's is this one (compared each time: a test may put the cffi
-path in its place)."""
-
-
 def canonical_json(payload: Payload) -> bytes:
     """The exact bytes JSON.stringify writes for payload (what seal encrypts and signs).
 
@@ -150,46 +135,41 @@ class Terminal:
         """
         if method != "POST":
             method = check_method(method)
-            if _COUNTING:
-                _telemetry.seal_method(method)
         if timestamp is not None:
             timestamp = check_timestamp(timestamp)
         if iv is not None:
             iv = check_iv(iv)
-        start = 0
-        # counted (the fast path by its C call); the first call and one in 64 timed
-        if _COUNTING and not (type(payload) is dict and _binding.seal_payload is _COUNTING_SEAL_PAYLOAD) and \
-                not _next_seal() & _SAMPLE:
-            start = _clock()
-        try:
-            declined = False
-            if type(payload) is dict and _HAS_HW_AES:  # the fast path: its exact text written, signed and encrypted
-                # in one C call (which reads the clock when timestamp is None), the row made there
-                row = _binding.seal_payload(self._native, timestamp, payload, iv, Sealed, (self, method))
-                if type(row) is Sealed:
-                    return row
-                declined = row is None  # the C writer declined it; else a status: an empty IV pool, a small workspace
-            ts = _whole(_now()) if timestamp is None else timestamp
-            if not _HAS_HW_AES:
-                return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
-            # else its exact text (exact_text.py: the ladder from a payload to its text, and the refusals), sealed in
-            # one C call, which makes orjson's text or the caller's exact on the way
-            json, flags, check_facts = exact_text(payload, declined)
-            sealed = _seal_json(self._native, ts, json, flags, iv, Sealed, (self, method, ts), check_facts)
-            if type(sealed) is Sealed:
-                return sealed
-            # the C core could not vouch for that text alone: it declined it (None) or reports a fact of it (a null, a
-            # top-level "__proto__"); vouch refuses the payload, keeps the row (None) or gives the reference's text
-            # (typed by ignores: cast() is a call, which cost this path 2%)
-            kept, facts = sealed if sealed is not None else (None, None)  # type: ignore[misc]  # (row, facts)
-            exact = vouch(payload, facts)
-            if exact is None:
-                return kept  # type: ignore[return-value]  # the row, kept
-            return _seal_json(self._native, ts, exact, _STRINGIFIED, iv, Sealed,  # type: ignore[return-value]
-                              (self, method, ts), 0)  # the reference's exact text: sealed as it is
-        finally:
-            if start:
-                _telemetry.seal_took(start, method)
+        declined = False
+        if type(payload) is dict and _HAS_HW_AES:  # the fast path: its exact text written, signed and encrypted in one
+            # C call (which reads the clock when timestamp is None, makes the row, and counts it with pasarela[otel])
+            row = _binding.seal_payload(self._native, timestamp, payload, iv, Sealed, (self, method))
+            if type(row) is Sealed:
+                return row
+            declined = row is None  # the C writer declined it; else a status: an empty IV pool, a small workspace
+        return self._seal_text(payload, method, timestamp, iv, declined)
+
+    def _seal_text(self, payload: Payload, method: str, timestamp: Optional[int], iv: Optional[bytes],
+                   declined: bool) -> Sealed:
+        """seal of what its fast path did not seal (another payload, one its C writer declined, a CPU without AES):
+        the payload's exact text, sealed in one C call (counted by pasarela.terminal.counting with pasarela[otel])."""
+        ts = _whole(_now()) if timestamp is None else timestamp
+        if not _HAS_HW_AES:
+            return self._reference().seal(payload, method=method, timestamp=ts, iv=iv)
+        # its exact text (exact_text.py: the ladder from a payload to its text, and the refusals), sealed in one C
+        # call, which makes orjson's text or the caller's exact on the way
+        json, flags, check_facts = exact_text(payload, declined)
+        sealed = _seal_json(self._native, ts, json, flags, iv, Sealed, (self, method, ts), check_facts)
+        if type(sealed) is Sealed:
+            return sealed
+        # the C core could not vouch for that text alone: it declined it (None) or reports a fact of it (a null, a
+        # top-level "__proto__"); vouch refuses the payload, keeps the row (None) or gives the reference's text
+        # (typed by ignores: cast() is a call, which cost this path 2%)
+        kept, facts = sealed if sealed is not None else (None, None)  # type: ignore[misc]  # (row, facts)
+        exact = vouch(payload, facts)
+        if exact is None:
+            return kept  # type: ignore[return-value]  # the row, kept
+        return _seal_json(self._native, ts, exact, _STRINGIFIED, iv, Sealed,  # type: ignore[return-value]
+                          (self, method, ts), 0)  # the reference's exact text: sealed as it is
 
     def seal_many(self, payloads: Iterable[Payload], *, method: str = "POST",
                   timestamp: Optional[int] = None) -> list[Sealed]:
@@ -208,32 +188,21 @@ class Terminal:
         """
         if type(body) is not bytes:
             body = as_bytes(body)  # a str, bytearray or memoryview takes the bytes' path (one copy)
-        start = 0
-        # counted (the fast path by its C call); the first call and one in 64 timed
-        if _COUNTING and not (type(body) is bytes and method == "POST" and _binding.open_post is _COUNTING_OPEN_POST) \
-                and not _next_open() & _SAMPLE:
-            start = _clock()
-        try:
-            if not _HAS_HW_AES:
-                return self._reference().open(method, headers, body, params, now=now, tolerance=tolerance)
-            if method == "POST" and type(body) is bytes:  # the common case: headers and body read by the C core too
-                when = _now() if now is None else now
-                opened_post = _binding.open_post(self._native, headers, body, when, tolerance)
-                if type(opened_post) is int:  # a status: the workspace grown, a refusal raised, or slower (None)
-                    opened_post = _binding.settle_open_post(self._native, headers, body, when, tolerance, opened_post)
-                if type(opened_post) is tuple:  # the plaintext, whose payload the C core did not build
-                    return _parse_canonical(opened_post[0], bool(opened_post[1] & _FACT_LONG_INT))
-                if opened_post is not None:
-                    return opened_post  # type: ignore[return-value]  # the payload (a dict)
-            return cast("dict[str, Any]", self._open_read(method, headers, body, params, now, tolerance, False))
-        except Exception as exc:
-            if _COUNTING:
-                _telemetry.open_failed(exc, start)
-                start = 0
-            raise
-        finally:
-            if start:
-                _telemetry.open_took(start, "ok")
+        if method == "POST" and type(body) is bytes and _HAS_HW_AES:  # the common case: headers and body read by the C
+            # core too, in one call, which counts the payload it makes with pasarela[otel]
+            when = _now() if now is None else now
+            opened: Any = _binding.open_post(self._native, headers, body, when, tolerance)
+            if type(opened) is dict:  # the payload
+                return opened
+            if type(opened) is int:  # a status: the workspace grown and the request opened again, or still a status
+                opened = _binding.open_post_grown(self._native, headers, body, when, tolerance, opened)
+            if type(opened) is tuple:  # the plaintext, whose payload the C core did not build
+                return _parse_canonical(opened[0], bool(opened[1] & _FACT_LONG_INT))
+            if type(opened) is dict:  # (the workspace grown)
+                return opened
+            return self._open_rest(method, headers, body, params, now, tolerance, opened,  # type: ignore[return-value]
+                                   False)
+        return self._open_rest(method, headers, body, params, now, tolerance, None, False)  # type: ignore[return-value]
 
     def open_bytes(self, method: str, headers: Mapping[str, str], body: Body = None, params: Params = None, *,
                    now: Optional[float] = None, tolerance: float = DEFAULT_TOLERANCE) -> bytes:
@@ -247,56 +216,29 @@ class Terminal:
         """
         if type(body) is not bytes:
             body = as_bytes(body)  # a str, bytearray or memoryview takes the bytes' path (one copy)
-        fast = _binding.open_post_bytes
-        if fast is _C_OPEN_POST_BYTES and type(body) is bytes and method == "POST":
-            # the common case, read by the C core as open's is, which counts the call (and times one in 64): the
-            # Python around it kept to this (the general way below, counting here, cost about 85 ns more at 1 KiB)
+        if method == "POST" and type(body) is bytes and _HAS_HW_AES:  # the common case, read by the C core as open's
+            # is, which counts the bytes it makes with pasarela[otel]
             when = _now() if now is None else now
-            try:
-                text: Any = fast(self._native, headers, body, when, tolerance)
-                if type(text) is bytes:  # the verified bytes
-                    return text
-                return self._open_post_bytes_rest(text, method, headers, body, params, when, now, tolerance)
-            except Exception as exc:
-                if _COUNTING:
-                    _telemetry.open_failed(exc, 0)
-                raise
-        return self._open_bytes_counted(method, headers, body, params, now, tolerance)
+            text: Any = _binding.open_post_bytes(self._native, headers, body, when, tolerance)
+            if type(text) is int:  # a status: the workspace grown and the request opened again, or still a status
+                text = _binding.open_post_grown(self._native, headers, body, when, tolerance, text, True)
+            if type(text) is bytes:  # the verified bytes
+                return text
+            return self._open_rest(method, headers, body, params, now, tolerance, text, True)  # type: ignore[return-value]
+        return self._open_rest(method, headers, body, params, now, tolerance, None, True)  # type: ignore[return-value]
 
-    def _open_bytes_counted(self, method: str, headers: Mapping[str, str], body: Body, params: Params,
-                            now: Optional[float], tolerance: float) -> bytes:
-        """open_bytes every other way (another method or body, the cffi path, a CPU without AES), counted here."""
-        start = 0
-        if _COUNTING and not _next_open() & _SAMPLE:  # the first call and one in 64 timed
-            start = _clock()
-        try:
-            if not _HAS_HW_AES:
-                return self._reference().open_bytes(method, headers, body, params, now=now, tolerance=tolerance)
-            if method == "POST" and type(body) is bytes:  # (through the cffi path)
-                when = _now() if now is None else now
-                text: Any = _binding.open_post_bytes(self._native, headers, body, when, tolerance)
-                if type(text) is bytes:
-                    return text
-                return self._open_post_bytes_rest(text, method, headers, body, params, when, now, tolerance)
-            return cast(bytes, self._open_read(method, headers, body, params, now, tolerance, True))
-        except Exception as exc:
-            if _COUNTING:
-                _telemetry.open_failed(exc, start)
-                start = 0
-            raise
-        finally:
-            if start:
-                _telemetry.open_took(start, "ok")
-
-    def _open_post_bytes_rest(self, status: Optional[int], method: str, headers: Mapping[str, str], body: bytes,
-                              params: Params, when: float, now: Optional[float], tolerance: float) -> bytes:
-        """open_bytes after open_post_bytes answered status (an int: the workspace grown, a refusal raised, or the
-        slower way) or None (the slower way: _open_read, which names the refusal)."""
-        text = None if status is None else _binding.settle_open_post(self._native, headers, body, when, tolerance,
-                                                                     status, True)
-        if text is not None:
-            return cast(bytes, text)
-        return cast(bytes, self._open_read(method, headers, body, params, now, tolerance, True))
+    def _open_rest(self, method: str, headers: Mapping[str, str], body: Body, params: Params, now: Optional[float],
+                   tolerance: float, status: Optional[int], as_bytes: bool) -> Union[dict[str, Any], bytes]:
+        """open and open_bytes (as_bytes) of what their fast path did not open: after its status (an int: a refusal
+        raised here) or None (read the slower way: _open_read, which names the refusal), or another method or body,
+        a CPU without AES (counted by pasarela.terminal.counting with pasarela[otel])."""
+        if not _HAS_HW_AES:
+            reference = self._reference()
+            return (reference.open_bytes if as_bytes else reference.open)(method, headers, body, params, now=now,
+                                                                          tolerance=tolerance)
+        if status is not None:
+            _binding.settle_open_post(headers, status)
+        return self._open_read(method, headers, body, params, now, tolerance, as_bytes)
 
     def _open_read(self, method: str, headers: Mapping[str, str], body: Body, params: Params, now: Optional[float],
                    tolerance: float, as_bytes: bool) -> Union[dict[str, Any], bytes]:
@@ -423,8 +365,7 @@ def _seal_chunk(terminals: list[Terminal], payloads: list[Payload], method: str,
     batch, facts = result
     if facts is None:  # every item sealed, none to check
         sealed += cast("list[Sealed]", batch)
-        if _COUNTING:
-            _telemetry.sealed_many(method, len(batch))
+        _telemetry.sealed_many(method, len(batch))
     else:
         sealed += [_checked(terminal, payload, request, fact, method, ts)
                    for terminal, payload, request, fact in zip(terminals, payloads, batch, facts)]
@@ -444,8 +385,7 @@ def _seal_lone(terminal: Terminal, payload: Payload, method: str, ts: int, seale
         out = None
     if type(out) is Sealed:
         sealed.append(out)
-        if _COUNTING:
-            _telemetry.sealed_many(method, 1)
+        _telemetry.sealed_many(method, 1)
     elif out is None:
         sealed.append(terminal.seal(payload, method=method, timestamp=ts))
     else:
@@ -469,7 +409,6 @@ def _checked(terminal: Terminal, payload: Payload, sealed: Optional[Sealed], fac
     """The batch's result for one item (None: refused), or the single path's when the batch could not vouch for
     it (refused, a top-level "__proto__" member, or a null that may stand for a NaN or an infinity)."""
     if sealed is not None and not fact & _FACT_PROTO and (not fact & _FACT_NULL or finite(payload)):
-        if _COUNTING:
-            _telemetry.sealed_many(method, 1)
+        _telemetry.sealed_many(method, 1)
         return sealed
     return terminal.seal(payload, method=method, timestamp=ts)

@@ -1,0 +1,78 @@
+"""Terminal's seals and opens counted for OpenTelemetry, installed once, when pasarela[otel] is in use.
+
+Terminal's methods hold no telemetry: with ``pasarela._telemetry.ENABLED``, :func:`install` (run when
+``pasarela.terminal`` is imported) wraps the ways through them that its fast paths do not take, once. The fast paths,
+``seal`` of a dict and ``open`` and ``open_bytes`` of a POST's bytes, end in one C call that counts the result it
+makes (``csrc/cpython/counting.h``): a Python wrapper around them would cost 7% of a 256 B seal, beyond the goal of
+2% (docs/performance.md, "What OpenTelemetry costs"). Everything else, which their fast path hands on, goes through
+``Terminal._seal_text`` and ``Terminal._open_rest``, wrapped here. Where ``pasarela._fastcall`` is not built (PyPy,
+``PASARELA_NO_FASTCALL=1``), nothing is counted in C: ``seal``, ``open`` and ``open_bytes`` themselves are wrapped.
+Each wrapper counts a call once it has its result (a refusal by its cause), and times the first call and one in
+``SAMPLE_EVERY`` after it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar
+
+from .. import _telemetry
+from .envelope import Terminal
+
+__all__ = ["install"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _counted_seal(seal: F) -> F:
+    """seal (or a way through it) counted by the method of the request it sealed."""
+    next_seal, sample_mask, clock, sealed, took = (_telemetry.next_seal, _telemetry.SAMPLE_MASK, _telemetry.clock,
+                                                   _telemetry.sealed, _telemetry.seal_took)
+
+    @functools.wraps(seal)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        if next_seal() & sample_mask:
+            request = seal(*args, **kwargs)
+        else:
+            start = clock()
+            request = seal(*args, **kwargs)
+            took(start, request.method)
+        sealed(request.method)
+        return request
+
+    return counted  # type: ignore[return-value]
+
+
+def _counted_open(open_: F) -> F:
+    """open or open_bytes (or a way through them) counted by its outcome: ok, or the refusal's cause."""
+    next_open, sample_mask, clock, opened, failed, took = (_telemetry.next_open, _telemetry.SAMPLE_MASK,
+                                                           _telemetry.clock, _telemetry.opened,
+                                                           _telemetry.open_failed, _telemetry.open_took)
+
+    @functools.wraps(open_)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        start = 0 if next_open() & sample_mask else clock()
+        try:
+            result = open_(*args, **kwargs)
+        except Exception as exc:
+            failed(exc, start)
+            raise
+        opened()
+        if start:
+            took(start, "ok")
+        return result
+
+    return counted  # type: ignore[return-value]
+
+
+def install() -> None:
+    """Wraps Terminal's ways through seal and open that no C call counts (once: a second call does nothing)."""
+    if not _telemetry.ENABLED or getattr(Terminal, "_counted", False):
+        return
+    if _telemetry.FAST_PATHS_COUNTED:
+        Terminal._seal_text = _counted_seal(Terminal._seal_text)  # type: ignore[method-assign]
+        Terminal._open_rest = _counted_open(Terminal._open_rest)  # type: ignore[method-assign]
+    else:
+        Terminal.seal = _counted_seal(Terminal.seal)  # type: ignore[method-assign]
+        Terminal.open = _counted_open(Terminal.open)  # type: ignore[method-assign]
+        Terminal.open_bytes = _counted_open(Terminal.open_bytes)  # type: ignore[method-assign]
+    Terminal._counted = True  # type: ignore[attr-defined]
