@@ -2,9 +2,9 @@
 
 Two worker processes: "api" has opentelemetry-api and no SDK configured (the API's no-op proxies), "sdk" has the
 SDK's MeterProvider with an InMemoryMetricReader, collected after every measurement (as a scrape would). In each,
-the same loop runs with the instrumentation off (``pasarela.terminal.envelope._COUNTING = False`` and
-``pasarela._fastcall.set_counting(False)``: the very path taken when opentelemetry is not installed, or
-PASARELA_OTEL=off) and on, one after the other in every round (who
+the same loop runs with the instrumentation off (Terminal's methods as they are before
+``pasarela.terminal.counting`` wraps them, and ``pasarela._fastcall.set_counting(False)``: the very path taken when
+opentelemetry is not installed, or PASARELA_OTEL=off) and on, one after the other in every round (who
 goes first alternates), so each ratio compares two runs of the same process seconds apart. Two processes differ
 by a few percent on this machine whatever they run (memory layout), more than the 2% to be measured: comparing
 across processes would measure that.
@@ -27,7 +27,9 @@ import sys
 from pathlib import Path
 
 SETTINGS = ("api", "sdk")
-CASES = (("seal", 256), ("open", 256), ("seal", 1024), ("open", 1024))
+CASES = (("seal", 256), ("open", 256), ("seal", 1024), ("open", 1024), ("seal_text", 256), ("open_get", 256))
+"""seal of a dict and open of a POST's bytes (the fast paths, counted by their C call), and two of the ways counted by
+pasarela.terminal.counting's wrappers: seal of JSON text (bytes) and open of a GET (its data in the query)."""
 
 WORKER = r"""
 import json, sys, time
@@ -41,29 +43,41 @@ if setting == "sdk":
     reader = InMemoryMetricReader()
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 import pasarela._telemetry
-import pasarela.terminal.envelope as envelope
 from pasarela import Terminal, _fastcall
 from payloads import payload_of_size
-assert pasarela._telemetry.ENABLED and envelope._COUNTING, "opentelemetry-api is not installed"
+assert pasarela._telemetry.ENABLED, "opentelemetry-api is not installed"
 assert pasarela._telemetry.FAST_PATHS_COUNTED, "pasarela._fastcall is not in use (PASARELA_NO_FASTCALL=1?)"
+COUNTED = {name: method for name, method in vars(Terminal).items() if hasattr(method, "__wrapped__")}
+assert COUNTED, "pasarela.terminal.counting installed nothing"
+
+
+def counting(on):
+    for name, method in COUNTED.items():
+        setattr(Terminal, name, method if on else method.__wrapped__)
+    _fastcall.set_counting(on)
+
+
 terminal = Terminal("bench-business-code", "BENCH-0001")
 payloads = {size: payload_of_size(size) for size in (256, 1024)}
 sealed = {size: terminal.seal(payload) for size, payload in payloads.items()}
+texts = {size: json.dumps(payload, separators=(",", ":")).encode() for size, payload in payloads.items()}
+gets = {size: terminal.seal(payload, method="GET") for size, payload in payloads.items()}
 perf = time.perf_counter_ns
 
 
 def block(kind, size, calls):
-    if kind == "seal":
-        payload, seal = payloads[size], terminal.seal
+    if kind.startswith("seal"):
+        payload, seal = (texts if kind == "seal_text" else payloads)[size], terminal.seal
         start = perf()
         for _ in range(calls):
             seal(payload)
         return (perf() - start) / calls
-    one = sealed[size]
-    headers, body, now, opener = one.headers, one.body, one.timestamp + 1.0, terminal.open
+    one = (gets if kind == "open_get" else sealed)[size]
+    method, headers, body, params, now, opener = (one.method, one.headers, one.body, one.params, one.timestamp + 1.0,
+                                                  terminal.open)
     start = perf()
     for _ in range(calls):
-        opener("POST", headers, body, now=now)
+        opener(method, headers, body, params, now=now)
     return (perf() - start) / calls
 
 
@@ -73,11 +87,9 @@ for line in sys.stdin:
     times = {"off": [], "on": []}
     for pair in range(pairs):  # off and on alternate, who goes first too
         for state in ("off", "on") if pair % 2 else ("on", "off"):
-            envelope._COUNTING = state == "on"
-            _fastcall.set_counting(state == "on")
+            counting(state == "on")
             times[state].append(block(kind, size, calls))
-    envelope._COUNTING = True
-    _fastcall.set_counting(True)
+    counting(True)
     if reader is not None:
         reader.get_metrics_data()  # a collection, as a scrape would make (outside the timed blocks)
     print(json.dumps(times), flush=True)

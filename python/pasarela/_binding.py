@@ -710,8 +710,8 @@ verified canonical text (as orjson.loads returns it, built by pasarela._fastcall
 when it is left to the caller to read (without pasarela._fastcall; a text with an integer of 17 digits or more,
 which JSON.parse rounds; what that reader declines), a status (an int: open_post_grown, then settle_open_post), or
 None when the request is to be read the slower way (read_request_bytes, then open_request), which gives the precise
-refusal: the headers not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is not ASCII). The C
-function itself where there is one: Terminal.open calls it with no Python call around it."""
+refusal: the headers not in that form (missing, not str, a timestamp with lone surrogates, an authorization that is
+not ASCII). The C function itself where there is one: Terminal.open calls it with no Python call around it."""
 
 
 def _open_post_bytes_cffi(credentials: Credentials, headers: Mapping[str, str], body: bytes, now: float,

@@ -26,11 +26,10 @@ from .errors import BAD_DATA, BAD_LENGTH, NOT_VERIFIED, SIGNATURE_FORMAT, AuthEr
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["ENABLED", "KNOWN_METHODS", "METHODS", "OPEN_OUTCOMES", "SAMPLE_EVERY", "STORES", "TERMINAL_OPERATION",
-           "WEBHOOK_VERDICTS", "ClientCall", "client_call", "clock", "http_method", "middleware_refused", "next_open",
-           "next_seal", "open_failed", "open_refused", "open_took", "opened", "refusal_cause", "seal_took", "sealed",
-           "sealed_many",
-           "span_ids", "store_error", "tracing", "verify_span", "webhook_verdict"]
+__all__ = ["ENABLED", "KNOWN_METHODS", "METHODS", "OPEN_OUTCOMES", "OTHER_SEALED", "SAMPLE_EVERY", "STORES",
+           "TERMINAL_OPERATION", "WEBHOOK_VERDICTS", "ClientCall", "client_call", "clock", "http_method",
+           "middleware_refused", "next_open", "next_seal", "open_failed", "open_refused", "open_took", "refusal_cause",
+           "seal_took", "sealed_many", "span_ids", "store_error", "tracing", "verify_span", "webhook_verdict"]
 
 
 def _load_otel() -> Optional[ModuleType]:
@@ -54,15 +53,17 @@ SAMPLE_MASK = SAMPLE_EVERY - 1
 clock = time.perf_counter_ns
 
 METHODS = ("GET", "POST", "PUT", "PATCH")
-_seal_sample = itertools.count()
-next_seal: Callable[[], int] = _seal_sample.__next__
-"""How many seals counted in Python began before this one (the first, and every SAMPLE_EVERY-th after it, is
-timed)."""
-_open_sample = itertools.count()
-next_open: Callable[[], int] = _open_sample.__next__
-_seals = {method: itertools.count() for method in METHODS}  # seals counted in Python, by method (one C call each)
-_opens_ok = itertools.count()
-_replays_after_ok = itertools.count()  # opens counted ok that TerminalAuthMiddleware then refused as replays
+_seal_count = itertools.count()
+next_seal: Callable[[], int] = _seal_count.__next__
+"""Counts one seal made in Python (pasarela.terminal.counting's wrappers) and returns how many there were before it
+(the first call, and every SAMPLE_EVERY-th after it, is timed): one C call."""
+_other_seals = {method: itertools.count() for method in METHODS if method != "POST"}
+OTHER_SEALED: Mapping[str, Callable[[], int]] = {method: count.__next__ for method, count in _other_seals.items()}
+"""By method: counts one of those seals whose method is not the default POST (the per-method split is made at
+collection time)."""
+_open_count = itertools.count()
+next_open: Callable[[], int] = _open_count.__next__
+"""Counts one open made in Python (as next_seal; its refusals counted by cause: open_failed)."""
 
 FAST_PATHS_COUNTED = ENABLED and _binding.FASTCALL
 """Terminal.seal of a dict and Terminal.open and Terminal.open_bytes of a POST's bytes are counted, and one call in
@@ -131,6 +132,7 @@ def refusal_cause(reason: Optional[str]) -> str:
 
 _lock = threading.Lock()
 _batch_seals = dict.fromkeys(METHODS, 0)
+_reported_post = 0
 _refusals = dict.fromkeys(OPEN_OUTCOMES[1:], 0)
 _reported_ok = 0
 
@@ -141,16 +143,6 @@ STORES = {"replay store (Redis)": "replay", "pending-transfer guard (Redis)": "p
           "webhook ledger (Redis)": "webhook_ledger"}
 _store_errors = dict.fromkeys([*STORES.values(), "other"], 0)
 _client_calls: dict[tuple[tuple[str, str], ...], int] = {}
-
-
-def sealed(method: str) -> None:
-    """Terminal.seal sealed a request the fast path did not (pasarela.terminal.counting), of ``method``."""
-    next(_seals[method])
-
-
-def opened() -> None:
-    """Terminal.open or Terminal.open_bytes opened a request the fast path did not (pasarela.terminal.counting)."""
-    next(_opens_ok)
 
 
 def sealed_many(method: str, count: int) -> None:
@@ -181,10 +173,11 @@ def middleware_refused(reason: str, was_opened: bool) -> str:
     counted what it refused itself). Counts what open did not see: a refusal before it (the limiter, a repeated
     header, a query), counted as one more open, or a replay after it accepted the request. Returns the cause."""
     cause = refusal_cause(reason)
-    if ENABLED and (not was_opened or cause == "replayed"):
+    if ENABLED and not was_opened:
+        next_open()
         open_refused(reason)
-        if was_opened:  # (open counted it ok)
-            next(_replays_after_ok)
+    elif was_opened and cause == "replayed":
+        open_refused(reason)
     return cause
 
 
@@ -240,12 +233,18 @@ def _read(count: itertools.count[int]) -> int:
 
 
 def _seal_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
+    global _reported_post
     fast_seals, _, seal_samples, open_samples = _fast_counts()
     _record_samples(seal_samples, open_samples)
     with _lock:
-        batches = dict(_batch_seals)
-    return {(("method", method),): fast + _read(_seals[method]) + batches[method]
-            for method, fast in zip(METHODS, fast_seals)}
+        others = {method: _read(count) for method, count in _other_seals.items()}
+        counts = {method: _batch_seals[method] + fast + others.get(method, 0)
+                  for method, fast in zip(METHODS, fast_seals)}
+        # the wrappers count a method other than POST just before every seal: read between the two, a call would be
+        # taken away from POST for a moment
+        _reported_post = max(_reported_post, _read(_seal_count) - sum(others.values()))
+        counts["POST"] += _reported_post
+    return {(("method", method),): count for method, count in counts.items()}
 
 
 def _open_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
@@ -254,8 +253,8 @@ def _open_readings() -> Mapping[tuple[tuple[str, str], ...], int]:
     _record_samples(seal_samples, open_samples)
     with _lock:
         refused = dict(_refusals)
-        # a replay is counted ok by open, then taken back: read between the two, a call would be ok for a moment
-        _reported_ok = max(_reported_ok, fast_opens + _read(_opens_ok) - _read(_replays_after_ok))
+        # opens are counted on entry and a refusal on their way out: read between the two, a call is neither yet
+        _reported_ok = max(_reported_ok, _read(_open_count) + fast_opens - sum(refused.values()))
         ok = _reported_ok
     return {(("outcome", "ok"),): ok, **{(("outcome", cause),): value for cause, value in refused.items()}}
 
