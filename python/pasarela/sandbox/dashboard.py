@@ -51,7 +51,7 @@ from .dashboard_html import (
 )
 from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
 from .errors import SandboxError
-from .listings import COUNTRIES, REQUEST_KINDS, REQUEST_METHODS, TRANSFER_FLOWS, listing, transfer_detail
+from .listings import COUNTRIES, REQUEST_KINDS, REQUEST_METHODS, TRANSFER_FLOWS, listing, settled_transfer_detail
 from .page_token import PageTokens
 from .payments import expire, pay
 from .records import request_item, transfer_item, webhook_item
@@ -152,9 +152,7 @@ class Dashboard:
 
     async def transfer(self, call: Call) -> Response:
         token = call.params["token"]
-        settle_due(self._context, token)
-        with self._context.store.read(recorded_requests=True) as tx:
-            detail = transfer_detail(tx, token, self._context.clock.now())
+        detail = settled_transfer_detail(self._context, token)
         if detail is None:
             return self._message(404, "No such transfer", "no transfer was started with this token", "/sandbox/")
         item = detail["transfer"]
