@@ -183,28 +183,21 @@ def parse_tree(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str],
             c = s[i] if i < n else ""
             if keys[-1] is None:  # array
                 top.append(val)
-                if c == ",":
-                    i = _WS(s, i + 1).end()
-                    break
-                if c == "]":
-                    i += 1
-                    val = stack.pop()
-                    keys.pop()
-                    continue
-                raise JsonSyntaxError(_describe_char(s, i) + " (expected ',' or ']')", i)
-            # object: a repeated key keeps its first position and takes the last value, as in JavaScript
-            top[keys[-1]] = val
+                close = "]"
+            else:  # object: a repeated key keeps its first position and takes the last value, as in JavaScript
+                top[keys[-1]] = val
+                close = "}"
             if c == ",":
                 i = _WS(s, i + 1).end()
-                key, i = _member_key(s, i, raw_surrogates, "a string key")
-                keys[-1] = key
+                if close == "}":
+                    keys[-1], i = _member_key(s, i, raw_surrogates, "a string key")
                 break
-            if c == "}":
+            if c == close:
                 i += 1
                 val = stack.pop()
                 keys.pop()
                 continue
-            raise JsonSyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
+            raise JsonSyntaxError(f"{_describe_char(s, i)} (expected ',' or '{close}')", i)
 
 
 def refuse_constant(name: str) -> object:
