@@ -31,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - the tests install psycopg
                       '"psycopg[binary]", or the system\'s libpq: see docs/postgres.md)') from exc
 
 __all__ = ["DEFAULT_SCHEMA", "AsyncConnections", "AsyncSource", "Connections", "Pruning", "SyncSource",
-           "batch_delete", "check_schema", "failing_closed", "prune_rows", "prune_rows_async", "psycopg", "qualified",
+           "batch_delete", "check_schema", "failing_closed", "psycopg", "qualified",
            "retrying", "retrying_async", "rolled_back", "schema_sql", "seconds", "text_holds", "unix_ms"]
 
 DEFAULT_SCHEMA = "pasarela"
@@ -155,7 +155,16 @@ def _idle(connection: Any) -> None:
                                  "connection or a pool of its own (autocommit=True is fastest)")
 
 
-class Connections:
+class _Lender:
+    """What both kinds of connections share: their repr, the source's class alone (never its parameters)."""
+
+    _source: Any
+
+    def __repr__(self) -> str:
+        return f"<{type(self._source).__name__}>"
+
+
+class Connections(_Lender):
     """The sync connections a store was given: a ``psycopg.Connection`` (used one statement or transaction at a
     time, behind a lock) or a pool whose ``connection()`` lends one (``psycopg_pool.ConnectionPool``)."""
 
@@ -188,11 +197,24 @@ class Connections:
             with connection.transaction():
                 return connection.execute(query, params).fetchall()
 
-    def __repr__(self) -> str:
-        return f"<{type(self._source).__name__}>"
+    def run(self, query: bytes, params: Any, store: str) -> list[tuple[Any, ...]]:
+        """A store's statement: :meth:`execute`, again while the server rolls it back by itself, failing closed."""
+        with failing_closed(store):
+            return retrying(lambda: self.execute(query, params))
+
+    def prune(self, statement: bytes, params: dict[str, Any], batch: int, store: str) -> int:
+        """Run a batch-deleting ``statement`` until a batch comes back short; the rows deleted."""
+        deleted = 0
+        with failing_closed(store):
+            while True:
+                rows = self.execute(statement, {**params, "batch": batch})
+                count = int(rows[0][0]) if rows else 0
+                deleted += count
+                if count < batch:
+                    return deleted
 
 
-class AsyncConnections:
+class AsyncConnections(_Lender):
     """:class:`Connections` for asyncio: a ``psycopg.AsyncConnection`` or an ``AsyncConnectionPool``."""
 
     def __init__(self, source: AsyncSource) -> None:
@@ -221,8 +243,19 @@ class AsyncConnections:
             async with connection.transaction():
                 return await (await connection.execute(query, params)).fetchall()
 
-    def __repr__(self) -> str:
-        return f"<{type(self._source).__name__}>"
+    async def run(self, query: bytes, params: Any, store: str) -> list[tuple[Any, ...]]:
+        with failing_closed(store):
+            return await retrying_async(lambda: self.execute(query, params))
+
+    async def prune(self, statement: bytes, params: dict[str, Any], batch: int, store: str) -> int:
+        deleted = 0
+        with failing_closed(store):
+            while True:
+                rows = await self.execute(statement, {**params, "batch": batch})
+                count = int(rows[0][0]) if rows else 0
+                deleted += count
+                if count < batch:
+                    return deleted
 
 
 def _is_async_pool(source: Any) -> bool:
@@ -273,31 +306,6 @@ class Pruning:
         self._task = None
         if not task.cancelled():
             task.exception()
-
-
-def prune_rows(connections: Connections, statement: bytes, params: dict[str, Any], batch: int,
-               store: str) -> int:
-    """Run a batch-deleting ``statement`` until a batch comes back short; the rows deleted."""
-    deleted = 0
-    with failing_closed(store):
-        while True:
-            rows = connections.execute(statement, {**params, "batch": batch})
-            count = int(rows[0][0]) if rows else 0
-            deleted += count
-            if count < batch:
-                return deleted
-
-
-async def prune_rows_async(connections: AsyncConnections, statement: bytes, params: dict[str, Any], batch: int,
-                           store: str) -> int:
-    deleted = 0
-    with failing_closed(store):
-        while True:
-            rows = await connections.execute(statement, {**params, "batch": batch})
-            count = int(rows[0][0]) if rows else 0
-            deleted += count
-            if count < batch:
-                return deleted
 
 
 def batch_delete(table: str, condition: str) -> str:

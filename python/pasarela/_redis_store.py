@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - the tests install redis
 
 __all__ = ["BUCKETS", "FAILURES", "MEMORY_BEGAN", "MEMORY_LOST", "attempt_token", "bucket_markers", "bucket_of",
            "bucket_prefixes", "bucket_tag", "check_prefix", "encoded", "failing_closed", "is_cluster", "is_memory_lost",
-           "key_slot", "memory_lost", "milliseconds", "noticed_loss", "redis", "seconds", "setting_markers",
+           "key_slot", "milliseconds", "noticed_loss", "redis", "refuse_if_memory_lost", "seconds", "setting_markers",
            "unavailable", "unix_ms"]
 
 _CLUSTER_CLIENTS = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
@@ -140,11 +140,14 @@ def unix_ms(moment: float) -> int:
     return math.floor(moment * 1000)
 
 
-def memory_lost(store: str, answer: Any, what: str) -> StoreUnavailableError:
-    """The refusal of a claim the store can no longer judge; ``answer`` is the script's ``[MEMORY_LOST, ms]``."""
+def refuse_if_memory_lost(store: str, answer: Any, what: str) -> None:
+    """Refuse a claim the store can no longer judge: StoreUnavailableError when ``answer`` is the script's
+    ``[MEMORY_LOST, ms]`` (``what`` says what may have happened since); any other answer passes."""
+    if not is_memory_lost(answer):
+        return
     began = datetime.fromtimestamp(int(answer[1]) / 1000, timezone.utc).isoformat(timespec="seconds")
     _telemetry.store_error(store)
-    return StoreUnavailableError(store, f"{MEMORY_LOST}: Redis remembers only since {began} "
+    raise StoreUnavailableError(store, f"{MEMORY_LOST}: Redis remembers only since {began} "
                                         f"(restarted empty, flushed or evicted); {what}. {_IF_NEW}")
 
 

@@ -34,8 +34,6 @@ from ._postgres_store import (
     batch_delete,
     check_schema,
     failing_closed,
-    prune_rows,
-    prune_rows_async,
     qualified,
     schema_sql,
     unix_ms,
@@ -88,7 +86,7 @@ def prune(connections: SyncSource, *, schema: str = DEFAULT_SCHEMA, batch: int =
     transaction, so no lock is held long); how many rows each table lost. ``clock``: the gateway nodes' clock,
     by which the replay store's rows expire."""
     source = Connections(connections)
-    return {table: prune_rows(source, statement, params, batch, _STORE)
+    return {table: source.prune(statement, params, batch, _STORE)
             for table, (statement, params) in zip(_PRUNES, _statements(schema, clock))}
 
 
@@ -96,7 +94,7 @@ async def prune_async(connections: AsyncSource, *, schema: str = DEFAULT_SCHEMA,
                       clock: Callable[[], float] = time.time) -> dict[str, int]:
     """As :func:`prune`, on asyncio connections."""
     source = AsyncConnections(connections)
-    return {table: await prune_rows_async(source, statement, params, batch, _STORE)
+    return {table: await source.prune(statement, params, batch, _STORE)
             for table, (statement, params) in zip(_PRUNES, _statements(schema, clock))}
 
 

@@ -66,6 +66,11 @@ class Card:
         return f"Card(name={self.name!r}, number={masked!r}, expiry={self.expiry_month}/{self.expiry_year}{extras})"
 
 
+NETWORK_TOKEN_WIRE_NAMES = {"device_type": "deviceType", "requestor_id": "requestorId", "source": "source",
+                            "wallet_id": "walletId", "authentication_level": "authenticationLevel", "mvv": "mvv"}
+"""Each field of :class:`NetworkTokenData` and its member of ``networkToken`` on the wire, in the wire's order."""
+
+
 @dataclass(frozen=True)
 class NetworkTokenData:
     """``networkToken``: wallet and device metadata of a network token (Transport).
@@ -88,16 +93,7 @@ class NetworkTokenData:
                                             self.authentication_level, self.mvv)
 
     def to_wire(self) -> dict[str, Any]:
-        return _present(
-            {
-                "deviceType": self.device_type,
-                "requestorId": self.requestor_id,
-                "source": self.source,
-                "walletId": self.wallet_id,
-                "authenticationLevel": self.authentication_level,
-                "mvv": self.mvv,
-            }
-        )
+        return _present({wire: getattr(self, name) for name, wire in NETWORK_TOKEN_WIRE_NAMES.items()})
 
 
 def _check_network_token_use(card: Card, is_network_token: object, network_token: Optional[NetworkTokenData]) -> None:

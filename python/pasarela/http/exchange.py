@@ -111,11 +111,8 @@ class Failed:
 
 
 @dataclass(frozen=True)
-class Reply:
-    """A 2xx answer."""
-
-    status: int
-    content: bytes
+class Reply(Received):
+    """A 2xx answer: what was received, the call's result."""
 
     def json(self) -> Any:
         """The body parsed as JSON; a body that is not JSON is a ResponseShapeError."""

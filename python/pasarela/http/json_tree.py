@@ -183,28 +183,21 @@ def parse_tree(s: str, raw_surrogates: bool, parse_int: Optional[Callable[[str],
             c = s[i] if i < n else ""
             if keys[-1] is None:  # array
                 top.append(val)
-                if c == ",":
-                    i = _WS(s, i + 1).end()
-                    break
-                if c == "]":
-                    i += 1
-                    val = stack.pop()
-                    keys.pop()
-                    continue
-                raise JsonSyntaxError(_describe_char(s, i) + " (expected ',' or ']')", i)
-            # object: a repeated key keeps its first position and takes the last value, as in JavaScript
-            top[keys[-1]] = val
+                close = "]"
+            else:  # object: a repeated key keeps its first position and takes the last value, as in JavaScript
+                top[keys[-1]] = val
+                close = "}"
             if c == ",":
                 i = _WS(s, i + 1).end()
-                key, i = _member_key(s, i, raw_surrogates, "a string key")
-                keys[-1] = key
+                if close == "}":
+                    keys[-1], i = _member_key(s, i, raw_surrogates, "a string key")
                 break
-            if c == "}":
+            if c == close:
                 i += 1
                 val = stack.pop()
                 keys.pop()
                 continue
-            raise JsonSyntaxError(_describe_char(s, i) + " (expected ',' or '}')", i)
+            raise JsonSyntaxError(f"{_describe_char(s, i)} (expected ',' or '{close}')", i)
 
 
 def refuse_constant(name: str) -> object:
@@ -254,6 +247,7 @@ def dumps(value: Any, default: Callable[[Any], Any], *, ensure_ascii: bool = Tru
 
 
 _END: Any = object()  # what next() gives past a container's last item
+_LITERALS = {None: "null", True: "true", False: "false"}  # (looked up only for these three: 1 == True)
 
 
 def _float_text(x: float, allow_nan: bool) -> str:
@@ -271,7 +265,7 @@ def _key_text(key: Any, quote: Callable[[str], str], allow_nan: bool) -> str:
     elif isinstance(key, float):
         text = _float_text(key, allow_nan)
     elif key is True or key is False or key is None:
-        text = {True: "true", False: "false", None: "null"}[key]
+        text = _LITERALS[key]
     elif isinstance(key, int):
         text = int.__repr__(key)
     else:
@@ -295,12 +289,8 @@ def write_compact(value: Any, default: Callable[[Any], Any], *, ensure_ascii: bo
     while True:
         defaulted: set[int] = set()  # the objects default was given for this value (a cycle through default)
         while True:  # write v, or open it
-            if v is None:
-                write("null")
-            elif v is True:
-                write("true")
-            elif v is False:
-                write("false")
+            if v is None or v is True or v is False:
+                write(_LITERALS[v])
             elif isinstance(v, str):
                 write(quote(v))
             elif isinstance(v, int):

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union, cast
 
 from .. import _telemetry
+from .._closing import ClosesOnExit
 from ..errors import missing_extra
 from .config import ServiceConfig
 from .exchange import Exchange, Failed, OutgoingRequest, Pause, Received, Reply, ServiceCall, exchange
@@ -57,7 +58,7 @@ class _ServiceClientBase:
         return f"{type(self).__name__}({self._config!r})"
 
 
-class SyncServiceClient(_ServiceClientBase):
+class SyncServiceClient(_ServiceClientBase, ClosesOnExit):
     """What every blocking client shares: the config, one ``httpx.Client``, ``close`` and ``with``.
 
     ``sleep`` waits between retries (inject a recorder in tests); ``http_client`` lets you bring a
@@ -97,14 +98,6 @@ class SyncServiceClient(_ServiceClientBase):
     def close(self) -> None:
         if self._owns_http:
             self._http.close()
-
-    def __enter__(self: _Client) -> _Client:
-        return self
-
-    def __exit__(
-        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
 
 class AsyncServiceClient(_ServiceClientBase):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -51,7 +51,7 @@ from .dashboard_html import (
 )
 from .endpoint import Call, api_route, form, html_reply, json_reply, redirect
 from .errors import SandboxError
-from .listings import COUNTRIES, REQUEST_KINDS, REQUEST_METHODS, TRANSFER_FLOWS, listing, transfer_detail
+from .listings import COUNTRIES, REQUEST_KINDS, REQUEST_METHODS, TRANSFER_FLOWS, listing, settled_transfer_detail
 from .page_token import PageTokens
 from .payments import expire, pay
 from .records import request_item, transfer_item, webhook_item
@@ -152,9 +152,7 @@ class Dashboard:
 
     async def transfer(self, call: Call) -> Response:
         token = call.params["token"]
-        settle_due(self._context, token)
-        with self._context.store.read(recorded_requests=True) as tx:
-            detail = transfer_detail(tx, token, self._context.clock.now())
+        detail = settled_transfer_detail(self._context, token)
         if detail is None:
             return self._message(404, "No such transfer", "no transfer was started with this token", "/sandbox/")
         item = detail["transfer"]
@@ -322,43 +320,28 @@ class Dashboard:
         return self._message(403, "Action refused", "This form did not come from a dashboard page (or the page is too "
                                                     "old, or was posted already): open the page again.", back)
 
-    async def transfer_action(self, call: Call) -> Response:
+    async def _act(self, call: Call, action: Callable[[dict[str, str]], object]) -> Response:
+        """A form's action: ``action(fields)`` once the form is known to come from a dashboard page, then back to
+        the page; a SandboxError it raises is shown as the refusal."""
         fields, back = await self._checked_form(call)
         if fields is None:
             return self._refused(back)
-        token, action = call.params["token"], call.params["action"]
         try:
-            if action not in _TRANSFER_ACTIONS:
-                raise SandboxError.not_found(f"no action {action}: approve, decline or expire")
-            outcome = _TRANSFER_ACTIONS[action]
-            if outcome is None:
-                expire(self._context, token)
-            else:
-                pay(self._context, token, outcome, cause="dashboard")
+            action(fields)
         except SandboxError as exc:
             return self._message(exc.status, "Action refused", exc.message, back)
         return redirect(back)
+
+    async def transfer_action(self, call: Call) -> Response:
+        return await self._act(call, lambda fields: _transfer_action(self._context, call.params["token"],
+                                                                     call.params["action"]))
 
     async def redeliver(self, call: Call) -> Response:
-        fields, back = await self._checked_form(call)
-        if fields is None:
-            return self._refused(back)
-        try:
-            redeliver(self._context, call.params["id"])
-        except SandboxError as exc:
-            return self._message(exc.status, "Action refused", exc.message, back)
-        return redirect(back)
+        return await self._act(call, lambda fields: redeliver(self._context, call.params["id"]))
 
     async def webhook_url(self, call: Call) -> Response:
-        fields, back = await self._checked_form(call)
-        if fields is None:
-            return self._refused(back)
-        url = fields.get("url", "").strip()
-        try:
-            change_webhook_url(self._context, url or None)
-        except SandboxError as exc:
-            return self._message(exc.status, "Action refused", exc.message, back)
-        return redirect(back)
+        return await self._act(call, lambda fields: change_webhook_url(self._context,
+                                                                       fields.get("url", "").strip() or None))
 
     async def clock(self, call: Call) -> Response:
         fields, back = await self._checked_form(call)
@@ -369,6 +352,16 @@ class Dashboard:
             return self._message(400, "Action refused", "seconds: a whole number from 1 to 31536000", back)
         advance_clock(self._context, float(text))
         return redirect(back)
+
+
+def _transfer_action(context: Context, token: str, action: str) -> None:
+    if action not in _TRANSFER_ACTIONS:
+        raise SandboxError.not_found(f"no action {action}: approve, decline or expire")
+    outcome = _TRANSFER_ACTIONS[action]
+    if outcome is None:
+        expire(context, token)
+    else:
+        pay(context, token, outcome, cause="dashboard")
 
 
 def _chosen(request: Request) -> dict[str, str]:

@@ -26,7 +26,7 @@ from .states import TransferStatus
 from .store import Page, Tx
 
 __all__ = ["COUNTRIES", "DEFAULT_LIMIT", "MAX_LIMIT", "REQUEST_KINDS", "REQUEST_METHODS", "TRANSFER_FLOWS", "Listing",
-           "listing", "routes", "transfer_detail"]
+           "listing", "routes", "settled_transfer_detail", "transfer_detail"]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -90,6 +90,13 @@ def transfer_detail(tx: Tx, token: str, now: float) -> Optional[dict[str, Any]]:
     }
 
 
+def settled_transfer_detail(context: Context, token: str) -> Optional[dict[str, Any]]:
+    """:func:`transfer_detail` as a status query would find it: what was due to settle is settled first."""
+    settle_due(context, token)
+    with context.store.read(recorded_requests=True) as tx:
+        return transfer_detail(tx, token, context.clock.now())
+
+
 class Listings:
     def __init__(self, context: Context) -> None:
         self._context = context
@@ -106,10 +113,7 @@ class Listings:
         return json_reply(200, _page([transfer_item(transfer, now) for transfer in page.items], page))
 
     async def transfer(self, call: Call) -> Response:
-        token = call.params["token"]
-        settle_due(self._context, token)
-        with self._context.store.read(recorded_requests=True) as tx:
-            detail = transfer_detail(tx, token, self._context.clock.now())
+        detail = settled_transfer_detail(self._context, call.params["token"])
         if detail is None:
             raise SandboxError.not_found("no transfer was started with this token")
         return json_reply(200, detail)

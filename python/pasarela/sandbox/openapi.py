@@ -55,6 +55,13 @@ _CURRENCIES = sorted(MINOR_UNITS)
 _TRANSFER_STATUSES = ["initializedTransaction", "approvedTransaction", "declinedTransaction", "expiredTransaction"]
 _SPEC_STATUSES = ["initialized", "PAID", "rejected"]
 _VERDICT = {"type": "string", "enum": ["pass", "fail", "not_observed", "check_yourself"]}
+_APPROVED_CHARGE = {
+    "ticketNumber": _string("^[0-9]{18}$"),
+    "transactionReference": _UUID,
+    "approvalCode": _string("^[0-9]{6}$"),
+    "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+}
+"""What an approved charge answers (all required), and its record repeats."""
 
 COMPONENTS: dict[str, Any] = {
     # --- requests
@@ -278,17 +285,8 @@ COMPONENTS: dict[str, Any] = {
          "tmsIntegration"),
         closed=True,
     ),
-    "ChargeResult": _object(
-        {
-            "ticketNumber": _string("^[0-9]{18}$"),
-            "transactionReference": _UUID,
-            "approvalCode": _string("^[0-9]{6}$"),
-            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
-            "network": _ref("NetworkInfo"),
-        },
-        ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus"),
-        closed=True,
-    ),
+    "ChargeResult": _object({**_APPROVED_CHARGE, "network": _ref("NetworkInfo")}, tuple(_APPROVED_CHARGE),
+                            closed=True),
     "Reversal": _object(
         {
             "ticketNumber": _string("^[0-9]{18}$", "the void's or refund's own ticket number"),
@@ -303,17 +301,14 @@ COMPONENTS: dict[str, Any] = {
     ),
     "ChargeRecord": _object(
         {
-            "ticketNumber": _string("^[0-9]{18}$"),
-            "transactionReference": _UUID,
-            "approvalCode": _string("^[0-9]{6}$"),
-            "transactionStatus": {"type": "string", "enum": ["APPROVAL"]},
+            **_APPROVED_CHARGE,
             "transactionType": {"type": "string", "enum": ["SALE", "PREAUTHORIZATION"]},
             "network": _ref("NetworkInfo"),
             "amount": {"type": "object"},
             "created": _EPOCH_MS,
             "reversal": _ref("Reversal"),
         },
-        ("ticketNumber", "transactionReference", "approvalCode", "transactionStatus", "transactionType", "created"),
+        (*_APPROVED_CHARGE, "transactionType", "created"),
         closed=True,
     ),
     "Webhook": _object(

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO, TypeVar
 from urllib.parse import urlsplit
 
 from .._version import __version__
@@ -42,6 +42,7 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 8790
 DEFAULT_DB = "pasarela-sandbox.sqlite3"
 _DEFAULTS = SandboxConfig()
+_Number = TypeVar("_Number", int, float)
 _OPTION_FIELDS = frozenset({"public_key", "private_key", "webhook_secret", "business_code", "terminal_serial",
                             "merchant_name", "webhook_url", "public_url", "webhook_backoff", "webhook_backoff_max",
                             "timeout_delay"})
@@ -74,14 +75,20 @@ def _chaos_kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def _port(text: str) -> int:
+def _number(text: str, parse: Callable[[str], _Number], accepted: Callable[[_Number], bool], problem: str) -> _Number:
+    """``parse(text)`` when it parses and is ``accepted``; else argparse's refusal ``text: problem``."""
     try:
-        port = int(text)
+        value: Optional[_Number] = parse(text)
     except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text}: a TCP port is a whole number from 0 to 65535 (0 picks a free one)")
-    return port
+        value = None
+    if value is None or not accepted(value):
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return value
+
+
+def _port(text: str) -> int:
+    return _number(text, int, lambda port: 0 <= port <= 65535,
+                   "a TCP port is a whole number from 0 to 65535 (0 picks a free one)")
 
 
 def _origin(text: str) -> str:
@@ -104,13 +111,7 @@ def _url(text: str) -> str:
 
 
 def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds, 0 or more")
-    return seconds
+    return _number(text, float, lambda seconds: 0 <= seconds < float("inf"), "give a number of seconds, 0 or more")
 
 
 def _positive_seconds(text: str) -> float:

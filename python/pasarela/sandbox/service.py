@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import time
-from types import TracebackType
 from typing import Callable, Optional, Union
 
+from .._closing import ClosesOnExit
 from ..errors import ConfigurationError
 from .app import SandboxApp
 from .cdn import CDN_PATH
@@ -28,7 +28,7 @@ from .webhooks import Backoff, Dispatcher, HttpSender, Sender
 __all__ = ["Sandbox"]
 
 
-class Sandbox:
+class Sandbox(ClosesOnExit):
     """``clock`` is the base clock (Unix seconds; the simulator's offset is added to it), ``sender``
     delivers webhooks (default: HTTP), ``backoff`` spaces their retries (default: from the config)."""
 
@@ -93,11 +93,6 @@ class Sandbox:
     def __enter__(self) -> Sandbox:
         self.start()
         return self
-
-    def __exit__(
-        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Sandbox({self.config!r}, db={self.store.path!r})"

@@ -14,9 +14,9 @@ sandbox clock is moved, and in :class:`Settler`'s background thread (so the webh
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Optional
 
+from .background import Background
 from .context import Context
 from .scenarios import document_outcome
 from .states import TransferStatus
@@ -45,18 +45,13 @@ def settle_due(context: Context, token: Optional[str] = None) -> int:
     return len(due)
 
 
-class Settler:
+class Settler(Background):
     """A background thread settling what is due, waking at the next ``settle_at`` (at least every second,
     since the clock can be moved)."""
 
     def __init__(self, context: Context) -> None:
+        super().__init__("pasarela-sandbox-settlement", _log, "settlement", _LONGEST_PAUSE)
         self._context = context
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def notify(self) -> None:
-        self._wake.set()
 
     def _pause(self) -> float:
         with self._context.store.read() as tx:
@@ -65,26 +60,6 @@ class Settler:
             return _LONGEST_PAUSE
         return min(_LONGEST_PAUSE, max(0.0, next_at - self._context.clock.now()))
 
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                settle_due(self._context)
-                pause = self._pause()
-            except Exception:  # a broken database must not kill the thread silently
-                _log.exception("settlement pass failed")
-                pause = _LONGEST_PAUSE
-            self._wake.wait(pause)
-            self._wake.clear()
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._stopping.clear()
-            self._thread = threading.Thread(target=self._run, name="pasarela-sandbox-settlement", daemon=True)
-            self._thread.start()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._stopping.set()
-            self._wake.set()
-            thread.join(timeout)
+    def _pass(self) -> float:
+        settle_due(self._context)
+        return self._pause()

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Union
 
+from .._closing import ClosesOnExit
 from .jsontext import dumps, loads
 from .states import PaymentWindow, TransferStatus
 
@@ -759,7 +760,7 @@ class Tx:
                 for id, method, path, status, token, refusal in rows]
 
 
-class Store:
+class Store(ClosesOnExit):
     """``Store(":memory:")`` or ``Store("sandbox.sqlite3")``; safe to share between threads.
 
     It holds one SQLite connection: :meth:`close` it (or use it as ``with Store(path) as store:``). One never
@@ -884,12 +885,6 @@ class Store:
             if self.path != ":memory:":
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._close_connection()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"

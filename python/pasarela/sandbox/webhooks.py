@@ -36,6 +36,7 @@ from urllib.parse import urljoin, urlsplit
 from .._version import __version__
 from ..http.redaction import Redactor
 from ..transfers.webhook_signature import WebhookHeaders, body_signature, id_signature
+from .background import Background
 from .chaos import LATE_SECONDS, REORDER, WebhookChaos
 from .clock import SandboxClock
 from .config import SandboxConfig
@@ -170,7 +171,7 @@ class Backoff:
         return ceiling / 2 + self.jitter() * ceiling / 2
 
 
-class Dispatcher:
+class Dispatcher(Background):
     """Delivers the outbox: a background thread (:meth:`start`) handing due events to a bounded pool of
     senders, or one pass at a time (:meth:`deliver_due`)."""
 
@@ -187,9 +188,7 @@ class Dispatcher:
         """A receiver's answer is kept as the access log keeps what it records: secrets and card numbers out."""
         self.chaos = WebhookChaos(config.webhook_chaos, config.webhook_chaos_rate)
         """Delivery chaos in force (:mod:`.chaos`): changeable while it runs."""
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        super().__init__("pasarela-sandbox-webhooks", _log, "webhook dispatcher", 1.0)
         self._pool = self._new_pool()
         self._in_flight: set[str] = set()
         """Ids of the events handed to the pool and not finished: never handed out twice at once."""
@@ -297,10 +296,6 @@ class Dispatcher:
             return None
         return dumps(event_body(transfer, TransferStatus.INITIALIZED)).encode("utf-8")
 
-    def notify(self) -> None:
-        """A webhook was queued: deliver without waiting for the next poll."""
-        self._wake.set()
-
     def _pause(self, submitted: bool) -> float:
         with self._store.read() as tx:
             next_due = tx.next_due_at()
@@ -311,29 +306,17 @@ class Dispatcher:
             return 1.0  # what is due is in flight: its end wakes the loop
         return min(1.0, max(0.0, wait))
 
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                pause = self._pause(bool(self._submit_due()))
-            except Exception:  # a broken database must not kill the thread silently
-                _log.exception("webhook dispatcher pass failed")
-                pause = 1.0
-            self._wake.wait(pause)
-            self._wake.clear()
+    def _pass(self) -> float:
+        return self._pause(bool(self._submit_due()))
 
     def start(self) -> None:
-        if self._thread is None:
-            if self._stopping.is_set():  # stopped before: the old pool was shut down
-                self._pool = self._new_pool()
-            self._stopping.clear()
-            self._thread = threading.Thread(target=self._run, name="pasarela-sandbox-webhooks", daemon=True)
-            self._thread.start()
+        if self._thread is None and self._stopping.is_set():  # stopped before: the old pool was shut down
+            self._pool = self._new_pool()
+        super().start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._stopping.set()
-            self._wake.set()
-            thread.join(timeout)
+        running = self._thread is not None
+        super().stop(timeout)
+        if running:
             # Deliveries not started stay in the outbox for the next start; those under way finish.
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -13,7 +13,14 @@ from contextlib import contextmanager
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from ..cards.models import Card, CardTokenRequest, ChargeRequest, NetworkTokenData, TokenlessChargeRequest
+from ..cards.models import (
+    NETWORK_TOKEN_WIRE_NAMES,
+    Card,
+    CardTokenRequest,
+    ChargeRequest,
+    NetworkTokenData,
+    TokenlessChargeRequest,
+)
 from ..errors import ValidationError
 from ..transfers.amounts import Amount, ExtraTaxes
 from ..transfers.models import TransferFlow, TransferInitRequest, TransferTokenRequest
@@ -117,14 +124,7 @@ def _card(wire: Mapping[str, Any]) -> Card:
 def _network_token(wire: Optional[Mapping[str, Any]]) -> Optional[NetworkTokenData]:
     if wire is None:
         return None
-    return NetworkTokenData(
-        device_type=wire.get("deviceType"),
-        requestor_id=wire.get("requestorId"),
-        source=wire.get("source"),
-        wallet_id=wire.get("walletId"),
-        authentication_level=wire.get("authenticationLevel"),
-        mvv=wire.get("mvv"),
-    )
+    return NetworkTokenData(**{name: wire.get(member) for name, member in NETWORK_TOKEN_WIRE_NAMES.items()})
 
 
 def card_token_request(body: Mapping[str, Any]) -> CardTokenRequest:

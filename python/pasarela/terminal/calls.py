@@ -7,17 +7,15 @@ or ``sealed.params`` (GET: the only query parameter on the wire is ``data``) as 
 from __future__ import annotations
 
 import json
-from types import TracebackType
-from typing import Any, NamedTuple, Optional, Protocol, TypeVar
+from typing import Any, NamedTuple, Optional, Protocol
 
+from .._closing import ClosesOnExit
 from ..errors import AUTH_001_BODY, AuthError, ResponseShapeError, ValidationError
 from ..http.error_mapping import api_error
 from ..http.path import is_dot_segment
 from .request import Sealed, check_method
 
 __all__ = ["BlockingTerminalClient", "Call", "SealingTerminal", "prepare", "read_answer"]
-
-_Client = TypeVar("_Client", bound="BlockingTerminalClient")
 
 
 class SealingTerminal(Protocol):
@@ -72,7 +70,7 @@ def read_answer(sealed: Sealed, status: int, content: bytes) -> Any:
     return opened
 
 
-class BlockingTerminalClient:
+class BlockingTerminalClient(ClosesOnExit):
     """The verbs, ``with`` and ``repr`` the blocking clients share; each supplies ``request`` and ``close``."""
 
     base_url: str
@@ -96,13 +94,6 @@ class BlockingTerminalClient:
     def get(self, path: str, params: Any = None) -> Any:
         """params are sealed into the ``data`` query parameter, the only one on the wire."""
         return self.request("GET", path, params)
-
-    def __enter__(self: _Client) -> _Client:
-        return self
-
-    def __exit__(self, kind: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, {self._terminal!r})"

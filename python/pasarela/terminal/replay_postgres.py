@@ -41,24 +41,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
+from .. import _postgres_store as pg
 from .._loop_batches import LoopBatches
-from .._postgres_store import (
-    DEFAULT_SCHEMA,
-    AsyncConnections,
-    AsyncSource,
-    Connections,
-    Pruning,
-    SyncSource,
-    batch_delete,
-    failing_closed,
-    prune_rows,
-    prune_rows_async,
-    qualified,
-    retrying,
-    retrying_async,
-    seconds,
-    unix_ms,
-)
 from .._telemetry import store_error
 from ..errors import StoreUnavailableError
 from .inbound import DEFAULT_TOLERANCE
@@ -69,7 +53,7 @@ _STORE = "replay store (PostgreSQL)"
 _FIRST_USE = "SELECT answers, began FROM pasarela.replay_first_use(%s, %s, %s, %s, %s)"
 _DECLARE = ("INSERT INTO pasarela.replay_memory (began_ms) VALUES (0)"
             " ON CONFLICT (only_row) DO UPDATE SET began_ms = 0")
-_PRUNE = batch_delete("replay_signatures", "expires_at < %(now)s")
+_PRUNE = pg.batch_delete("replay_signatures", "expires_at < %(now)s")
 _SIGNATURE_HEX = frozenset("0123456789abcdef")
 
 
@@ -82,20 +66,20 @@ def stored_signature(signature: str) -> bytes:
 
 
 class _ReplayTable:
-    def __init__(self, *, schema: str = DEFAULT_SCHEMA, clock_skew: float = 5.0,
+    def __init__(self, *, schema: str = pg.DEFAULT_SCHEMA, clock_skew: float = 5.0,
                  tolerance: float = DEFAULT_TOLERANCE, prune_interval: Optional[float] = 60.0,
                  prune_batch: int = 10_000, clock: Callable[[], float] = time.time) -> None:
         self._schema = schema
-        self._first_use_sql = qualified(_FIRST_USE, schema)
-        self._declare_sql = qualified(_DECLARE, schema)
-        self._prune_sql = qualified(_PRUNE, schema)
-        self._skew_ms = unix_ms(seconds(clock_skew, "clock_skew", zero_ok=True))
-        self._tolerance = seconds(tolerance, "tolerance")
+        self._first_use_sql = pg.qualified(_FIRST_USE, schema)
+        self._declare_sql = pg.qualified(_DECLARE, schema)
+        self._prune_sql = pg.qualified(_PRUNE, schema)
+        self._skew_ms = pg.unix_ms(pg.seconds(clock_skew, "clock_skew", zero_ok=True))
+        self._tolerance = pg.seconds(tolerance, "tolerance")
         # A request accepted before the loss had its window begin before it (on a clock up to clock_skew off):
         # it ends before the memory's beginning + 2 * tolerance + clock_skew.
-        self._margin_ms = unix_ms(2 * self._tolerance) + self._skew_ms
+        self._margin_ms = pg.unix_ms(2 * self._tolerance) + self._skew_ms
         self._clock = clock
-        self._pruning = Pruning(prune_interval, prune_batch)
+        self._pruning = pg.Pruning(prune_interval, prune_batch)
 
     @property
     def tolerance(self) -> float:
@@ -106,11 +90,11 @@ class _ReplayTable:
         """The batch's order (sorted by what is stored: two batches lock rows in one order) and its parameters."""
         stored = [stored_signature(signature) for signature, _ in claims]
         order = sorted(range(len(claims)), key=stored.__getitem__)
-        return order, ([stored[i] for i in order], [unix_ms(claims[i][1]) for i in order],
-                       unix_ms(self._clock()), self._skew_ms, self._margin_ms)
+        return order, ([stored[i] for i in order], [pg.unix_ms(claims[i][1]) for i in order],
+                       pg.unix_ms(self._clock()), self._skew_ms, self._margin_ms)
 
     def _prune_params(self) -> dict[str, Any]:
-        return {"now": unix_ms(self._clock())}
+        return {"now": pg.unix_ms(self._clock())}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(schema={self._schema!r})"
@@ -147,14 +131,13 @@ class PostgresReplayStore(_ReplayTable):
     the nodes' clocks may differ), ``tolerance`` (the verifier's), ``prune_interval`` (seconds between two prunes
     by this store, None: never) and ``prune_batch`` (rows a statement), ``clock``."""
 
-    def __init__(self, connections: SyncSource, **options: Any) -> None:
+    def __init__(self, connections: pg.SyncSource, **options: Any) -> None:
         super().__init__(**options)
-        self._connections = Connections(connections)
+        self._connections = pg.Connections(connections)
 
     def first_use(self, signature: str, expires_at: float) -> bool:
         order, params = self._params([(signature, expires_at)])
-        with failing_closed(_STORE):
-            rows = retrying(lambda: self._connections.execute(self._first_use_sql, params))
+        rows = self._connections.run(self._first_use_sql, params, _STORE)
         verdict = _verdict(_answers(order, rows[0])[0])
         if self._pruning.due():
             self.prune()
@@ -162,12 +145,12 @@ class PostgresReplayStore(_ReplayTable):
 
     def prune(self) -> int:
         """Delete the expired signatures, ``prune_batch`` at a time; how many were deleted."""
-        return prune_rows(self._connections, self._prune_sql, self._prune_params(), self._pruning.batch, _STORE)
+        return self._connections.prune(self._prune_sql, self._prune_params(), self._pruning.batch, _STORE)
 
     def declare_memory_complete(self) -> None:
         """The table holds every signature this store recorded (the server lost nothing since): judge by it from
         now on, refusing nothing for a lost memory. Wrong after a crash: replays of the last window pass."""
-        with failing_closed(_STORE):
+        with pg.failing_closed(_STORE):
             self._connections.execute(self._declare_sql + b" RETURNING 1", None)
 
 
@@ -186,9 +169,9 @@ class AsyncPostgresReplayStore(_ReplayTable):
     (:class:`~pasarela.errors.StoreUnavailableError`). Its prunes run beside the requests, never inside one.
     """
 
-    def __init__(self, connections: AsyncSource, **options: Any) -> None:
+    def __init__(self, connections: pg.AsyncSource, **options: Any) -> None:
         super().__init__(**options)
-        self._connections = AsyncConnections(connections)
+        self._connections = pg.AsyncConnections(connections)
         self._batches: LoopBatches[tuple[str, float], Any] = LoopBatches(self._send, most=MOST_CLAIMS_PER_STATEMENT)
 
     async def first_use(self, signature: str, expires_at: float) -> bool:
@@ -198,18 +181,16 @@ class AsyncPostgresReplayStore(_ReplayTable):
         """One statement for the claims of a turn: each claim's verdict, in order (a failure raised to each)."""
         order, params = self._params(claims)
         try:
-            with failing_closed(_STORE):
-                rows = await retrying_async(lambda: self._connections.execute(self._first_use_sql, params))
+            rows = await self._connections.run(self._first_use_sql, params, _STORE)
         finally:
             self._pruning.start_if_due(self.prune)
         return _answers(order, rows[0])
 
     async def prune(self) -> int:
         """As :meth:`PostgresReplayStore.prune`."""
-        return await prune_rows_async(self._connections, self._prune_sql, self._prune_params(), self._pruning.batch,
-                                      _STORE)
+        return await self._connections.prune(self._prune_sql, self._prune_params(), self._pruning.batch, _STORE)
 
     async def declare_memory_complete(self) -> None:
         """As :meth:`PostgresReplayStore.declare_memory_complete`."""
-        with failing_closed(_STORE):
+        with pg.failing_closed(_STORE):
             await self._connections.execute(self._declare_sql + b" RETURNING 1", None)

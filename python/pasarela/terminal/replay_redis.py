@@ -53,11 +53,10 @@ from .._redis_store import (
     encoded,
     failing_closed,
     is_cluster,
-    is_memory_lost,
     key_slot,
-    memory_lost,
     milliseconds,
     noticed_loss,
+    refuse_if_memory_lost,
     seconds,
     setting_markers,
     unavailable,
@@ -172,9 +171,8 @@ class _ReplayKeys:
 
 
 def _first(answer: Any) -> bool:
-    if is_memory_lost(answer):
-        raise memory_lost(_STORE, answer, "a request signed before then plus the tolerance and clock skew may have "
-                                          "been accepted already: refused, sign it again later")
+    refuse_if_memory_lost(_STORE, answer, "a request signed before then plus the tolerance and clock skew may "
+                                          "have been accepted already: refused, sign it again later")
     return bool(answer)
 
 

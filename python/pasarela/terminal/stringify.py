@@ -329,20 +329,14 @@ def stringify(value: object) -> bytes:
                 oid = id(v)
                 if oid in active:
                     raise _Refused("cycle: this container contains itself")
-                if isinstance(v, dict):
-                    items: Sequence[Any] = _ordered_items(v)
-                    if items:
-                        ap("{")
-                        stack.append(_Frame(items, True, oid))
-                        active.add(oid)
-                    else:
-                        ap("{}")
-                elif v:
-                    ap("[")
-                    stack.append(_Frame(v, False, oid))
+                items: Sequence[Any]
+                is_dict, items = (True, _ordered_items(v)) if isinstance(v, dict) else (False, v)
+                if items:
+                    ap("{" if is_dict else "[")
+                    stack.append(_Frame(items, is_dict, oid))
                     active.add(oid)
                 else:
-                    ap("[]")
+                    ap("{}" if is_dict else "[]")
             elif t is Decimal:
                 ap(_decimal_token(v))
             elif isinstance(v, enum.Enum) and not isinstance(v, (int, str, float)):

@@ -24,9 +24,9 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from .._closing import ClosesOnExit
 from ..errors import missing_extra
 from .served import ServedApp
 
@@ -124,7 +124,7 @@ class _StillClock:
         self._at = time.time()
 
 
-class LiveSandbox:
+class LiveSandbox(ClosesOnExit):
     """A :class:`~pasarela.sandbox.Sandbox` served by uvicorn on ``127.0.0.1:<free port>`` in a background thread.
 
     ``config`` is the sandbox's (keys, webhook URL, ``settle_after``...; its ``public_url`` defaults to the address
@@ -314,13 +314,6 @@ class LiveSandbox:
             self._served.stop()
         finally:
             self.sandbox.close()
-
-    def __enter__(self) -> LiveSandbox:
-        return self
-
-    def __exit__(self, kind: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"LiveSandbox({self.url}, {self.config!r})"

@@ -43,8 +43,6 @@ from .._postgres_store import (
     Connections,
     SyncSource,
     failing_closed,
-    prune_rows,
-    prune_rows_async,
     psycopg,
     retrying,
     retrying_async,
@@ -138,7 +136,7 @@ class PostgresInbox(_Inbox):
     def prune(self) -> int:
         """Delete the transactions forgotten (ttl passed), ``prune_batch`` at a time (the ledger's table: one
         prune serves both); how many were deleted."""
-        return prune_rows(self._connections, self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)
+        return self._connections.prune(self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)
 
 
 class AsyncPostgresInbox(_Inbox):
@@ -180,5 +178,4 @@ class AsyncPostgresInbox(_Inbox):
 
     async def prune(self) -> int:
         """As :meth:`PostgresInbox.prune`."""
-        return await prune_rows_async(self._connections, self._statements.prune_sql, {},
-                                      self._statements.pruning.batch, _STORE)
+        return await self._connections.prune(self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)

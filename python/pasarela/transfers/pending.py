@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Callable, Optional, Protocol, Union
 
+from .._closing import ClosesOnExit
 from .._maybe_async import settled, synchronously
 from ..errors import ApiError, ConfigurationError, PendingTransferError, ValidationError
 from .responses import ColombiaQr, MexicoClabe, TransferInit
@@ -93,7 +94,7 @@ CREATE TABLE IF NOT EXISTS pending_transfers (
 """
 
 
-class PendingTransfers:
+class PendingTransfers(ClosesOnExit):
     """The SQLite-backed :class:`TransferGuard`. Safe to share between threads.
 
     It holds one SQLite connection: :meth:`close` it (or use it as ``with PendingTransfers(path) as guard:``)
@@ -162,14 +163,6 @@ class PendingTransfers:
         """Close the connection (again: nothing)."""
         with self._lock:
             self._close_connection()
-
-    def __enter__(self) -> PendingTransfers:
-        return self
-
-    def __exit__(
-        self, kind: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -27,24 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional
 
-from .._postgres_store import (
-    DEFAULT_SCHEMA,
-    AsyncConnections,
-    AsyncSource,
-    Connections,
-    Pruning,
-    SyncSource,
-    batch_delete,
-    failing_closed,
-    prune_rows,
-    prune_rows_async,
-    qualified,
-    retrying,
-    retrying_async,
-    seconds,
-    text_holds,
-    unix_ms,
-)
+from .. import _postgres_store as pg
 from ..errors import PendingTransferError, ValidationError
 from .pending import PendingTransfer
 
@@ -81,22 +64,22 @@ _PENDING = """
 SELECT token, transaction_reference, confirmed, reserved_at FROM pasarela.pending_transfers
 WHERE order_id = %s AND expires_at > pasarela.clock_ms()
 """
-_PRUNE = batch_delete("pending_transfers", "expires_at <= pasarela.clock_ms()")
+_PRUNE = pg.batch_delete("pending_transfers", "expires_at <= pasarela.clock_ms()")
 
 
 class _GuardStatements:
-    def __init__(self, *, schema: str = DEFAULT_SCHEMA, ttl: float = 86400.0, prune_interval: Optional[float] = 60.0,
+    def __init__(self, *, schema: str = pg.DEFAULT_SCHEMA, ttl: float = 86400.0, prune_interval: Optional[float] = 60.0,
                  prune_batch: int = 10_000, clock: Callable[[], float] = time.time) -> None:
         self._schema = schema
-        self._ttl_ms = max(1, unix_ms(seconds(ttl, "ttl")))
+        self._ttl_ms = max(1, pg.unix_ms(pg.seconds(ttl, "ttl")))
         self._clock = clock
-        self._reserve = qualified(_RESERVE, schema)
-        self._confirm = qualified(_CONFIRM, schema)
-        self._release = qualified(_RELEASE, schema)
-        self._release_transfer = qualified(_RELEASE_TRANSFER, schema)
-        self._pending = qualified(_PENDING, schema)
-        self._prune = qualified(_PRUNE, schema)
-        self._pruning = Pruning(prune_interval, prune_batch)
+        self._reserve = pg.qualified(_RESERVE, schema)
+        self._confirm = pg.qualified(_CONFIRM, schema)
+        self._release = pg.qualified(_RELEASE, schema)
+        self._release_transfer = pg.qualified(_RELEASE_TRANSFER, schema)
+        self._pending = pg.qualified(_PENDING, schema)
+        self._prune = pg.qualified(_PRUNE, schema)
+        self._pruning = pg.Pruning(prune_interval, prune_batch)
 
     def _reserve_params(self, order_id: str, token: str) -> dict[str, Any]:
         return {"order": _held("order_id", order_id), "token": _held("token", token), "at": self._clock(),
@@ -110,8 +93,8 @@ class _GuardStatements:
     @staticmethod
     def _release_transfer_params(token: Optional[str], transaction_reference: Optional[str]) -> dict[str, Any]:
         # (from a webhook body: a value text cannot hold is held by no reservation, and releases nothing)
-        return {"token": token if token and text_holds(token) else None,
-                "reference": transaction_reference if transaction_reference and text_holds(transaction_reference)
+        return {"token": token if token and pg.text_holds(token) else None,
+                "reference": transaction_reference if transaction_reference and pg.text_holds(transaction_reference)
                 else None}
 
     def __repr__(self) -> str:
@@ -120,7 +103,7 @@ class _GuardStatements:
 
 def _held(field: str, value: Optional[str]) -> Any:
     """A value the application gives the guard, checked: one that PostgreSQL's text cannot hold is refused by name."""
-    if value is not None and not text_holds(value):
+    if value is not None and not pg.text_holds(value):
         raise ValidationError(field, "holds a NUL or a lone surrogate, which PostgreSQL's text cannot store")
     return value
 
@@ -146,13 +129,12 @@ class PostgresPendingTransfers(_GuardStatements):
     ``psycopg_pool.ConnectionPool``. Options: ``schema``, ``ttl``, ``prune_interval`` (None: never by itself),
     ``prune_batch``, ``clock`` (the ``reserved_at`` it records)."""
 
-    def __init__(self, connections: SyncSource, **options: Any) -> None:
+    def __init__(self, connections: pg.SyncSource, **options: Any) -> None:
         super().__init__(**options)
-        self._connections = Connections(connections)
+        self._connections = pg.Connections(connections)
 
     def _run(self, statement: bytes, params: Any) -> list[tuple[Any, ...]]:
-        with failing_closed(_STORE):
-            return retrying(lambda: self._connections.execute(statement, params))
+        return self._connections.run(statement, params, _STORE)
 
     def reserve(self, order_id: str, token: str) -> None:
         _reserved(order_id, self._run(self._reserve, self._reserve_params(order_id, token)))
@@ -176,20 +158,19 @@ class PostgresPendingTransfers(_GuardStatements):
 
     def prune(self) -> int:
         """Delete the expired reservations, ``prune_batch`` at a time; how many were deleted."""
-        return prune_rows(self._connections, self._prune, {}, self._pruning.batch, _STORE)
+        return self._connections.prune(self._prune, {}, self._pruning.batch, _STORE)
 
 
 class AsyncPostgresPendingTransfers(_GuardStatements):
     """:class:`~pasarela.transfers.pending.AsyncTransferGuard` on a ``psycopg.AsyncConnection`` or an
     ``AsyncConnectionPool`` (the options of :class:`PostgresPendingTransfers`)."""
 
-    def __init__(self, connections: AsyncSource, **options: Any) -> None:
+    def __init__(self, connections: pg.AsyncSource, **options: Any) -> None:
         super().__init__(**options)
-        self._connections = AsyncConnections(connections)
+        self._connections = pg.AsyncConnections(connections)
 
     async def _run(self, statement: bytes, params: Any) -> list[tuple[Any, ...]]:
-        with failing_closed(_STORE):
-            return await retrying_async(lambda: self._connections.execute(statement, params))
+        return await self._connections.run(statement, params, _STORE)
 
     async def reserve(self, order_id: str, token: str) -> None:
         _reserved(order_id, await self._run(self._reserve, self._reserve_params(order_id, token)))
@@ -213,4 +194,4 @@ class AsyncPostgresPendingTransfers(_GuardStatements):
 
     async def prune(self) -> int:
         """As :meth:`PostgresPendingTransfers.prune`."""
-        return await prune_rows_async(self._connections, self._prune, {}, self._pruning.batch, _STORE)
+        return await self._connections.prune(self._prune, {}, self._pruning.batch, _STORE)

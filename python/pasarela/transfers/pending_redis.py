@@ -47,9 +47,8 @@ from .._redis_store import (
     check_prefix,
     encoded,
     failing_closed,
-    is_memory_lost,
-    memory_lost,
     milliseconds,
+    refuse_if_memory_lost,
     seconds,
     unix_ms,
 )
@@ -199,8 +198,7 @@ def _text(value: Union[bytes, str]) -> str:
 
 
 def _known(answer: Any) -> Any:
-    if is_memory_lost(answer):
-        raise memory_lost(_STORE, answer, _FORGOTTEN)
+    refuse_if_memory_lost(_STORE, answer, _FORGOTTEN)
     return answer
 
 

@@ -68,34 +68,26 @@ def check_token_request(
     if currency != "COP" and amount.is_mirrored:
         raise ValidationError("amount.subtotalIva", "repeats subtotalIva0 with iva 0: that form is Colombia's only")
     if currency == "MXN":
-        _check_mexico(has_flow, document_type, document_number, email)
+        _check_outside_colombia(has_flow, document_type, document_number, _MEXICO_DOCUMENT_TYPES)
+        if email is None:
+            raise ValidationError("email", "is required in Mexico: the service needs it to generate the CLABE")
     elif currency == "USD":
-        _check_ecuador(has_flow, document_type, document_number, callback_url)
+        _check_outside_colombia(has_flow, document_type, document_number, ECUADOR_DOCUMENT_TYPES)
+        if callback_url is None:
+            raise ValidationError("callbackUrl", "is required in Ecuador: the bank returns the payer there")
     elif has_flow:
         _check_colombia_qr(document_type, document_number)
     else:
         _check_colombia_ach(bank_id, document_type, document_number, callback_url)
 
 
-def _check_document(document_type: Optional[str], document_number: Optional[str], allowed: frozenset[str]) -> None:
+def _check_outside_colombia(has_flow: bool, document_type: Optional[str], document_number: Optional[str],
+                            allowed: frozenset[str]) -> None:
+    """Mexico and Ecuador: no QR flow (Colombia's only), and a document of one of the country's types."""
+    if has_flow:
+        raise ValidationError("currency", "the QR flow (flow BRE-B/QR) takes COP only")
     check.choice(document_type, "documentType", allowed)
     check.text(document_number, "documentNumber")
-
-
-def _check_mexico(has_flow: bool, document_type: Optional[str], document_number: Optional[str],
-                  email: Optional[str]) -> None:
-    _refuse_flow(has_flow)
-    _check_document(document_type, document_number, _MEXICO_DOCUMENT_TYPES)
-    if email is None:
-        raise ValidationError("email", "is required in Mexico: the service needs it to generate the CLABE")
-
-
-def _check_ecuador(has_flow: bool, document_type: Optional[str], document_number: Optional[str],
-                   callback_url: Optional[str]) -> None:
-    _refuse_flow(has_flow)
-    _check_document(document_type, document_number, ECUADOR_DOCUMENT_TYPES)
-    if callback_url is None:
-        raise ValidationError("callbackUrl", "is required in Ecuador: the bank returns the payer there")
 
 
 def _check_colombia_qr(document_type: Optional[str], document_number: Optional[str]) -> None:
@@ -112,11 +104,6 @@ def _check_colombia_ach(bank_id: Optional[str], document_type: Optional[str], do
     check.text(document_number, "documentNumber")
     if callback_url is None:
         raise ValidationError("callbackUrl", "is required for PSE: the bank returns the payer there")
-
-
-def _refuse_flow(has_flow: bool) -> None:
-    if has_flow:
-        raise ValidationError("currency", "the QR flow (flow BRE-B/QR) takes COP only")
 
 
 def check_init_request(token: str, amount: Amount, metadata: Optional[Mapping[str, Any]], full_response: bool) -> None:

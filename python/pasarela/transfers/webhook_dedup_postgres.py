@@ -29,24 +29,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Optional
 
-from .._postgres_store import (
-    DEFAULT_SCHEMA,
-    AsyncConnections,
-    AsyncSource,
-    Connections,
-    Pruning,
-    SyncSource,
-    batch_delete,
-    failing_closed,
-    prune_rows,
-    prune_rows_async,
-    qualified,
-    retrying,
-    retrying_async,
-    seconds,
-    text_holds,
-    unix_ms,
-)
+from .. import _postgres_store as pg
 from ..errors import ConfigurationError
 from .webhook_dedup import DEFAULT_LEASE, DEFAULT_TTL, Claim, EventKey
 
@@ -62,14 +45,14 @@ _CLAIM = "SELECT pasarela.webhook_claim(%s, %s, %s, %s, %s, %s)"
 _CONFIRM = "SELECT pasarela.webhook_confirm(%s, %s, %s, %s, %s)"
 _RELEASE = ("UPDATE pasarela.webhook_transactions SET lease_token = NULL, lease_until = NULL"
             " WHERE transaction = %s AND lease_token = %s RETURNING 1")
-_PRUNE = batch_delete("webhook_transactions", "expires_at <= pasarela.clock_ms()")
+_PRUNE = pg.batch_delete("webhook_transactions", "expires_at <= pasarela.clock_ms()")
 
 
 def stored(text: str) -> str:
     """A transaction or a status as the table holds it: as the webhook body gave it, or ``sha256:`` and the SHA-256
     of its UTF-8 when it is long (the primary key stays small) or when PostgreSQL's text cannot hold it (a NUL, or
     a lone surrogate, which a JSON escape of the body may carry: kept as its ``surrogatepass`` bytes)."""
-    if len(text) <= _LONGEST_READABLE_KEY and text_holds(text):
+    if len(text) <= _LONGEST_READABLE_KEY and pg.text_holds(text):
         return text
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -77,20 +60,20 @@ def stored(text: str) -> str:
 class LedgerStatements:
     """The ledger's statements and their parameters for one schema and its settings (the inbox's too)."""
 
-    def __init__(self, *, schema: str = DEFAULT_SCHEMA, ttl: float = DEFAULT_TTL, lease: float = DEFAULT_LEASE,
+    def __init__(self, *, schema: str = pg.DEFAULT_SCHEMA, ttl: float = DEFAULT_TTL, lease: float = DEFAULT_LEASE,
                  lock_wait: float = DEFAULT_LOCK_WAIT, prune_interval: Optional[float] = 60.0,
                  prune_batch: int = 10_000) -> None:
         self.schema = schema
-        self.ttl = seconds(ttl, "ttl")
-        if seconds(lease, "lease") > self.ttl:
+        self.ttl = pg.seconds(ttl, "ttl")
+        if pg.seconds(lease, "lease") > self.ttl:
             raise ConfigurationError("lease must not be longer than ttl")
-        self._ttl_ms, self._lease_ms = unix_ms(self.ttl), max(1, unix_ms(lease))
-        self._lock_wait_ms = max(1, unix_ms(seconds(lock_wait, "lock_wait")))
-        self.claim_sql = qualified(_CLAIM, schema)
-        self.confirm_sql = qualified(_CONFIRM, schema)
-        self.release_sql = qualified(_RELEASE, schema)
-        self.prune_sql = qualified(_PRUNE, schema)
-        self.pruning = Pruning(prune_interval, prune_batch)
+        self._ttl_ms, self._lease_ms = pg.unix_ms(self.ttl), max(1, pg.unix_ms(lease))
+        self._lock_wait_ms = max(1, pg.unix_ms(pg.seconds(lock_wait, "lock_wait")))
+        self.claim_sql = pg.qualified(_CLAIM, schema)
+        self.confirm_sql = pg.qualified(_CONFIRM, schema)
+        self.release_sql = pg.qualified(_RELEASE, schema)
+        self.prune_sql = pg.qualified(_PRUNE, schema)
+        self.pruning = pg.Pruning(prune_interval, prune_batch)
 
     def claim_params(self, event: EventKey, token: str) -> tuple[Any, ...]:
         return (stored(event.transaction), stored(event.status), token, self._lease_ms, self._ttl_ms,
@@ -127,66 +110,54 @@ class PostgresEventLedger(LedgerBase):
     waits for the transaction's row, held by an inbox's handler, before "in progress"), ``prune_interval``
     (None: never by itself), ``prune_batch``."""
 
-    def __init__(self, connections: SyncSource, **options: Any) -> None:
+    def __init__(self, connections: pg.SyncSource, **options: Any) -> None:
         super().__init__(**options)
-        self._connections = Connections(connections)
+        self._connections = pg.Connections(connections)
 
     def claim(self, event: EventKey, token: str, *, earliest_receipt: Optional[float] = None) -> Claim:
         """As :meth:`EventLedger.claim`; ``earliest_receipt`` is not used: a logged table forgets nothing."""
         statements = self._statements
-        with failing_closed(_STORE):
-            outcome = claimed(retrying(lambda: self._connections.execute(
-                statements.claim_sql, statements.claim_params(event, token))))
+        outcome = claimed(self._connections.run(statements.claim_sql, statements.claim_params(event, token), _STORE))
         if statements.pruning.due():
             self.prune()
         return outcome
 
     def confirm(self, event: EventKey, token: str) -> None:
         statements = self._statements
-        with failing_closed(_STORE):
-            retrying(lambda: self._connections.execute(statements.confirm_sql,
-                                                       statements.confirm_params(event, token)))
+        self._connections.run(statements.confirm_sql, statements.confirm_params(event, token), _STORE)
 
     def release(self, event: EventKey, token: str) -> None:
         statements = self._statements
-        with failing_closed(_STORE):
-            retrying(lambda: self._connections.execute(statements.release_sql,
-                                                       statements.release_params(event, token)))
+        self._connections.run(statements.release_sql, statements.release_params(event, token), _STORE)
 
     def prune(self) -> int:
         """Delete the transactions forgotten (ttl passed), ``prune_batch`` at a time; how many were deleted."""
-        return prune_rows(self._connections, self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)
+        return self._connections.prune(self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)
 
 
 class AsyncPostgresEventLedger(LedgerBase):
     """:class:`~pasarela.transfers.webhook_dedup.AsyncEventLedger` on a ``psycopg.AsyncConnection`` or an
     ``AsyncConnectionPool`` (the options of :class:`PostgresEventLedger`). Its prunes run beside the claims."""
 
-    def __init__(self, connections: AsyncSource, **options: Any) -> None:
+    def __init__(self, connections: pg.AsyncSource, **options: Any) -> None:
         super().__init__(**options)
-        self._connections = AsyncConnections(connections)
+        self._connections = pg.AsyncConnections(connections)
 
     async def claim(self, event: EventKey, token: str, *, earliest_receipt: Optional[float] = None) -> Claim:
         statements = self._statements
-        with failing_closed(_STORE):
-            outcome = claimed(await retrying_async(lambda: self._connections.execute(
-                statements.claim_sql, statements.claim_params(event, token))))
+        outcome = claimed(await self._connections.run(statements.claim_sql, statements.claim_params(event, token),
+                                                      _STORE))
         statements.pruning.start_if_due(self.prune)
         return outcome
 
     async def confirm(self, event: EventKey, token: str) -> None:
         statements = self._statements
-        with failing_closed(_STORE):
-            await retrying_async(lambda: self._connections.execute(statements.confirm_sql,
-                                                                   statements.confirm_params(event, token)))
+        await self._connections.run(statements.confirm_sql, statements.confirm_params(event, token), _STORE)
 
     async def release(self, event: EventKey, token: str) -> None:
         statements = self._statements
-        with failing_closed(_STORE):
-            await retrying_async(lambda: self._connections.execute(statements.release_sql,
-                                                                   statements.release_params(event, token)))
+        await self._connections.run(statements.release_sql, statements.release_params(event, token), _STORE)
 
     async def prune(self) -> int:
         """As :meth:`PostgresEventLedger.prune`."""
-        return await prune_rows_async(self._connections, self._statements.prune_sql, {},
-                                      self._statements.pruning.batch, _STORE)
+        return await self._connections.prune(self._statements.prune_sql, {}, self._statements.pruning.batch, _STORE)

@@ -41,10 +41,9 @@ from .._redis_store import (
     check_prefix,
     encoded,
     failing_closed,
-    is_memory_lost,
-    memory_lost,
     milliseconds,
     noticed_loss,
+    refuse_if_memory_lost,
     seconds,
     setting_markers,
     unix_ms,
@@ -149,8 +148,7 @@ class _LedgerScripts:
 
 
 def _claimed(answer: Any) -> Claim:
-    if is_memory_lost(answer):
-        raise memory_lost(_STORE, answer, _FORGOTTEN)
+    refuse_if_memory_lost(_STORE, answer, _FORGOTTEN)
     return Claim(answer.decode("ascii") if isinstance(answer, bytes) else answer)
 
 
