@@ -8,7 +8,7 @@ catches ``ValueError`` keeps working. No message ever contains a secret.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar
 
 __all__ = [
     "CredentialsError",
@@ -19,8 +19,29 @@ __all__ = [
 ]
 
 
+_Error = TypeVar("_Error", bound=BaseException)
+
+
+def _rebuilt(kind: type[_Error], args: tuple[Any, ...], attributes: dict[str, Any]) -> _Error:
+    error = kind.__new__(kind, *args)  # (BaseException.__new__ keeps args; __init__ is not called again)
+    error.__dict__.update(attributes)
+    return error
+
+
+def reduce_error(error: BaseException) -> tuple[Callable[..., BaseException], tuple[Any, ...]]:
+    """What pickle makes of ``error`` (an error's ``__reduce__``): the same type, message (``args``) and attributes.
+    Python's own rebuilds an error by calling its class with ``args``, the message, which is not what an ``__init__``
+    that takes a field and a reason expects: the error raised in a ``multiprocessing`` or ``concurrent.futures``
+    worker, or in a job another process runs, could not be read back (TypeError) or came back wrong."""
+    return _rebuilt, (type(error), error.args, dict(vars(error)))
+
+
 class PasarelaError(Exception):
-    """Root of every error pasarela raises on purpose."""
+    """Root of every error pasarela raises on purpose. Pickles as it is (the same type, message and attributes),
+    so it crosses to another process: a worker's error reaches its pool."""
+
+    def __reduce__(self) -> tuple[Callable[..., BaseException], tuple[Any, ...]]:
+        return reduce_error(self)
 
 
 class PayloadError(PasarelaError, ValueError):

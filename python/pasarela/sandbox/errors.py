@@ -6,12 +6,17 @@ path, ``amount.subtotalIva``). Messages never quote a key, a secret or a card nu
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
+
+from ..errors import reduce_error
 
 __all__ = ["SandboxError"]
 
 
 class SandboxError(Exception):
+    def __reduce__(self) -> tuple[Callable[..., BaseException], tuple[Any, ...]]:
+        return reduce_error(self)  # (pickles as it is: pasarela.errors.reduce_error)
+
     def __init__(self, status: int, code: str, message: str, *, field: Optional[str] = None) -> None:
         super().__init__(f"HTTP {status} {code}: {message}")
         self.status = status
