@@ -79,9 +79,6 @@ class BlockingTerminalClient(ClosesOnExit):
     def request(self, method: str, path: str, payload: Any = None) -> Any:
         raise NotImplementedError
 
-    def close(self) -> None:
-        raise NotImplementedError
-
     def post(self, path: str, payload: Any = None) -> Any:
         return self.request("POST", path, payload)
 

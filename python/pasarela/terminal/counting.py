@@ -81,7 +81,8 @@ def _counted_open(open_: F) -> F:
 
 def install() -> None:
     """Wraps Terminal's ways through seal and open that no C call counts (once: a second call does nothing)."""
-    if not _telemetry.ENABLED or getattr(Terminal, "_counted", False):
+    if not _telemetry.ENABLED or hasattr(vars(Terminal)["open_bytes" if not _telemetry.FAST_PATHS_COUNTED
+                                              else "_open_rest"], "__wrapped__"):
         return
     if _telemetry.FAST_PATHS_COUNTED:
         Terminal._seal_text = _counted_seal_text(Terminal._seal_text)  # type: ignore[method-assign]
@@ -90,4 +91,3 @@ def install() -> None:
         Terminal.seal = _counted_seal(Terminal.seal)  # type: ignore[method-assign]
         Terminal.open = _counted_open(Terminal.open)  # type: ignore[method-assign]
         Terminal.open_bytes = _counted_open(Terminal.open_bytes)  # type: ignore[method-assign]
-    Terminal._counted = True  # type: ignore[attr-defined]
